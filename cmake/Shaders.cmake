@@ -1,0 +1,35 @@
+# Compiles GLSL compute shaders to SPIR-V with glslangValidator, validates them
+# with spirv-val, and turns each into a C header (a uint32_t array) in the build
+# tree. Nothing is generated into the source tree.
+#
+#   vkattn_add_shaders(OUT_VAR shaders/a.comp shaders/b.comp ...)
+#
+# sets OUT_VAR to the list of generated headers, to be added to a target's sources.
+
+set(VKATTN_SPIRV_TARGET_ENV vulkan1.1)
+
+function(vkattn_add_shaders out_var)
+  set(headers "")
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/shaders)
+  file(MAKE_DIRECTORY ${out_dir})
+  set(debug_flag "$<$<CONFIG:Debug>:-g>")
+  foreach(src IN LISTS ARGN)
+    get_filename_component(name ${src} NAME_WE)
+    set(spv ${out_dir}/${name}.spv)
+    set(hdr ${out_dir}/${name}_spv.h)
+    add_custom_command(
+      OUTPUT ${hdr}
+      COMMAND Vulkan::glslangValidator -V --target-env ${VKATTN_SPIRV_TARGET_ENV}
+              ${debug_flag} -I${PROJECT_SOURCE_DIR}/shaders
+              --depfile ${spv}.d -o ${spv} ${PROJECT_SOURCE_DIR}/${src}
+      COMMAND ${SPIRV_VAL} --target-env ${VKATTN_SPIRV_TARGET_ENV} ${spv}
+      COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
+              -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+      DEPENDS ${PROJECT_SOURCE_DIR}/${src} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+      DEPFILE ${spv}.d
+      COMMENT "Compiling shader ${src}"
+      VERBATIM COMMAND_EXPAND_LISTS)
+    list(APPEND headers ${hdr})
+  endforeach()
+  set(${out_var} ${headers} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,378 @@
+/*
+ * vkattn — multi-head attention on any GPU with a Vulkan compute queue.
+ *
+ * vkattn computes scaled dot-product attention and the pieces it is built from
+ * (tiled matmul, causal-masked scaled softmax, head transpose) with GLSL compute
+ * shaders embedded in the library as SPIR-V, and with a CPU reference backend
+ * (double accumulation) that computes the same ops for checking and as a fallback.
+ *
+ * Usage sketch
+ *
+ *     vkattn_context *ctx;
+ *     vkattn_context_desc cd = {0};                 // zero = defaults: best device
+ *     if (vkattn_context_create(&cd, &ctx) != VKATTN_OK) ...
+ *
+ *     vkattn_tensor *a, *b, *c;
+ *     vkattn_tensor_desc td = {.dtype = VKATTN_DTYPE_F32, .ndim = 2, .shape = {M, K}};
+ *     vkattn_tensor_create(ctx, &td, &a);           // likewise b (K, N) and c (M, N)
+ *     vkattn_tensor_upload(a, host_a, VKATTN_DTYPE_F32);
+ *     vkattn_matmul(ctx, NULL, a, b, NULL, c);      // recorded, not yet run
+ *     vkattn_tensor_download(c, host_c, VKATTN_DTYPE_F32);  // submits and waits
+ *     if (status != VKATTN_OK) fprintf(stderr, "%s\n", vkattn_last_error(ctx));
+ *
+ *     vkattn_tensor_destroy(a); ...; vkattn_context_destroy(ctx);
+ *
+ * Ownership. Every object created by vkattn_*_create is owned by the caller and
+ * released by the matching *_destroy, which accepts NULL. Tensors belong to the
+ * context that created them and must be destroyed before it. Host pointers passed
+ * in are only read (or written) during the call.
+ *
+ * Execution. Ops are recorded into a command buffer and run asynchronously; many
+ * ops go in one submission. vkattn_tensor_download() and vkattn_synchronize()
+ * submit what was recorded and wait for it. Dependencies between recorded ops are
+ * tracked per buffer, so the caller never inserts barriers.
+ *
+ * Threading. A context and its tensors are used by one thread at a time.
+ * Separate contexts may be used from separate threads in parallel.
+ *
+ * Errors. Every call that can fail returns a vkattn_status (VKATTN_OK == 0).
+ * vkattn_last_error(ctx) then says what exactly was wrong, with the numbers
+ * ("matmul: A is 4x64 but B is 32x16"). A failed call leaves its outputs and
+ * the context as they were: the context stays usable.
+ *
+ * Logging. Diagnostics (device choice, fallbacks, validation-layer messages) go
+ * to the log callback given in vkattn_context_desc. With no callback vkattn
+ * prints nothing.
+ *
+ * Devices. Chosen by vkattn_context_desc.device, else the VKATTN_DEVICE
+ * environment variable (an index or a name substring), else the best discrete
+ * GPU, else integrated, else any other Vulkan device (lavapipe), else the CPU
+ * backend (with a log line saying so).
+ *
+ * vkattn does not:
+ *  - link libvulkan: it opens the Vulkan loader at run time (volk), or uses the
+ *    application's vkGetInstanceProcAddr;
+ *  - create, destroy or reconfigure an adopted VkInstance/VkDevice/VkQueue;
+ *  - read shader files at run time: the SPIR-V is inside the library;
+ *  - print anything unless a log callback is given;
+ *  - keep global mutable state: everything lives in the context.
+ */
+#ifndef VKATTN_H
+#define VKATTN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan_core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VKATTN_VERSION_MAJOR 0
+#define VKATTN_VERSION_MINOR 1
+#define VKATTN_VERSION_PATCH 0
+#define VKATTN_MAKE_VERSION(major, minor, patch) \
+    (((uint32_t)(major) << 22) | ((uint32_t)(minor) << 12) | (uint32_t)(patch))
+#define VKATTN_VERSION \
+    VKATTN_MAKE_VERSION(VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR, VKATTN_VERSION_PATCH)
+
+#if defined(_WIN32) && defined(VKATTN_SHARED)
+#  ifdef VKATTN_BUILDING
+#    define VKATTN_API __declspec(dllexport)
+#  else
+#    define VKATTN_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define VKATTN_API __attribute__((visibility("default")))
+#else
+#  define VKATTN_API
+#endif
+
+/* ---------------------------------------------------------------- status -- */
+
+/* X(name, value, description): one list makes the enum and the strings. */
+#define VKATTN_STATUS_LIST(X)                                                         \
+    X(OK, 0, "success")                                                              \
+    X(ERROR_INVALID_ARGUMENT, 1, "invalid argument (NULL pointer or bad enum value)") \
+    X(ERROR_INVALID_SHAPE, 2, "invalid shape (dimension count or a size < 1)")       \
+    X(ERROR_SHAPE_MISMATCH, 3, "tensor shapes do not match")                         \
+    X(ERROR_SIZE_OVERFLOW, 4, "size computation overflows")                          \
+    X(ERROR_UNSUPPORTED, 5, "not supported by this backend or device")              \
+    X(ERROR_EXCEEDS_DEVICE_LIMIT, 6, "exceeds a limit of the device")                \
+    X(ERROR_OUT_OF_HOST_MEMORY, 7, "out of host memory")                             \
+    X(ERROR_OUT_OF_DEVICE_MEMORY, 8, "out of device memory")                         \
+    X(ERROR_NO_DEVICE, 9, "no suitable device")                                      \
+    X(ERROR_DEVICE_LOST, 10, "device lost")                                          \
+    X(ERROR_VULKAN, 11, "a Vulkan call failed")                                      \
+    X(ERROR_IO, 12, "input/output error")
+
+typedef enum vkattn_status {
+#define VKATTN_STATUS_ENUM_(name, value, text) VKATTN_##name = value,
+    VKATTN_STATUS_LIST(VKATTN_STATUS_ENUM_)
+#undef VKATTN_STATUS_ENUM_
+} vkattn_status;
+
+/* A static description of `status`; "unknown status" for values not in the list. */
+VKATTN_API const char *vkattn_status_string(vkattn_status status);
+
+/* The library's version as "MAJOR.MINOR.PATCH" and as VKATTN_MAKE_VERSION(...);
+ * compare with VKATTN_VERSION to detect a header/library mismatch. */
+VKATTN_API const char *vkattn_version_string(void);
+VKATTN_API uint32_t vkattn_version(void);
+
+/* ------------------------------------------------------------- handles ---- */
+
+typedef struct vkattn_context vkattn_context;
+typedef struct vkattn_tensor vkattn_tensor;
+
+typedef enum vkattn_backend {
+    VKATTN_BACKEND_AUTO = 0, /* Vulkan if a device is usable, else CPU */
+    VKATTN_BACKEND_VULKAN,
+    VKATTN_BACKEND_CPU,      /* the CPU reference backend */
+} vkattn_backend;
+
+typedef enum vkattn_dtype {
+    VKATTN_DTYPE_F32 = 0,
+    VKATTN_DTYPE_F16,        /* IEEE binary16; ops read it and accumulate in f32 */
+    VKATTN_DTYPE_I32,        /* for index tensors such as kv_len */
+} vkattn_dtype;
+
+/* ------------------------------------------------------------- logging ---- */
+
+typedef enum vkattn_log_level {
+    VKATTN_LOG_DEBUG = 0,
+    VKATTN_LOG_INFO,
+    VKATTN_LOG_WARNING,
+    VKATTN_LOG_ERROR,
+} vkattn_log_level;
+
+typedef enum vkattn_log_source {
+    VKATTN_LOG_SOURCE_LIBRARY = 0,  /* vkattn itself */
+    VKATTN_LOG_SOURCE_VALIDATION,   /* a Khronos validation-layer message */
+} vkattn_log_source;
+
+/* Called on the thread that made the vkattn call. `message` is valid during the
+ * call only. */
+typedef void (*vkattn_log_fn)(void *user_data, vkattn_log_level level,
+                              vkattn_log_source source, const char *message);
+
+/* ------------------------------------------------------------- devices ---- */
+
+typedef enum vkattn_device_type {
+    VKATTN_DEVICE_TYPE_OTHER = 0,
+    VKATTN_DEVICE_TYPE_INTEGRATED_GPU,
+    VKATTN_DEVICE_TYPE_DISCRETE_GPU,
+    VKATTN_DEVICE_TYPE_VIRTUAL_GPU,
+    VKATTN_DEVICE_TYPE_CPU,         /* a Vulkan CPU device (lavapipe) or the CPU backend */
+} vkattn_device_type;
+
+/* What a context runs on. For the CPU backend, the Vulkan-specific fields are 0. */
+typedef struct vkattn_device_info {
+    vkattn_backend backend;            /* VULKAN or CPU, never AUTO */
+    uint32_t index;                    /* position in vkattn_list_devices() */
+    char name[256];
+    char vendor[32];                   /* "NVIDIA", "AMD", "Intel", "Mesa", ... */
+    uint32_t vendor_id, device_id;
+    char driver_name[256];             /* e.g. "llvmpipe"; "" if unknown */
+    char driver_info[256];             /* e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
+    char driver_version[64];           /* decoded the vendor's way */
+    uint32_t api_version;              /* VK_MAKE_API_VERSION encoding */
+    vkattn_device_type type;
+    uint32_t subgroup_size;
+    bool subgroup_arithmetic;          /* subgroupAdd/Max in compute shaders */
+    uint32_t shared_memory_bytes;      /* maxComputeSharedMemorySize */
+    uint32_t max_workgroup_invocations;
+    uint64_t max_storage_buffer_range; /* bytes: the largest tensor this device takes */
+    bool storage_16bit;                /* storageBuffer16BitAccess */
+    bool float16_arithmetic;           /* shaderFloat16 */
+    bool cooperative_matrix;           /* VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix */
+    bool timestamps;                   /* compute queue has GPU timestamps */
+    double timestamp_period_ns;
+    bool host_visible_device_memory;   /* tensors are mapped, not staged */
+    bool validation_enabled;           /* Khronos validation layer active (owned instances) */
+    bool adopted;                      /* running in the application's VkDevice */
+} vkattn_device_info;
+
+/* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),
+ * in the order the loader reports them; `index` is what vkattn_context_desc.device
+ * takes. Writes at most `capacity` entries to `infos` (which may be NULL when
+ * capacity is 0) and the total count to `*count`. Returns VKATTN_OK also when no
+ * device or no Vulkan loader exists (count 0). VKATTN_ERROR_INVALID_ARGUMENT if
+ * count is NULL. */
+VKATTN_API vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity,
+                                             uint32_t *count);
+
+/* ------------------------------------------------------------- context ---- */
+
+typedef enum vkattn_validation {
+    VKATTN_VALIDATION_DEFAULT = 0,  /* on if the environment has VKATTN_VALIDATION=1 */
+    VKATTN_VALIDATION_ON,           /* Khronos layer with synchronization validation;
+                                       a warning is logged if the layer is missing */
+    VKATTN_VALIDATION_OFF,
+} vkattn_validation;
+
+/* An application's Vulkan objects for vkattn to run in. vkattn never destroys
+ * them. The device must have been created with Vulkan >= 1.1 and with the queue
+ * family `queue_family_index` supporting compute. */
+typedef struct vkattn_vulkan_handles {
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    uint32_t queue_family_index;
+    VkQueue queue;                                  /* used from the context's thread only */
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+} vkattn_vulkan_handles;
+
+typedef struct vkattn_context_desc {
+    vkattn_backend backend;          /* default AUTO */
+    const char *device;              /* index ("1") or name substring; default NULL:
+                                        VKATTN_DEVICE from the environment, else best */
+    vkattn_validation validation;    /* default: see vkattn_validation */
+    vkattn_log_fn log_fn;            /* default NULL: silent */
+    void *log_user_data;
+    const vkattn_vulkan_handles *adopt; /* default NULL: vkattn creates its own instance
+                                           and device; else runs in these (backend and
+                                           device are then ignored) */
+} vkattn_context_desc;
+
+/* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a
+ * new context; on failure `*out` is NULL and, if desc has a log callback, the
+ * reason is logged. Statuses: INVALID_ARGUMENT (out NULL, bad enum),
+ * NO_DEVICE (backend VULKAN but no usable device, or `device` matches none),
+ * UNSUPPORTED (adopted device below Vulkan 1.1 or queue family without compute),
+ * OUT_OF_HOST_MEMORY, OUT_OF_DEVICE_MEMORY, VULKAN. */
+VKATTN_API vkattn_status vkattn_context_create(const vkattn_context_desc *desc,
+                                               vkattn_context **out);
+
+/* Waits for recorded work, then releases everything the context created (never
+ * adopted objects). Tensors must be destroyed first. NULL is accepted. */
+VKATTN_API void vkattn_context_destroy(vkattn_context *ctx);
+
+/* Fills `*info` with what the context runs on. INVALID_ARGUMENT on NULL. */
+VKATTN_API vkattn_status vkattn_context_info(const vkattn_context *ctx, vkattn_device_info *info);
+
+/* The message of the last failed call on this context ("" if none yet). Valid
+ * until the next call on the context. NULL ctx gives a static string. */
+VKATTN_API const char *vkattn_last_error(const vkattn_context *ctx);
+
+/* Submits everything recorded and waits for it. DEVICE_LOST if the device was
+ * lost (the context is then unusable), VULKAN on other failures. */
+VKATTN_API vkattn_status vkattn_synchronize(vkattn_context *ctx);
+
+/* GPU timing of recorded work: begin() marks a point in the command stream;
+ * end() marks a second one, synchronizes, and writes the elapsed milliseconds
+ * between them measured with GPU timestamps (host wall-clock on the CPU backend
+ * or where the queue has no timestamps; vkattn_device_info.timestamps says which).
+ * INVALID_ARGUMENT if end() comes without begin(). */
+VKATTN_API vkattn_status vkattn_timer_begin(vkattn_context *ctx);
+VKATTN_API vkattn_status vkattn_timer_end(vkattn_context *ctx, double *elapsed_ms);
+
+/* ------------------------------------------------------------- tensors ---- */
+
+#define VKATTN_MAX_DIMS 4
+
+typedef struct vkattn_tensor_desc {
+    vkattn_dtype dtype;                /* default F32 */
+    int32_t ndim;                      /* 1..4, required */
+    int64_t shape[VKATTN_MAX_DIMS];    /* outermost first; each >= 1 */
+} vkattn_tensor_desc;
+
+/* Creates a dense row-major tensor in the context's memory (device memory,
+ * mapped where it is host-visible; host memory on the CPU backend). Its content
+ * is undefined until written. Statuses: INVALID_ARGUMENT (NULL, bad dtype),
+ * INVALID_SHAPE (ndim outside 1..4, a size < 1), SIZE_OVERFLOW (byte size does
+ * not fit in 64 bits or size_t), EXCEEDS_DEVICE_LIMIT (larger than the device's
+ * maxStorageBufferRange or allocation limit), OUT_OF_HOST_MEMORY,
+ * OUT_OF_DEVICE_MEMORY. */
+VKATTN_API vkattn_status vkattn_tensor_create(vkattn_context *ctx, const vkattn_tensor_desc *desc,
+                                              vkattn_tensor **out);
+
+/* Releases the tensor; waits first if recorded work still uses it. NULL accepted. */
+VKATTN_API void vkattn_tensor_destroy(vkattn_tensor *tensor);
+
+/* The tensor's dtype, dimension count and shape. */
+VKATTN_API vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *tensor);
+
+/* Copies the whole tensor from host memory `src`, which holds the tensor's element
+ * count of `src_dtype` values, converting between F32 and F16 as needed (I32 only
+ * to I32). Ordered after work already recorded that reads the tensor. Statuses:
+ * INVALID_ARGUMENT (NULL, bad dtype), UNSUPPORTED (I32 <-> float),
+ * OUT_OF_HOST_MEMORY, OUT_OF_DEVICE_MEMORY, DEVICE_LOST. */
+VKATTN_API vkattn_status vkattn_tensor_upload(vkattn_tensor *tensor, const void *src,
+                                              vkattn_dtype src_dtype);
+
+/* Submits recorded work, waits, and copies the whole tensor to host memory `dst`
+ * as `dst_dtype` values. Statuses as for upload. */
+VKATTN_API vkattn_status vkattn_tensor_download(vkattn_tensor *tensor, void *dst,
+                                                vkattn_dtype dst_dtype);
+
+/* ----------------------------------------------------------------- ops ---- */
+/*
+ * Every op validates all its arguments before recording anything; an error
+ * leaves every tensor as it was. Inputs may be F32 or F16; outputs are F32.
+ * The tensors must belong to `ctx`.
+ */
+
+typedef enum vkattn_matmul_variant {
+    VKATTN_MATMUL_AUTO = 0,   /* the tiled kernel */
+    VKATTN_MATMUL_TILED,      /* shared-memory tiles, register micro-tiles */
+    VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
+} vkattn_matmul_variant;
+
+typedef struct vkattn_matmul_desc {
+    bool transpose_b;                 /* default false: B is (K, N); true: B is (N, K),
+                                         as nn.Linear weights are stored */
+    float alpha;                      /* default 0 means 1 */
+    vkattn_matmul_variant variant;    /* default AUTO */
+} vkattn_matmul_desc;
+
+/* C = alpha * A @ op(B) + bias, batched over leading dimensions.
+ * A is (..., M, K) with 0 to 2 leading (batch) dimensions; C is (..., M, N) with
+ * A's leading dimensions. B is either 2-D, op(B) (K, N), shared by every batch
+ * (weights), or has A's dimension count with the same leading dimensions except
+ * that A's innermost batch dimension may be a multiple of B's (grouped-query
+ * attention: A batch h uses B batch h / (A_h / B_h)). bias, optional (NULL), is
+ * (N). `desc` may be NULL. C must not alias A, B or bias. Statuses:
+ * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH (with the shapes in the
+ * message), UNSUPPORTED (C not F32, I32 inputs), EXCEEDS_DEVICE_LIMIT. */
+VKATTN_API vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
+                                       const vkattn_tensor *a, const vkattn_tensor *b,
+                                       const vkattn_tensor *bias, vkattn_tensor *c);
+
+typedef enum vkattn_softmax_variant {
+    VKATTN_SOFTMAX_AUTO = 0,  /* SUBGROUP where the device has subgroup arithmetic */
+    VKATTN_SOFTMAX_SUBGROUP,  /* one row per subgroup, subgroup reductions, no barriers */
+    VKATTN_SOFTMAX_SHARED,    /* one row per workgroup, shared-memory reductions */
+} vkattn_softmax_variant;
+
+typedef struct vkattn_softmax_desc {
+    float scale;                      /* default 0 means 1: softmax(scale * x) */
+    bool causal;                      /* mask key j of query row i when j > i + q_offset */
+    bool has_q_offset;                /* default false: q_offset = Tk - Tq (bottom-right) */
+    int64_t q_offset;                 /* used when has_q_offset; 0 = PyTorch's top-left */
+    const vkattn_tensor *kv_len;      /* default NULL; else I32 (N) with N = X's outermost
+                                         size (1 for 2-D X): keys j >= kv_len[n] are masked */
+    vkattn_softmax_variant variant;   /* default AUTO */
+} vkattn_softmax_desc;
+
+/* Y = masked softmax over the last dimension of scale * X. X is (..., Tq, Tk), 2-D to
+ * 4-D; row i of each Tq x Tk matrix is a query position. Masked entries and rows
+ * with no allowed key give 0. Computed stably (row maximum subtracted), f32.
+ * Y has X's shape, F32, and may be X itself (in place). `desc` may be NULL.
+ * Statuses: INVALID_ARGUMENT (also scale not positive and finite), INVALID_SHAPE,
+ * SHAPE_MISMATCH, UNSUPPORTED (Y not F32; in place with F16 X; SUBGROUP forced on
+ * a device without subgroup arithmetic). */
+VKATTN_API vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *desc,
+                                        const vkattn_tensor *x, vkattn_tensor *y);
+
+/* Head transpose: Y[a, c, b, d] = X[a, b, c, d] for 4-D X (A, B, C, D) and Y (A, C, B, D):
+ * (B, T, H, D) <-> (B, H, T, D). Y must be F32 and must not alias X. Statuses:
+ * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH, UNSUPPORTED. */
+VKATTN_API vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x,
+                                               vkattn_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VKATTN_H */

@@ -1,0 +1,124 @@
+/* Context create/destroy, backend choice, info, last error, synchronize. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void fill_cpu_info(vkattn_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->backend = VKATTN_BACKEND_CPU;
+    info->type = VKATTN_DEVICE_TYPE_CPU;
+    strcpy(info->name, "vkattn CPU reference");
+    strcpy(info->vendor, "vkattn");
+    strcpy(info->driver_name, "cpu-reference");
+    strcpy(info->driver_version, VKATTN_VERSION_STRING_BUILT);
+    info->max_storage_buffer_range = UINT64_MAX;
+    info->host_visible_device_memory = true;
+}
+
+static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc *desc)
+{
+    vkattn_status s = desc->adopt ? vk_device_adopt(ctx, desc->adopt)
+                                  : vk_device_create_owned(ctx, desc);
+    if (s != VKATTN_OK)
+        return s;
+    if ((s = vk_pipelines_init(ctx)) != VKATTN_OK)
+        return s;
+    return vk_cmd_init(ctx);
+}
+
+static void vulkan_release(vkattn_context *ctx)
+{
+    vk_cmd_destroy(ctx);
+    vk_pipelines_destroy(ctx);
+    vk_device_destroy(ctx);
+    memset(&ctx->vk, 0, sizeof ctx->vk);
+}
+
+vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_context **out)
+{
+    static const vkattn_context_desc defaults;
+    if (!out)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!desc)
+        desc = &defaults;
+    if ((unsigned)desc->backend > VKATTN_BACKEND_CPU ||
+        (unsigned)desc->validation > VKATTN_VALIDATION_OFF) {
+        log_to(desc->log_fn, desc->log_user_data, VKATTN_LOG_ERROR, VKATTN_LOG_SOURCE_LIBRARY,
+               "context: backend or validation is not a valid enum value");
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    }
+
+    vkattn_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    ctx->log_fn = desc->log_fn;
+    ctx->log_user_data = desc->log_user_data;
+
+    vkattn_backend wanted = desc->adopt ? VKATTN_BACKEND_VULKAN : desc->backend;
+    if (wanted != VKATTN_BACKEND_CPU) {
+        vkattn_status s = vulkan_init(ctx, desc);
+        if (s == VKATTN_OK) {
+            ctx->backend = VKATTN_BACKEND_VULKAN;
+            ctx->info.backend = VKATTN_BACKEND_VULKAN;
+            ctx_log(ctx, VKATTN_LOG_INFO, "vkattn: running on %s (%s %s)", ctx->info.name,
+                    ctx->info.driver_name, ctx->info.driver_info);
+            *out = ctx;
+            return VKATTN_OK;
+        }
+        vulkan_release(ctx);
+        if (wanted == VKATTN_BACKEND_VULKAN) {
+            log_to(desc->log_fn, desc->log_user_data, VKATTN_LOG_ERROR,
+                   VKATTN_LOG_SOURCE_LIBRARY, "context: %s", ctx->last_error);
+            free(ctx);
+            return s;
+        }
+        ctx_log(ctx, VKATTN_LOG_WARNING, "vkattn: no usable Vulkan device (%s); "
+                "falling back to the CPU reference backend", ctx->last_error);
+        ctx->last_error[0] = '\0';
+    }
+    ctx->backend = VKATTN_BACKEND_CPU;
+    fill_cpu_info(&ctx->info);
+    *out = ctx;
+    return VKATTN_OK;
+}
+
+void vkattn_context_destroy(vkattn_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->live_tensors)
+        ctx_log(ctx, VKATTN_LOG_WARNING,
+                "context destroyed with %u tensors still alive; they are now invalid",
+                ctx->live_tensors);
+    if (ctx->backend == VKATTN_BACKEND_VULKAN) {
+        if (ctx->vk.recording && !ctx->vk.device_lost)
+            vk_cmd_submit_and_wait(ctx);
+        vulkan_release(ctx);
+    }
+    free(ctx);
+}
+
+vkattn_status vkattn_context_info(const vkattn_context *ctx, vkattn_device_info *info)
+{
+    if (!ctx || !info)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    *info = ctx->info;
+    return VKATTN_OK;
+}
+
+const char *vkattn_last_error(const vkattn_context *ctx)
+{
+    return ctx ? ctx->last_error : "no context";
+}
+
+vkattn_status vkattn_synchronize(vkattn_context *ctx)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (ctx->backend != VKATTN_BACKEND_VULKAN)
+        return VKATTN_OK;
+    return vk_cmd_submit_and_wait(ctx);
+}

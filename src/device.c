@@ -1,0 +1,580 @@
+/* Physical-device choice and query, the owned instance/device path, adoption. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <volk.h>
+
+#define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+
+/* ---------------------------------------------------------------- loader -- */
+
+static PFN_vkGetInstanceProcAddr loader_gipa;
+static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
+
+static void loader_open(void)
+{
+    /* volk keeps the loader handle in its own globals; it is set once per process
+     * and never changes afterwards, so contexts only read it. */
+    if (volkInitialize() == VK_SUCCESS)
+        loader_gipa = vkGetInstanceProcAddr;
+}
+
+PFN_vkGetInstanceProcAddr vk_loader(void)
+{
+    pthread_once(&loader_once, loader_open);
+    return loader_gipa;
+}
+
+static void load_instance_table(vk_instance_table *t, PFN_vkGetInstanceProcAddr gipa,
+                                VkInstance instance)
+{
+#define LOAD_(name) t->name = (PFN_vk##name)gipa(instance, "vk" #name);
+    VKATTN_INSTANCE_FUNCS(LOAD_)
+    VKATTN_INSTANCE_DEBUG_FUNCS(LOAD_)
+#undef LOAD_
+}
+
+static bool instance_table_complete(const vk_instance_table *t)
+{
+#define CHECK_(name) if (!t->name) return false;
+    VKATTN_INSTANCE_FUNCS(CHECK_)
+#undef CHECK_
+    return true;
+}
+
+static bool load_device_table(vk_device_table *t, PFN_vkGetDeviceProcAddr gdpa, VkDevice device)
+{
+#define LOAD_(name)                                            \
+    t->name = (PFN_vk##name)gdpa(device, "vk" #name);          \
+    if (!t->name)                                              \
+        return false;
+    VKATTN_DEVICE_FUNCS(LOAD_)
+#undef LOAD_
+    return true;
+}
+
+/* --------------------------------------------------------- device query -- */
+
+static const char *vendor_name(uint32_t vendor_id)
+{
+    switch (vendor_id) {
+    case 0x10de: return "NVIDIA";
+    case 0x1002: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x13b5: return "Arm";
+    case 0x5143: return "Qualcomm";
+    case 0x106b: return "Apple";
+    case 0x1010: return "Imagination";
+    case 0x10005: return "Mesa";
+    default: return "unknown";
+    }
+}
+
+static void decode_driver_version(uint32_t vendor_id, uint32_t v, char *out, size_t size)
+{
+    if (vendor_id == 0x10de) /* NVIDIA: 10.8.8.6 bits */
+        snprintf(out, size, "%u.%u.%u.%u", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff, v & 0x3f);
+    else
+        snprintf(out, size, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+                 VK_API_VERSION_PATCH(v));
+}
+
+static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(exts[i].extensionName, name) == 0)
+            return true;
+    return false;
+}
+
+static vkattn_device_type map_device_type(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return VKATTN_DEVICE_TYPE_INTEGRATED_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return VKATTN_DEVICE_TYPE_DISCRETE_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return VKATTN_DEVICE_TYPE_VIRTUAL_GPU;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return VKATTN_DEVICE_TYPE_CPU;
+    default: return VKATTN_DEVICE_TYPE_OTHER;
+    }
+}
+
+/* The first queue family with compute, preferring one without graphics (an
+ * async-compute queue does not compete with rendering). UINT32_MAX if none. */
+static uint32_t find_compute_queue_family(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                          uint32_t *timestamp_bits)
+{
+    uint32_t n = 0;
+    vki->GetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *families = calloc(n ? n : 1, sizeof *families);
+    if (!families)
+        return UINT32_MAX;
+    vki->GetPhysicalDeviceQueueFamilyProperties(pd, &n, families);
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        VkQueueFlags f = families[i].queueFlags;
+        if (!(f & VK_QUEUE_COMPUTE_BIT))
+            continue;
+        if (best == UINT32_MAX || !(f & VK_QUEUE_GRAPHICS_BIT)) {
+            best = i;
+            *timestamp_bits = families[i].timestampValidBits;
+            if (!(f & VK_QUEUE_GRAPHICS_BIT))
+                break;
+        }
+    }
+    free(families);
+    return best;
+}
+
+/* Fills `info` from the physical device; the limits kernels need go to `vk`
+ * (which may be a scratch struct when only listing). */
+static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                  vk_state *vk, vkattn_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->backend = VKATTN_BACKEND_VULKAN;
+
+    VkPhysicalDeviceProperties base;
+    vki->GetPhysicalDeviceProperties(pd, &base);
+
+    uint32_t ext_count = 0;
+    vki->EnumerateDeviceExtensionProperties(pd, NULL, &ext_count, NULL);
+    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    if (exts)
+        vki->EnumerateDeviceExtensionProperties(pd, NULL, &ext_count, exts);
+    else
+        ext_count = 0;
+    bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
+    bool has_driver_props = v12 || has_extension(exts, ext_count, "VK_KHR_driver_properties");
+    bool has_f16_features = v12 || has_extension(exts, ext_count, "VK_KHR_shader_float16_int8");
+
+    VkPhysicalDeviceDriverProperties driver = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maintenance3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
+        .pNext = has_driver_props ? &driver : NULL};
+    VkPhysicalDeviceSubgroupProperties subgroup = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        .pNext = &maintenance3};
+    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                         .pNext = &subgroup};
+    vki->GetPhysicalDeviceProperties2(pd, &props);
+
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures storage16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = has_f16_features ? &f16 : NULL};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                          .pNext = &storage16};
+    vki->GetPhysicalDeviceFeatures2(pd, &features);
+
+    const VkPhysicalDeviceLimits *lim = &base.limits;
+    snprintf(info->name, sizeof info->name, "%s", base.deviceName);
+    snprintf(info->vendor, sizeof info->vendor, "%s", vendor_name(base.vendorID));
+    info->vendor_id = base.vendorID;
+    info->device_id = base.deviceID;
+    if (has_driver_props) {
+        snprintf(info->driver_name, sizeof info->driver_name, "%s", driver.driverName);
+        snprintf(info->driver_info, sizeof info->driver_info, "%s", driver.driverInfo);
+    }
+    decode_driver_version(base.vendorID, base.driverVersion, info->driver_version,
+                          sizeof info->driver_version);
+    info->api_version = base.apiVersion;
+    info->type = map_device_type(base.deviceType);
+    info->subgroup_size = subgroup.subgroupSize;
+    info->subgroup_arithmetic =
+        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    info->shared_memory_bytes = lim->maxComputeSharedMemorySize;
+    info->max_workgroup_invocations = lim->maxComputeWorkGroupInvocations;
+    info->max_storage_buffer_range = lim->maxStorageBufferRange;
+    info->storage_16bit = storage16.storageBuffer16BitAccess;
+    info->float16_arithmetic = has_f16_features && f16.shaderFloat16;
+    info->cooperative_matrix = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix") ||
+                               has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
+    info->timestamp_period_ns = lim->timestampPeriod;
+
+    vk->min_storage_offset_alignment = (uint32_t)lim->minStorageBufferOffsetAlignment;
+    for (int i = 0; i < 3; i++)
+        vk->max_workgroup_count[i] = lim->maxComputeWorkGroupCount[i];
+    vk->max_allocation_size = maintenance3.maxMemoryAllocationSize;
+    vki->GetPhysicalDeviceMemoryProperties(pd, &vk->memory_properties);
+    uint32_t ts_bits = 0;
+    find_compute_queue_family(vki, pd, &ts_bits);
+    vk->timestamp_valid_bits = ts_bits;
+    info->timestamps = ts_bits > 0 && lim->timestampPeriod > 0;
+
+    /* Mapping device memory directly beats staging where device memory is system
+     * memory (integrated GPUs, lavapipe); discrete GPUs keep tensors in VRAM. */
+    bool shared_memory_device = info->type == VKATTN_DEVICE_TYPE_INTEGRATED_GPU ||
+                                info->type == VKATTN_DEVICE_TYPE_CPU;
+    const VkMemoryPropertyFlags mapped = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t i = 0; i < vk->memory_properties.memoryTypeCount; i++)
+        if (shared_memory_device &&
+            (vk->memory_properties.memoryTypes[i].propertyFlags & mapped) == mapped)
+            info->host_visible_device_memory = true;
+    free(exts);
+}
+
+static bool device_usable(const vk_instance_table *vki, VkPhysicalDevice pd)
+{
+    VkPhysicalDeviceProperties p;
+    vki->GetPhysicalDeviceProperties(pd, &p);
+    uint32_t ts = 0;
+    return p.apiVersion >= VK_API_VERSION_1_1 &&
+           find_compute_queue_family(vki, pd, &ts) != UINT32_MAX;
+}
+
+/* Usable physical devices in loader order; caller frees. */
+static vkattn_status enumerate_usable(const vk_instance_table *vki, VkInstance instance,
+                                      VkPhysicalDevice **out, uint32_t *count)
+{
+    uint32_t n = 0;
+    *out = NULL;
+    *count = 0;
+    if (vki->EnumeratePhysicalDevices(instance, &n, NULL) != VK_SUCCESS || n == 0)
+        return VKATTN_OK;
+    VkPhysicalDevice *all = calloc(n, sizeof *all);
+    if (!all)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vki->EnumeratePhysicalDevices(instance, &n, all);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (device_usable(vki, all[i]))
+            all[kept++] = all[i];
+    *out = all;
+    *count = kept;
+    return VKATTN_OK;
+}
+
+/* --------------------------------------------------------- instance ------ */
+
+static bool layer_available(PFN_vkGetInstanceProcAddr gipa, const char *name)
+{
+    PFN_vkEnumerateInstanceLayerProperties enumerate =
+        (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL, "vkEnumerateInstanceLayerProperties");
+    uint32_t n = 0;
+    if (!enumerate || enumerate(&n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkLayerProperties *layers = calloc(n, sizeof *layers);
+    if (!layers)
+        return false;
+    bool found = false;
+    if (enumerate(&n, layers) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(layers[i].layerName, name) == 0;
+    free(layers);
+    return found;
+}
+
+static VkBool32 VKAPI_PTR debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                         VkDebugUtilsMessageTypeFlagsEXT types,
+                                         const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                         void *user)
+{
+    (void)types;
+    const vkattn_context *ctx = user;
+    vkattn_log_level level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+                                 ? VKATTN_LOG_ERROR
+                                 : VKATTN_LOG_WARNING;
+    log_to(ctx->log_fn, ctx->log_user_data, level, VKATTN_LOG_SOURCE_VALIDATION, "%s",
+           data->pMessage ? data->pMessage : "(no message)");
+    return VK_FALSE;
+}
+
+static bool validation_wanted(vkattn_validation v)
+{
+    if (v == VKATTN_VALIDATION_ON)
+        return true;
+    if (v == VKATTN_VALIDATION_OFF)
+        return false;
+    const char *env = getenv("VKATTN_VALIDATION");
+    return env && strcmp(env, "1") == 0;
+}
+
+/* Creates an instance, with the validation layer and synchronization validation
+ * when `validation` is set. */
+static vkattn_status create_instance(PFN_vkGetInstanceProcAddr gipa, bool validation,
+                                     VkInstance *out)
+{
+    PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
+    PFN_vkEnumerateInstanceVersion version_fn =
+        (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    if (version_fn)
+        version_fn(&loader_version);
+    if (!create || loader_version < VK_API_VERSION_1_1)
+        return VKATTN_ERROR_NO_DEVICE;
+
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pEngineName = "vkattn",
+        .engineVersion = VKATTN_VERSION,
+        .apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version,
+    };
+    const char *layers[] = {VALIDATION_LAYER};
+    const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
+                                VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
+    VkValidationFeatureEnableEXT enables[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {
+        .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+        .enabledValidationFeatureCount = 1,
+        .pEnabledValidationFeatures = enables,
+    };
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validation ? &features : NULL,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = validation ? 1 : 0,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = validation ? 2 : 0,
+        .ppEnabledExtensionNames = extensions,
+    };
+    VkResult r = create(&info, NULL, out);
+    return r == VK_SUCCESS ? VKATTN_OK : vk_status_from_result(r);
+}
+
+/* ----------------------------------------------------------- listing ---- */
+
+vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, uint32_t *count)
+{
+    if (!count || (capacity > 0 && !infos))
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    *count = 0;
+    PFN_vkGetInstanceProcAddr gipa = vk_loader();
+    if (!gipa)
+        return VKATTN_OK;
+    VkInstance instance;
+    if (create_instance(gipa, false, &instance) != VKATTN_OK)
+        return VKATTN_OK;
+    vk_instance_table vki;
+    load_instance_table(&vki, gipa, instance);
+    VkPhysicalDevice *devices = NULL;
+    uint32_t n = 0;
+    vkattn_status s = instance_table_complete(&vki)
+                          ? enumerate_usable(&vki, instance, &devices, &n)
+                          : VKATTN_OK;
+    for (uint32_t i = 0; i < n && i < capacity; i++) {
+        vk_state scratch;
+        query_physical_device(&vki, devices[i], &scratch, &infos[i]);
+        infos[i].index = i;
+    }
+    *count = n;
+    free(devices);
+    if (vki.DestroyInstance)
+        vki.DestroyInstance(instance, NULL);
+    return s;
+}
+
+/* ------------------------------------------------------------ choice ---- */
+
+static int type_rank(vkattn_device_type t)
+{
+    switch (t) {
+    case VKATTN_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VKATTN_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VKATTN_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VKATTN_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+/* Index into `devices` by the selector (an index or a name substring), or the
+ * best by type when `selector` is NULL. UINT32_MAX when nothing matches. */
+static uint32_t choose_device(const vk_instance_table *vki, VkPhysicalDevice *devices, uint32_t n,
+                              const char *selector)
+{
+    if (selector && *selector) {
+        char *end;
+        unsigned long index = strtoul(selector, &end, 10);
+        if (*end == '\0')
+            return index < n ? (uint32_t)index : UINT32_MAX;
+        for (uint32_t i = 0; i < n; i++) {
+            VkPhysicalDeviceProperties p;
+            vki->GetPhysicalDeviceProperties(devices[i], &p);
+            if (strstr(p.deviceName, selector))
+                return i;
+        }
+        return UINT32_MAX;
+    }
+    uint32_t best = UINT32_MAX;
+    int best_rank = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vki->GetPhysicalDeviceProperties(devices[i], &p);
+        int rank = type_rank(map_device_type(p.deviceType));
+        if (rank > best_rank) {
+            best_rank = rank;
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------- logical device -------- */
+
+static vkattn_status create_logical_device(vkattn_context *ctx)
+{
+    vk_state *vk = &ctx->vk;
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = vk->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue,
+    };
+    VkResult r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
+    if (r != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreateDevice");
+    vk->owns_device = true;
+    return VKATTN_OK;
+}
+
+static vkattn_status finish_device_setup(vkattn_context *ctx)
+{
+    vk_state *vk = &ctx->vk;
+    if (!load_device_table(&vk->vkd, vk->vki.GetDeviceProcAddr, vk->device))
+        return ctx_fail(ctx, VKATTN_ERROR_VULKAN, "a core Vulkan 1.1 device function is missing");
+    if (!vk->queue)
+        vk->vkd.GetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    return VKATTN_OK;
+}
+
+vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_desc *desc)
+{
+    vk_state *vk = &ctx->vk;
+    PFN_vkGetInstanceProcAddr gipa = vk_loader();
+    if (!gipa)
+        return ctx_fail(ctx, VKATTN_ERROR_NO_DEVICE, "no Vulkan loader (libvulkan.so.1) found");
+
+    bool validation = validation_wanted(desc->validation);
+    if (validation && !layer_available(gipa, VALIDATION_LAYER)) {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "validation requested but %s is not installed",
+                VALIDATION_LAYER);
+        validation = false;
+    }
+    vkattn_status s = create_instance(gipa, validation, &vk->instance);
+    if (s != VKATTN_OK)
+        return ctx_fail(ctx, s == VKATTN_ERROR_NO_DEVICE ? s : VKATTN_ERROR_VULKAN,
+                        "cannot create a Vulkan 1.1 instance");
+    vk->owns_instance = true;
+    load_instance_table(&vk->vki, gipa, vk->instance);
+    if (!instance_table_complete(&vk->vki))
+        return ctx_fail(ctx, VKATTN_ERROR_VULKAN, "a core Vulkan 1.1 instance function is missing");
+
+    if (validation && vk->vki.CreateDebugUtilsMessengerEXT) {
+        VkDebugUtilsMessengerCreateInfoEXT mi = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            .pfnUserCallback = debug_callback,
+            .pUserData = ctx,
+        };
+        VkResult r = vk->vki.CreateDebugUtilsMessengerEXT(vk->instance, &mi, NULL, &vk->messenger);
+        if (r != VK_SUCCESS)
+            return ctx_fail_vk(ctx, r, "vkCreateDebugUtilsMessengerEXT");
+    }
+    ctx->info.validation_enabled = validation;
+
+    VkPhysicalDevice *devices;
+    uint32_t n;
+    s = enumerate_usable(&vk->vki, vk->instance, &devices, &n);
+    if (s != VKATTN_OK)
+        return ctx_fail(ctx, s, "enumerating Vulkan devices");
+    const char *selector = desc->device ? desc->device : getenv("VKATTN_DEVICE");
+    uint32_t chosen = choose_device(&vk->vki, devices, n, selector);
+    if (chosen == UINT32_MAX) {
+        free(devices);
+        if (n == 0)
+            return ctx_fail(ctx, VKATTN_ERROR_NO_DEVICE, "no Vulkan 1.1 device with a compute queue");
+        return ctx_fail(ctx, VKATTN_ERROR_NO_DEVICE,
+                        "device \"%s\" matches none of the %u Vulkan devices "
+                        "(give an index or a name substring)", selector, n);
+    }
+    vk->physical_device = devices[chosen];
+    free(devices);
+    uint32_t ts_bits = 0;
+    vk->queue_family = find_compute_queue_family(&vk->vki, vk->physical_device, &ts_bits);
+
+    bool validation_enabled = ctx->info.validation_enabled;
+    vk_device_query(vk, &ctx->info);
+    ctx->info.validation_enabled = validation_enabled;
+    ctx->info.index = chosen;
+    s = create_logical_device(ctx);
+    if (s != VKATTN_OK)
+        return s;
+    return finish_device_setup(ctx);
+}
+
+vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *h)
+{
+    vk_state *vk = &ctx->vk;
+    if (!h->instance || !h->physical_device || !h->device || !h->queue ||
+        !h->get_instance_proc_addr)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "adopt: instance, physical_device, device, queue and "
+                        "get_instance_proc_addr are all required");
+    vk->instance = h->instance;
+    vk->physical_device = h->physical_device;
+    vk->device = h->device;
+    vk->queue = h->queue;
+    vk->queue_family = h->queue_family_index;
+    load_instance_table(&vk->vki, h->get_instance_proc_addr, h->instance);
+    if (!instance_table_complete(&vk->vki))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "adopt: the instance lacks a Vulkan 1.1 function (create it with "
+                        "apiVersion >= VK_API_VERSION_1_1)");
+
+    VkPhysicalDeviceProperties p;
+    vk->vki.GetPhysicalDeviceProperties(h->physical_device, &p);
+    if (p.apiVersion < VK_API_VERSION_1_1)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "adopt: %s supports Vulkan %u.%u, need 1.1",
+                        p.deviceName, VK_API_VERSION_MAJOR(p.apiVersion),
+                        VK_API_VERSION_MINOR(p.apiVersion));
+    uint32_t n = 0;
+    vk->vki.GetPhysicalDeviceQueueFamilyProperties(h->physical_device, &n, NULL);
+    VkQueueFamilyProperties families[64];
+    if (n > 64)
+        n = 64;
+    vk->vki.GetPhysicalDeviceQueueFamilyProperties(h->physical_device, &n, families);
+    if (h->queue_family_index >= n ||
+        !(families[h->queue_family_index].queueFlags & VK_QUEUE_COMPUTE_BIT))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "adopt: queue family %u does not support compute", h->queue_family_index);
+
+    vk_device_query(vk, &ctx->info);
+    vk->timestamp_valid_bits = families[h->queue_family_index].timestampValidBits;
+    ctx->info.timestamps = vk->timestamp_valid_bits > 0 && ctx->info.timestamp_period_ns > 0;
+    ctx->info.adopted = true;
+    return finish_device_setup(ctx);
+}
+
+void vk_device_query(vk_state *vk, vkattn_device_info *info)
+{
+    query_physical_device(&vk->vki, vk->physical_device, vk, info);
+}
+
+void vk_device_destroy(vkattn_context *ctx)
+{
+    vk_state *vk = &ctx->vk;
+    if (vk->owns_device && vk->device)
+        vk->vkd.DestroyDevice(vk->device, NULL);
+    if (vk->messenger)
+        vk->vki.DestroyDebugUtilsMessengerEXT(vk->instance, vk->messenger, NULL);
+    if (vk->owns_instance && vk->instance)
+        vk->vki.DestroyInstance(vk->instance, NULL);
+}

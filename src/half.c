@@ -1,0 +1,69 @@
+/* IEEE binary16 <-> binary32 conversion on the host (round to nearest even). */
+#include "internal.h"
+
+#include <string.h>
+
+float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1f) {                       /* Inf or NaN */
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {                   /* normal */
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {                   /* zero */
+        bits = sign;
+    } else {                                      /* subnormal: normalise */
+        exponent = 113;
+        while (!(mantissa & 0x400u)) {
+            mantissa <<= 1;
+            exponent--;
+        }
+        bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t float_to_half(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    uint32_t abs = bits & 0x7fffffffu;
+    if (abs >= 0x7f800000u)                       /* Inf, NaN (keep it quiet NaN) */
+        return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u);
+    if (abs >= 0x477ff000u)                       /* rounds to >= 65520: overflow */
+        return sign | 0x7c00u;
+    if (abs < 0x33000001u)                        /* below half the smallest subnormal */
+        return sign;
+    uint32_t exponent = abs >> 23;
+    uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    uint32_t shift;
+    uint32_t half_bits;
+    if (exponent < 113) {                          /* subnormal result */
+        shift = 126 - exponent;                   /* 14..24 */
+        half_bits = mantissa >> shift;
+    } else {
+        shift = 13;
+        half_bits = ((exponent - 112) << 10) | ((mantissa >> 13) & 0x3ffu);
+    }
+    uint32_t rest = mantissa & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_bits & 1u)))
+        half_bits++;                              /* may carry into the exponent: correct */
+    return (uint16_t)(sign | half_bits);
+}
+
+double host_element(const void *data, vkattn_dtype dtype, size_t i)
+{
+    switch (dtype) {
+    case VKATTN_DTYPE_F32: return ((const float *)data)[i];
+    case VKATTN_DTYPE_F16: return half_to_float(((const uint16_t *)data)[i]);
+    case VKATTN_DTYPE_I32: return ((const int32_t *)data)[i];
+    }
+    return 0.0;
+}

@@ -1,0 +1,337 @@
+/* Private structures shared by the library's source files. Never installed. */
+#ifndef VKATTN_INTERNAL_H
+#define VKATTN_INTERNAL_H
+
+#include "vkattn.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define VKATTN_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define VKATTN_PRINTF(fmt_index, first_arg)
+#endif
+
+/* ---------------------------------------------------- function tables --- */
+/* Loaded per context through its own vkGetInstanceProcAddr/vkGetDeviceProcAddr,
+ * so two contexts on two instances or devices never share function pointers and
+ * an application that adopted its own loader is never disturbed. (volk's
+ * VolkDeviceTable loader reads a process-global vkGetDeviceProcAddr, which an
+ * adopted get_instance_proc_addr must not depend on.) */
+
+#define VKATTN_INSTANCE_FUNCS(X)                  \
+    X(DestroyInstance)                            \
+    X(EnumeratePhysicalDevices)                   \
+    X(GetPhysicalDeviceProperties)                \
+    X(GetPhysicalDeviceProperties2)               \
+    X(GetPhysicalDeviceFeatures2)                 \
+    X(GetPhysicalDeviceMemoryProperties)          \
+    X(GetPhysicalDeviceQueueFamilyProperties)     \
+    X(EnumerateDeviceExtensionProperties)         \
+    X(CreateDevice)                               \
+    X(GetDeviceProcAddr)
+
+/* Optional: present only with VK_EXT_debug_utils enabled. */
+#define VKATTN_INSTANCE_DEBUG_FUNCS(X)            \
+    X(CreateDebugUtilsMessengerEXT)               \
+    X(DestroyDebugUtilsMessengerEXT)
+
+#define VKATTN_DEVICE_FUNCS(X)                    \
+    X(DestroyDevice)                              \
+    X(GetDeviceQueue)                             \
+    X(DeviceWaitIdle)                             \
+    X(QueueSubmit)                                \
+    X(QueueWaitIdle)                              \
+    X(CreateBuffer)                               \
+    X(DestroyBuffer)                              \
+    X(GetBufferMemoryRequirements)                \
+    X(AllocateMemory)                             \
+    X(FreeMemory)                                 \
+    X(BindBufferMemory)                           \
+    X(MapMemory)                                  \
+    X(UnmapMemory)                                \
+    X(CreateShaderModule)                         \
+    X(DestroyShaderModule)                        \
+    X(CreateDescriptorSetLayout)                  \
+    X(DestroyDescriptorSetLayout)                 \
+    X(CreatePipelineLayout)                       \
+    X(DestroyPipelineLayout)                      \
+    X(CreatePipelineCache)                        \
+    X(DestroyPipelineCache)                       \
+    X(CreateComputePipelines)                     \
+    X(DestroyPipeline)                            \
+    X(CreateDescriptorPool)                       \
+    X(DestroyDescriptorPool)                      \
+    X(ResetDescriptorPool)                        \
+    X(AllocateDescriptorSets)                     \
+    X(UpdateDescriptorSets)                       \
+    X(CreateCommandPool)                          \
+    X(DestroyCommandPool)                         \
+    X(ResetCommandPool)                           \
+    X(AllocateCommandBuffers)                     \
+    X(BeginCommandBuffer)                         \
+    X(EndCommandBuffer)                           \
+    X(CmdBindPipeline)                            \
+    X(CmdBindDescriptorSets)                      \
+    X(CmdPushConstants)                           \
+    X(CmdDispatch)                                \
+    X(CmdPipelineBarrier)                         \
+    X(CmdCopyBuffer)                              \
+    X(CmdResetQueryPool)                          \
+    X(CmdWriteTimestamp)                          \
+    X(CreateQueryPool)                            \
+    X(DestroyQueryPool)                           \
+    X(GetQueryPoolResults)                        \
+    X(CreateFence)                                \
+    X(DestroyFence)                               \
+    X(ResetFences)                                \
+    X(WaitForFences)
+
+#define VKATTN_DECLARE_PFN_(name) PFN_vk##name name;
+typedef struct vk_instance_table {
+    VKATTN_INSTANCE_FUNCS(VKATTN_DECLARE_PFN_)
+    VKATTN_INSTANCE_DEBUG_FUNCS(VKATTN_DECLARE_PFN_)
+} vk_instance_table;
+typedef struct vk_device_table {
+    VKATTN_DEVICE_FUNCS(VKATTN_DECLARE_PFN_)
+} vk_device_table;
+#undef VKATTN_DECLARE_PFN_
+
+/* ------------------------------------------------------------ shaders --- */
+
+typedef enum shader_id {
+    SHADER_MATMUL = 0,
+    SHADER_MATMUL_NAIVE,
+    SHADER_SOFTMAX_SUBGROUP,
+    SHADER_SOFTMAX_SHARED,
+    SHADER_HEAD_TRANSPOSE,
+    SHADER_COUNT
+} shader_id;
+
+typedef struct shader_code {
+    const char *name;
+    const uint32_t *words;
+    size_t size_bytes;
+} shader_code;
+
+const shader_code *shader_get(shader_id id);
+
+/* --------------------------------------------------------- pipelines --- */
+
+#define VKATTN_MAX_BINDINGS 4
+#define VKATTN_MAX_SPEC_CONSTANTS 12
+#define VKATTN_PUSH_CONSTANT_BYTES 128
+
+typedef struct pipeline_key {
+    shader_id shader;
+    uint32_t spec_count;
+    uint32_t spec[VKATTN_MAX_SPEC_CONSTANTS]; /* constant_id i = spec[i] */
+} pipeline_key;
+
+typedef struct pipeline_entry {
+    pipeline_key key;
+    VkPipeline pipeline;
+} pipeline_entry;
+
+/* ---------------------------------------------------- command stream --- */
+
+#define VKATTN_MAX_TRACKED_BUFFERS 64
+#define VKATTN_DESCRIPTOR_SETS_PER_POOL 256
+/* Recording more dispatches than this many pools hold flushes the stream (submit
+ * and wait), so descriptor memory stays bounded however much one recording does. */
+#define VKATTN_MAX_DESCRIPTOR_POOLS 16
+
+typedef struct staging_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+} staging_buffer;
+
+typedef struct vk_state {
+    bool owns_instance, owns_device;
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    VkDebugUtilsMessengerEXT messenger;
+    vk_instance_table vki;
+    vk_device_table vkd;
+
+    VkPhysicalDeviceMemoryProperties memory_properties;
+    uint32_t min_storage_offset_alignment;
+    uint32_t max_workgroup_count[3];
+    uint64_t max_allocation_size;
+    uint32_t timestamp_valid_bits;
+
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipeline_layout;
+    VkPipelineCache pipeline_cache;
+    VkShaderModule modules[SHADER_COUNT];
+    pipeline_entry *pipelines;
+    uint32_t pipeline_count, pipeline_capacity;
+
+    VkBuffer dummy_buffer; /* bound where a shader's optional input is absent */
+    VkDeviceMemory dummy_memory;
+
+    VkCommandPool command_pool;
+    VkCommandBuffer command_buffer;
+    VkFence fence;
+    bool recording;
+    uint32_t recorded_commands;
+
+    VkDescriptorPool descriptor_pools[VKATTN_MAX_DESCRIPTOR_POOLS];
+    uint32_t descriptor_pool_count, descriptor_pool_current;
+
+    /* hazard tracking since the last barrier */
+    VkBuffer written[VKATTN_MAX_TRACKED_BUFFERS];
+    uint32_t written_count;
+    VkBuffer read[VKATTN_MAX_TRACKED_BUFFERS];
+    uint32_t read_count;
+
+    staging_buffer *staging; /* freed after the next submission completes */
+    uint32_t staging_count, staging_capacity;
+
+    VkQueryPool query_pool;
+    bool device_lost;
+} vk_state;
+
+/* ------------------------------------------------------------ context --- */
+
+struct vkattn_context {
+    vkattn_backend backend;
+    vkattn_device_info info;
+    vkattn_log_fn log_fn;
+    void *log_user_data;
+    char last_error[512];
+    uint32_t live_tensors;
+
+    bool timer_running;
+    double timer_host_start_ms;
+
+    vk_state vk; /* unused on the CPU backend */
+};
+
+struct vkattn_tensor {
+    vkattn_context *ctx;
+    vkattn_dtype dtype;
+    int32_t ndim;
+    int64_t shape[VKATTN_MAX_DIMS];
+    size_t count;   /* elements */
+    size_t bytes;   /* count * dtype size */
+
+    /* Vulkan */
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize buffer_size; /* bytes rounded up to 16: f16 tensors are read as uint words */
+    void *mapped;             /* non-NULL where device memory is host-visible */
+
+    /* CPU backend */
+    void *host;
+};
+
+/* ------------------------------------------------------ error helpers --- */
+
+/* Records a formatted message as the context's last error; returns `status`. */
+vkattn_status ctx_fail(vkattn_context *ctx, vkattn_status status, const char *fmt, ...)
+    VKATTN_PRINTF(3, 4);
+vkattn_status vk_status_from_result(VkResult result);
+/* ctx_fail for a failed Vulkan call: "what: VK_ERROR_..." with the matching status. */
+vkattn_status ctx_fail_vk(vkattn_context *ctx, VkResult result, const char *what);
+const char *vk_result_string(VkResult result);
+
+void ctx_log(const vkattn_context *ctx, vkattn_log_level level, const char *fmt, ...)
+    VKATTN_PRINTF(3, 4);
+void log_to(vkattn_log_fn fn, void *user, vkattn_log_level level, vkattn_log_source source,
+            const char *fmt, ...) VKATTN_PRINTF(5, 6);
+
+/* -------------------------------------------------------------- device --- */
+
+/* Opens the Vulkan loader once per process; returns its vkGetInstanceProcAddr or
+ * NULL when no loader is installed. */
+PFN_vkGetInstanceProcAddr vk_loader(void);
+
+/* Creates an instance (with validation when asked), picks and creates a device. */
+vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_desc *desc);
+/* Uses the application's handles as they are. */
+vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *handles);
+/* Fills ctx->info and the limits in ctx->vk from the physical device. */
+void vk_device_query(vk_state *vk, vkattn_device_info *info);
+void vk_device_destroy(vkattn_context *ctx);
+
+/* -------------------------------------------------------------- memory --- */
+
+typedef enum memory_use {
+    MEMORY_DEVICE,        /* device-local; host-visible too where that is the norm */
+    MEMORY_STAGING,       /* host-visible, for uploads and downloads */
+} memory_use;
+
+vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_use use,
+                               VkBuffer *buffer, VkDeviceMemory *memory, void **mapped);
+void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+
+/* ------------------------------------------------------------ pipeline --- */
+
+vkattn_status vk_pipelines_init(vkattn_context *ctx);
+void vk_pipelines_destroy(vkattn_context *ctx);
+vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out);
+
+/* ----------------------------------------------------------------- cmd --- */
+
+typedef struct vk_binding {
+    VkBuffer buffer;      /* VK_NULL_HANDLE: the dummy buffer */
+    bool written;
+} vk_binding;
+
+typedef struct vk_dispatch {
+    pipeline_key key;
+    vk_binding bindings[VKATTN_MAX_BINDINGS];
+    uint32_t binding_count;
+    const void *push;
+    uint32_t push_bytes;
+    uint32_t groups[3];
+} vk_dispatch;
+
+vkattn_status vk_cmd_init(vkattn_context *ctx);
+void vk_cmd_destroy(vkattn_context *ctx);
+vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d);
+vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDeviceSize bytes);
+/* Keeps a staging buffer alive until the recorded work has completed. */
+vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+vkattn_status vk_cmd_timestamp(vkattn_context *ctx, uint32_t query);
+vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx);
+
+/* --------------------------------------------------------------- shape --- */
+
+size_t dtype_size(vkattn_dtype dtype);
+const char *dtype_name(vkattn_dtype dtype);
+/* "2x3x4" into buf. */
+const char *shape_string(const vkattn_tensor *t, char *buf, size_t size);
+/* Checks a tensor argument: non-NULL and owned by ctx. */
+vkattn_status check_tensor(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
+                           const char *name);
+int64_t product(const int64_t *dims, int32_t n);
+
+/* --------------------------------------------------------------- half --- */
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+/* Element i of a tensor's host data as double (F32, F16 or I32). */
+double host_element(const void *data, vkattn_dtype dtype, size_t i);
+
+/* ------------------------------------------------------ CPU reference --- */
+
+vkattn_status cpu_tensor_alloc(vkattn_tensor *t);
+void cpu_matmul(const vkattn_matmul_desc *d, const vkattn_tensor *a, const vkattn_tensor *b,
+                const vkattn_tensor *bias, vkattn_tensor *c);
+vkattn_status cpu_softmax(const vkattn_softmax_desc *d, int64_t q_offset, const vkattn_tensor *x,
+                          vkattn_tensor *y);
+void cpu_head_transpose(const vkattn_tensor *x, vkattn_tensor *y);
+
+/* -------------------------------------------------------------- timing --- */
+
+double host_time_ms(void);
+
+#endif /* VKATTN_INTERNAL_H */

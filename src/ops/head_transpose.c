@@ -1,0 +1,71 @@
+/* vkattn_head_transpose: (A, B, C, D) -> (A, C, B, D). */
+#include "ops_common.h"
+
+/* Keep in sync with the Push block in shaders/head_transpose.comp. */
+typedef struct transpose_push {
+    uint32_t total;
+    uint32_t B, C, D;
+} transpose_push;
+_Static_assert(sizeof(transpose_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
+
+enum transpose_spec { HT_SPEC_WORKGROUP = 0, HT_SPEC_X_F16, HT_SPEC_COUNT };
+#define TRANSPOSE_WORKGROUP 256
+
+static vkattn_status check_args(vkattn_context *ctx, const vkattn_tensor *x, const vkattn_tensor *y)
+{
+    vkattn_status s;
+    if ((s = check_tensor(ctx, x, "head_transpose", "X")) ||
+        (s = check_tensor(ctx, y, "head_transpose", "Y")))
+        return s;
+    if (x == y)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "head_transpose: Y must not be X");
+    if ((s = check_float_input(ctx, x, "head_transpose", "X")) ||
+        (s = check_f32_output(ctx, y, "head_transpose", "Y")))
+        return s;
+    char xs[96], ys[96];
+    if (x->ndim != 4 || y->ndim != 4)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE,
+                        "head_transpose: X is %s and Y is %s, both must be 4-D",
+                        shape_string(x, xs, sizeof xs), shape_string(y, ys, sizeof ys));
+    if (y->shape[0] != x->shape[0] || y->shape[1] != x->shape[2] || y->shape[2] != x->shape[1] ||
+        y->shape[3] != x->shape[3])
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
+                        "head_transpose: X is %s, so Y must be %lldx%lldx%lldx%lld, not %s",
+                        shape_string(x, xs, sizeof xs), (long long)x->shape[0],
+                        (long long)x->shape[2], (long long)x->shape[1], (long long)x->shape[3],
+                        shape_string(y, ys, sizeof ys));
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_status s = check_args(ctx, x, y);
+    if (s != VKATTN_OK)
+        return s;
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        cpu_head_transpose(x, y);
+        return VKATTN_OK;
+    }
+    transpose_push push = {
+        .total = (uint32_t)x->count,
+        .B = (uint32_t)x->shape[1],
+        .C = (uint32_t)x->shape[2],
+        .D = (uint32_t)x->shape[3],
+    };
+    vk_dispatch dispatch = {
+        .key = {.shader = SHADER_HEAD_TRANSPOSE,
+                .spec_count = HT_SPEC_COUNT,
+                .spec = {[HT_SPEC_WORKGROUP] = TRANSPOSE_WORKGROUP,
+                         [HT_SPEC_X_F16] = x->dtype == VKATTN_DTYPE_F16}},
+        .bindings = {{x->buffer, false}, {y->buffer, true}},
+        .binding_count = 2,
+        .push = &push,
+        .push_bytes = sizeof push,
+    };
+    if ((s = grid_for(ctx, div_up(x->count, TRANSPOSE_WORKGROUP), "head_transpose",
+                      dispatch.groups)) != VKATTN_OK)
+        return s;
+    return vk_cmd_dispatch(ctx, &dispatch);
+}

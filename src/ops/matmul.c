@@ -1,0 +1,194 @@
+/* vkattn_matmul: argument checks, tile choice, dispatch; CPU reference otherwise. */
+#include "ops_common.h"
+
+#include <math.h>
+
+/* Keep in sync with the Push block in shaders/matmul.comp and matmul_naive.comp. */
+typedef struct matmul_push {
+    uint32_t M, N, K;
+    uint32_t a_batch_stride, b_batch_stride, c_batch_stride;
+    uint32_t b_group;
+    uint32_t batch_base;
+    float alpha;
+} matmul_push;
+_Static_assert(sizeof(matmul_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
+
+enum matmul_spec { /* constant_id values in matmul.comp */
+    MM_SPEC_WORKGROUP = 0,
+    MM_SPEC_BM, MM_SPEC_BN, MM_SPEC_BK, MM_SPEC_TM, MM_SPEC_TN,
+    MM_SPEC_TRANSPOSE_B, MM_SPEC_HAS_BIAS, MM_SPEC_A_F16, MM_SPEC_B_F16, MM_SPEC_BIAS_F16,
+    MM_SPEC_COUNT
+};
+
+#define NAIVE_WORKGROUP 64
+
+typedef struct matmul_shape {
+    int64_t M, N, K;
+    int64_t batch, b_batches;
+} matmul_shape;
+
+/* Block and micro-tile sizes from the device's limits: a 64x64 block with 4x4
+ * micro-tiles (256 invocations, 8 KiB of shared memory) where the device allows,
+ * halving the invocation count with 8x4 micro-tiles where it does not. */
+static void choose_tiles(const vkattn_device_info *info, uint32_t tiles[5])
+{
+    uint32_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
+    if (info->max_workgroup_invocations < (bm / tm) * (bn / tn))
+        tm = 8;
+    if (info->shared_memory_bytes < bk * (bm + bn) * 4)
+        bk = 8;
+    tiles[0] = bm, tiles[1] = bn, tiles[2] = bk, tiles[3] = tm, tiles[4] = tn;
+}
+
+static vkattn_status mismatch(vkattn_context *ctx, const char *what, const vkattn_tensor *x,
+                              const char *xname, const vkattn_tensor *y, const char *yname)
+{
+    char xs[96], ys[96];
+    return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "matmul: %s is %s but %s is %s (%s)", xname,
+                    shape_string(x, xs, sizeof xs), yname, shape_string(y, ys, sizeof ys), what);
+}
+
+static vkattn_status check_args(vkattn_context *ctx, const vkattn_matmul_desc *d,
+                                const vkattn_tensor *a, const vkattn_tensor *b,
+                                const vkattn_tensor *bias, const vkattn_tensor *c,
+                                matmul_shape *shape)
+{
+    vkattn_status s;
+    if ((s = check_tensor(ctx, a, "matmul", "A")) || (s = check_tensor(ctx, b, "matmul", "B")) ||
+        (s = check_tensor(ctx, c, "matmul", "C")))
+        return s;
+    if (bias && (s = check_tensor(ctx, bias, "matmul", "bias")))
+        return s;
+    if ((unsigned)d->variant > VKATTN_MATMUL_NAIVE)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "matmul: variant %d is not valid",
+                        (int)d->variant);
+    if (!isfinite(d->alpha))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "matmul: alpha is not finite");
+    if (c == a || c == b || (bias && c == bias))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "matmul: C must not alias an input");
+    if ((s = check_float_input(ctx, a, "matmul", "A")) ||
+        (s = check_float_input(ctx, b, "matmul", "B")) ||
+        (bias && (s = check_float_input(ctx, bias, "matmul", "bias"))) ||
+        (s = check_f32_output(ctx, c, "matmul", "C")))
+        return s;
+    if (a->ndim < 2 || b->ndim < 2 || c->ndim < 2) {
+        char as[96];
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE,
+                        "matmul: A, B and C must have 2 to 4 dimensions (A is %s, B has %d, C %d)",
+                        shape_string(a, as, sizeof as), (int)b->ndim, (int)c->ndim);
+    }
+
+    int32_t lead = a->ndim - 2;
+    shape->M = a->shape[lead];
+    shape->K = a->shape[lead + 1];
+    int32_t b_lead = b->ndim - 2;
+    int64_t b_k = d->transpose_b ? b->shape[b_lead + 1] : b->shape[b_lead];
+    shape->N = d->transpose_b ? b->shape[b_lead] : b->shape[b_lead + 1];
+    if (b_k != shape->K)
+        return mismatch(ctx, d->transpose_b ? "K differs; B is transposed (N, K)" : "K differs",
+                        a, "A", b, "B");
+    shape->batch = product(a->shape, lead);
+    shape->b_batches = product(b->shape, b_lead);
+    if (b->ndim != 2) {
+        if (b->ndim != a->ndim)
+            return mismatch(ctx, "B must be 2-D or have A's dimension count", a, "A", b, "B");
+        for (int32_t i = 0; i < lead; i++) {
+            bool innermost = i == lead - 1;
+            bool ok = innermost ? a->shape[i] % b->shape[i] == 0 : a->shape[i] == b->shape[i];
+            if (!ok)
+                return mismatch(ctx, innermost ? "A's batch dimension must be a multiple of B's"
+                                               : "batch dimensions differ",
+                                a, "A", b, "B");
+        }
+    }
+    if (c->ndim != a->ndim || c->shape[lead] != shape->M || c->shape[lead + 1] != shape->N ||
+        product(c->shape, lead) != shape->batch)
+        return mismatch(ctx, "C must be (..., M, N) with A's batch dimensions", a, "A", c, "C");
+    for (int32_t i = 0; i < lead; i++)
+        if (c->shape[i] != a->shape[i])
+            return mismatch(ctx, "batch dimensions differ", a, "A", c, "C");
+    if (bias && (bias->ndim != 1 || bias->shape[0] != shape->N))
+        return mismatch(ctx, "bias must be (N)", c, "C", bias, "bias");
+    return VKATTN_OK;
+}
+
+static vkattn_status vk_matmul(vkattn_context *ctx, const vkattn_matmul_desc *d,
+                               const vkattn_tensor *a, const vkattn_tensor *b,
+                               const vkattn_tensor *bias, vkattn_tensor *c,
+                               const matmul_shape *sh, float alpha)
+{
+    bool naive = d->variant == VKATTN_MATMUL_NAIVE;
+    vk_dispatch dispatch = {
+        .key = {.shader = naive ? SHADER_MATMUL_NAIVE : SHADER_MATMUL, .spec_count = MM_SPEC_COUNT},
+        .bindings = {{a->buffer, false}, {b->buffer, false},
+                     {bias ? bias->buffer : VK_NULL_HANDLE, false}, {c->buffer, true}},
+        .binding_count = 4,
+        .push_bytes = sizeof(matmul_push),
+    };
+    uint32_t *spec = dispatch.key.spec;
+    uint32_t tiles[5] = {1, 1, 1, 1, 1}; /* unused by the naive kernel: keep its key stable */
+    if (!naive)
+        choose_tiles(&ctx->info, tiles);
+    for (int i = 0; i < 5; i++)
+        spec[MM_SPEC_BM + i] = tiles[i];
+    spec[MM_SPEC_WORKGROUP] = naive ? NAIVE_WORKGROUP : (tiles[0] / tiles[3]) * (tiles[1] / tiles[4]);
+    spec[MM_SPEC_TRANSPOSE_B] = d->transpose_b;
+    spec[MM_SPEC_HAS_BIAS] = bias != NULL;
+    spec[MM_SPEC_A_F16] = a->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_B_F16] = b->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_BIAS_F16] = bias && bias->dtype == VKATTN_DTYPE_F16;
+
+    uint64_t gx = naive ? div_up((uint64_t)sh->N, NAIVE_WORKGROUP) : div_up((uint64_t)sh->N, tiles[1]);
+    uint64_t gy = naive ? (uint64_t)sh->M : div_up((uint64_t)sh->M, tiles[0]);
+    if (gx > ctx->vk.max_workgroup_count[0] || gy > ctx->vk.max_workgroup_count[1])
+        return ctx_fail(ctx, VKATTN_ERROR_EXCEEDS_DEVICE_LIMIT,
+                        "matmul: %lldx%lld output needs a %llux%llu grid, over the device's limit",
+                        (long long)sh->M, (long long)sh->N, (unsigned long long)gx,
+                        (unsigned long long)gy);
+
+    matmul_push push = {
+        .M = (uint32_t)sh->M, .N = (uint32_t)sh->N, .K = (uint32_t)sh->K,
+        .a_batch_stride = (uint32_t)(sh->M * sh->K),
+        .b_batch_stride = b->ndim == 2 ? 0 : (uint32_t)(sh->N * sh->K),
+        .c_batch_stride = (uint32_t)(sh->M * sh->N),
+        .b_group = b->ndim == 2 ? 1 : (uint32_t)(sh->batch / sh->b_batches),
+        .alpha = alpha,
+    };
+    dispatch.push = &push;
+    uint32_t max_z = ctx->vk.max_workgroup_count[2];
+    /* Batches past the z limit go in further dispatches. */
+    for (int64_t done = 0; done < sh->batch;) {
+        int64_t n = sh->batch - done < max_z ? sh->batch - done : max_z;
+        push.batch_base = (uint32_t)done;
+        dispatch.groups[0] = (uint32_t)gx;
+        dispatch.groups[1] = (uint32_t)gy;
+        dispatch.groups[2] = (uint32_t)n;
+        vkattn_status s = vk_cmd_dispatch(ctx, &dispatch);
+        if (s != VKATTN_OK)
+            return s;
+        done += n;
+    }
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
+                            const vkattn_tensor *a, const vkattn_tensor *b,
+                            const vkattn_tensor *bias, vkattn_tensor *c)
+{
+    static const vkattn_matmul_desc defaults;
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    const vkattn_matmul_desc *d = desc ? desc : &defaults;
+    matmul_shape shape = {0};
+    vkattn_status s = check_args(ctx, d, a, b, bias, c, &shape);
+    if (s != VKATTN_OK)
+        return s;
+    float alpha = d->alpha == 0.0f ? 1.0f : d->alpha;
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        vkattn_matmul_desc resolved = *d;
+        resolved.alpha = alpha;
+        cpu_matmul(&resolved, a, b, bias, c);
+        return VKATTN_OK;
+    }
+    return vk_matmul(ctx, d, a, b, bias, c, &shape, alpha);
+}

@@ -1,0 +1,37 @@
+/* Helpers shared by the op files. */
+#include "ops_common.h"
+
+vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
+                                const char *name)
+{
+    if (t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, must be f32 or f16", op,
+                        name, dtype_name(t->dtype));
+    return VKATTN_OK;
+}
+
+vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
+                               const char *name)
+{
+    if (t->dtype != VKATTN_DTYPE_F32)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, outputs must be f32", op,
+                        name, dtype_name(t->dtype));
+    return VKATTN_OK;
+}
+
+vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint32_t groups[3])
+{
+    uint64_t max_x = ctx->vk.max_workgroup_count[0];
+    uint64_t max_y = ctx->vk.max_workgroup_count[1];
+    uint64_t x = count < max_x ? count : max_x;
+    uint64_t y = (count + x - 1) / x;
+    if (y > max_y)
+        return ctx_fail(ctx, VKATTN_ERROR_EXCEEDS_DEVICE_LIMIT,
+                        "%s: %llu workgroups exceed the device's %llux%llu grid", op,
+                        (unsigned long long)count, (unsigned long long)max_x,
+                        (unsigned long long)max_y);
+    groups[0] = (uint32_t)(x ? x : 1);
+    groups[1] = (uint32_t)(y ? y : 1);
+    groups[2] = 1;
+    return VKATTN_OK;
+}

@@ -1,0 +1,147 @@
+/* vkattn_softmax: argument checks, variant choice, dispatch; CPU reference otherwise. */
+#include "ops_common.h"
+
+#include <math.h>
+
+/* Keep in sync with the Push block in shaders/softmax_body.glsl. */
+typedef struct softmax_push {
+    uint32_t rows;
+    uint32_t Tq, Tk;
+    uint32_t rows_per_batch;
+    float scale;
+    int32_t q_offset;
+    uint32_t rows_per_workgroup;
+} softmax_push;
+_Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
+
+enum softmax_spec { /* constant_id values in softmax_body.glsl */
+    SM_SPEC_WORKGROUP = 0, SM_SPEC_X_F16, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_COUNT
+};
+
+/* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
+ * invocations or one subgroup, whichever is larger. */
+#define SUBGROUP_VARIANT_INVOCATIONS 64
+/* The shared-memory variant: one row per workgroup of this many (a power of 2). */
+#define SHARED_VARIANT_WORKGROUP 64
+
+static vkattn_status check_args(vkattn_context *ctx, const vkattn_softmax_desc *d,
+                                const vkattn_tensor *x, const vkattn_tensor *y,
+                                int64_t *q_offset)
+{
+    vkattn_status s;
+    if ((s = check_tensor(ctx, x, "softmax", "X")) || (s = check_tensor(ctx, y, "softmax", "Y")))
+        return s;
+    if (d->kv_len && (s = check_tensor(ctx, d->kv_len, "softmax", "kv_len")))
+        return s;
+    if ((unsigned)d->variant > VKATTN_SOFTMAX_SHARED)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "softmax: variant %d is not valid",
+                        (int)d->variant);
+    if (d->scale != 0.0f && !(isfinite(d->scale) && d->scale > 0.0f))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "softmax: scale is %g, must be positive and finite", (double)d->scale);
+    if ((s = check_float_input(ctx, x, "softmax", "X")) ||
+        (s = check_f32_output(ctx, y, "softmax", "Y")))
+        return s;
+    if (x->ndim < 2) {
+        char xs[96];
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE,
+                        "softmax: X is %s, needs 2 to 4 dimensions (..., Tq, Tk)",
+                        shape_string(x, xs, sizeof xs));
+    }
+    char xs[96], ys[96];
+    bool same = x->ndim == y->ndim;
+    for (int32_t i = 0; i < x->ndim && same; i++)
+        same = x->shape[i] == y->shape[i];
+    if (!same)
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "softmax: X is %s but Y is %s",
+                        shape_string(x, xs, sizeof xs), shape_string(y, ys, sizeof ys));
+    int64_t Tq = x->shape[x->ndim - 2], Tk = x->shape[x->ndim - 1];
+    if (d->kv_len) {
+        int64_t n = x->ndim >= 3 ? x->shape[0] : 1;
+        if (d->kv_len->dtype != VKATTN_DTYPE_I32 || d->kv_len->ndim != 1 ||
+            d->kv_len->shape[0] != n)
+            return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
+                            "softmax: kv_len is %s %s, must be i32 (%lld) for X %s",
+                            dtype_name(d->kv_len->dtype),
+                            shape_string(d->kv_len, ys, sizeof ys), (long long)n,
+                            shape_string(x, xs, sizeof xs));
+    }
+    *q_offset = d->has_q_offset ? d->q_offset : Tk - Tq;
+    if (*q_offset < -(int64_t)INT32_MAX || *q_offset > INT32_MAX)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "softmax: q_offset %lld is out of range",
+                        (long long)*q_offset);
+    return VKATTN_OK;
+}
+
+static vkattn_status vk_softmax(vkattn_context *ctx, const vkattn_softmax_desc *d,
+                                const vkattn_tensor *x, vkattn_tensor *y, int64_t q_offset,
+                                float scale)
+{
+    vkattn_softmax_variant variant = d->variant;
+    if (variant == VKATTN_SOFTMAX_AUTO)
+        variant = ctx->info.subgroup_arithmetic ? VKATTN_SOFTMAX_SUBGROUP : VKATTN_SOFTMAX_SHARED;
+    if (variant == VKATTN_SOFTMAX_SUBGROUP && !ctx->info.subgroup_arithmetic)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "softmax: the subgroup variant needs subgroup arithmetic, which %s lacks",
+                        ctx->info.name);
+
+    int64_t Tk = x->shape[x->ndim - 1];
+    uint64_t rows = x->count / (uint64_t)Tk;
+    uint32_t workgroup, rows_per_workgroup;
+    if (variant == VKATTN_SOFTMAX_SUBGROUP) {
+        uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
+        workgroup = sg > SUBGROUP_VARIANT_INVOCATIONS ? sg : SUBGROUP_VARIANT_INVOCATIONS;
+        rows_per_workgroup = workgroup / sg;
+    } else {
+        workgroup = SHARED_VARIANT_WORKGROUP;
+        rows_per_workgroup = 1;
+    }
+    softmax_push push = {
+        .rows = (uint32_t)rows,
+        .Tq = (uint32_t)x->shape[x->ndim - 2],
+        .Tk = (uint32_t)Tk,
+        .rows_per_batch = (uint32_t)(rows / (uint64_t)(x->ndim >= 3 ? x->shape[0] : 1)),
+        .scale = scale,
+        .q_offset = (int32_t)q_offset,
+        .rows_per_workgroup = rows_per_workgroup,
+    };
+    vk_dispatch dispatch = {
+        .key = {.shader = variant == VKATTN_SOFTMAX_SUBGROUP ? SHADER_SOFTMAX_SUBGROUP
+                                                             : SHADER_SOFTMAX_SHARED,
+                .spec_count = SM_SPEC_COUNT,
+                .spec = {[SM_SPEC_WORKGROUP] = workgroup,
+                         [SM_SPEC_X_F16] = x->dtype == VKATTN_DTYPE_F16,
+                         [SM_SPEC_CAUSAL] = d->causal,
+                         [SM_SPEC_HAS_KV_LEN] = d->kv_len != NULL}},
+        .bindings = {{x->buffer, false},
+                     {d->kv_len ? d->kv_len->buffer : VK_NULL_HANDLE, false},
+                     {y->buffer, true}},
+        .binding_count = 3,
+        .push = &push,
+        .push_bytes = sizeof push,
+    };
+    vkattn_status s = grid_for(ctx, div_up(rows, rows_per_workgroup), "softmax", dispatch.groups);
+    if (s != VKATTN_OK)
+        return s;
+    return vk_cmd_dispatch(ctx, &dispatch);
+}
+
+vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *desc,
+                             const vkattn_tensor *x, vkattn_tensor *y)
+{
+    static const vkattn_softmax_desc defaults;
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    const vkattn_softmax_desc *d = desc ? desc : &defaults;
+    int64_t q_offset = 0;
+    vkattn_status s = check_args(ctx, d, x, y, &q_offset);
+    if (s != VKATTN_OK)
+        return s;
+    float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        vkattn_softmax_desc resolved = *d;
+        resolved.scale = scale;
+        return cpu_softmax(&resolved, q_offset, x, y);
+    }
+    return vk_softmax(ctx, d, x, y, q_offset, scale);
+}

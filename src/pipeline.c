@@ -1,0 +1,142 @@
+/* Descriptor-set and pipeline layouts shared by every kernel, shader modules, and
+ * compute pipelines cached by (shader, specialization constants). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+vkattn_status vk_pipelines_init(vkattn_context *ctx)
+{
+    vk_state *vk = &ctx->vk;
+    /* One layout for all kernels: set 0 with VKATTN_MAX_BINDINGS storage buffers and
+     * one push-constant block. Kernels differ only in which bindings they use. */
+    VkDescriptorSetLayoutBinding bindings[VKATTN_MAX_BINDINGS];
+    for (uint32_t i = 0; i < VKATTN_MAX_BINDINGS; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    VkDescriptorSetLayoutCreateInfo sli = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = VKATTN_MAX_BINDINGS,
+        .pBindings = bindings,
+    };
+    VkResult r = vk->vkd.CreateDescriptorSetLayout(vk->device, &sli, NULL, &vk->set_layout);
+    if (r != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VKATTN_PUSH_CONSTANT_BYTES};
+    VkPipelineLayoutCreateInfo pli = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &vk->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &range,
+    };
+    r = vk->vkd.CreatePipelineLayout(vk->device, &pli, NULL, &vk->pipeline_layout);
+    if (r != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreatePipelineLayout");
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    r = vk->vkd.CreatePipelineCache(vk->device, &ci, NULL, &vk->pipeline_cache);
+    if (r != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreatePipelineCache");
+    return VKATTN_OK;
+}
+
+void vk_pipelines_destroy(vkattn_context *ctx)
+{
+    vk_state *vk = &ctx->vk;
+    if (!vk->device || !vk->vkd.DestroyPipeline)
+        return;
+    for (uint32_t i = 0; i < vk->pipeline_count; i++)
+        vk->vkd.DestroyPipeline(vk->device, vk->pipelines[i].pipeline, NULL);
+    free(vk->pipelines);
+    vk->pipelines = NULL;
+    vk->pipeline_count = vk->pipeline_capacity = 0;
+    for (uint32_t i = 0; i < SHADER_COUNT; i++)
+        if (vk->modules[i])
+            vk->vkd.DestroyShaderModule(vk->device, vk->modules[i], NULL);
+    if (vk->pipeline_cache)
+        vk->vkd.DestroyPipelineCache(vk->device, vk->pipeline_cache, NULL);
+    if (vk->pipeline_layout)
+        vk->vkd.DestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
+    if (vk->set_layout)
+        vk->vkd.DestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+}
+
+static bool key_equal(const pipeline_key *a, const pipeline_key *b)
+{
+    return a->shader == b->shader && a->spec_count == b->spec_count &&
+           memcmp(a->spec, b->spec, a->spec_count * sizeof a->spec[0]) == 0;
+}
+
+static vkattn_status get_module(vkattn_context *ctx, shader_id id, VkShaderModule *out)
+{
+    vk_state *vk = &ctx->vk;
+    if (!vk->modules[id]) {
+        const shader_code *code = shader_get(id);
+        VkShaderModuleCreateInfo mi = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = code->size_bytes,
+            .pCode = code->words,
+        };
+        VkResult r = vk->vkd.CreateShaderModule(vk->device, &mi, NULL, &vk->modules[id]);
+        if (r != VK_SUCCESS)
+            return ctx_fail_vk(ctx, r, code->name);
+    }
+    *out = vk->modules[id];
+    return VKATTN_OK;
+}
+
+vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out)
+{
+    vk_state *vk = &ctx->vk;
+    for (uint32_t i = 0; i < vk->pipeline_count; i++)
+        if (key_equal(&vk->pipelines[i].key, key)) {
+            *out = vk->pipelines[i].pipeline;
+            return VKATTN_OK;
+        }
+
+    if (vk->pipeline_count == vk->pipeline_capacity) {
+        uint32_t cap = vk->pipeline_capacity ? vk->pipeline_capacity * 2 : 16;
+        pipeline_entry *grown = realloc(vk->pipelines, cap * sizeof *grown);
+        if (!grown)
+            return ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "pipeline cache: out of memory");
+        vk->pipelines = grown;
+        vk->pipeline_capacity = cap;
+    }
+
+    VkShaderModule module = VK_NULL_HANDLE;
+    vkattn_status s = get_module(ctx, key->shader, &module);
+    if (s != VKATTN_OK)
+        return s;
+    VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS];
+    for (uint32_t i = 0; i < key->spec_count; i++)
+        entries[i] = (VkSpecializationMapEntry){i, i * sizeof(uint32_t), sizeof(uint32_t)};
+    VkSpecializationInfo spec = {
+        .mapEntryCount = key->spec_count,
+        .pMapEntries = entries,
+        .dataSize = key->spec_count * sizeof(uint32_t),
+        .pData = key->spec,
+    };
+    VkComputePipelineCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = module,
+            .pName = "main",
+            .pSpecializationInfo = key->spec_count ? &spec : NULL,
+        },
+        .layout = vk->pipeline_layout,
+    };
+    VkPipeline pipeline;
+    VkResult r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &pi, NULL,
+                                                &pipeline);
+    if (r != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, shader_get(key->shader)->name);
+    vk->pipelines[vk->pipeline_count++] = (pipeline_entry){*key, pipeline};
+    *out = pipeline;
+    return VKATTN_OK;
+}

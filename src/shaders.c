@@ -1,0 +1,20 @@
+/* The registry of embedded SPIR-V: the only file that includes the generated headers. */
+#include "internal.h"
+
+#include "head_transpose_spv.h"
+#include "matmul_naive_spv.h"
+#include "matmul_spv.h"
+#include "softmax_shared_spv.h"
+#include "softmax_spv.h"
+
+#define ENTRY_(id, name, words) [id] = {name, words, sizeof(words)}
+
+static const shader_code registry[SHADER_COUNT] = {
+    ENTRY_(SHADER_MATMUL, "matmul", matmul_spv),
+    ENTRY_(SHADER_MATMUL_NAIVE, "matmul_naive", matmul_naive_spv),
+    ENTRY_(SHADER_SOFTMAX_SUBGROUP, "softmax", softmax_spv),
+    ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
+    ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),
+};
+
+const shader_code *shader_get(shader_id id) { return &registry[id]; }

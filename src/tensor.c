@@ -1,0 +1,219 @@
+/* Tensors: shape and dtype checks, creation, upload and download with conversion. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static vkattn_status validate_desc(vkattn_context *ctx, const vkattn_tensor_desc *d,
+                                   size_t *count_out, size_t *bytes_out)
+{
+    if ((unsigned)d->dtype > VKATTN_DTYPE_I32)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "tensor_create: dtype %d is not valid",
+                        (int)d->dtype);
+    if (d->ndim < 1 || d->ndim > VKATTN_MAX_DIMS)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE,
+                        "tensor_create: ndim is %d, must be 1 to %d", (int)d->ndim,
+                        VKATTN_MAX_DIMS);
+    uint64_t count = 1;
+    for (int32_t i = 0; i < d->ndim; i++) {
+        if (d->shape[i] < 1)
+            return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE,
+                            "tensor_create: dimension %d is %lld, must be >= 1", (int)i,
+                            (long long)d->shape[i]);
+        if ((uint64_t)d->shape[i] > UINT64_MAX / count)
+            return ctx_fail(ctx, VKATTN_ERROR_SIZE_OVERFLOW,
+                            "tensor_create: element count overflows 64 bits at dimension %d",
+                            (int)i);
+        count *= (uint64_t)d->shape[i];
+    }
+    uint64_t esize = dtype_size(d->dtype);
+    if (count > (UINT64_MAX - 16) / esize || count * esize > SIZE_MAX - 16)
+        return ctx_fail(ctx, VKATTN_ERROR_SIZE_OVERFLOW,
+                        "tensor_create: %llu elements of %s overflow the byte size",
+                        (unsigned long long)count, dtype_name(d->dtype));
+    *count_out = (size_t)count;
+    *bytes_out = (size_t)(count * esize);
+    return VKATTN_OK;
+}
+
+static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
+{
+    vkattn_context *ctx = t->ctx;
+    /* Kernels read f16 tensors as 32-bit words and the vector paths read 16 bytes. */
+    t->buffer_size = (t->bytes + 15) & ~(VkDeviceSize)15;
+    uint64_t limit = ctx->info.max_storage_buffer_range;
+    if (ctx->vk.max_allocation_size && ctx->vk.max_allocation_size < limit)
+        limit = ctx->vk.max_allocation_size;
+    if (t->buffer_size > limit) {
+        char shape[96];
+        return ctx_fail(ctx, VKATTN_ERROR_EXCEEDS_DEVICE_LIMIT,
+                        "tensor_create: %s %s tensor is %llu bytes, over this device's limit "
+                        "of %llu bytes (maxStorageBufferRange / maxMemoryAllocationSize)",
+                        shape_string(t, shape, sizeof shape), dtype_name(t->dtype),
+                        (unsigned long long)t->buffer_size, (unsigned long long)limit);
+    }
+    return vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer, &t->memory,
+                            &t->mapped);
+}
+
+vkattn_status vkattn_tensor_create(vkattn_context *ctx, const vkattn_tensor_desc *desc,
+                                   vkattn_tensor **out)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!desc || !out)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "tensor_create: desc or out is NULL");
+    *out = NULL;
+    size_t count = 0, bytes = 0;
+    vkattn_status s = validate_desc(ctx, desc, &count, &bytes);
+    if (s != VKATTN_OK)
+        return s;
+
+    vkattn_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "tensor_create: out of host memory");
+    t->ctx = ctx;
+    t->dtype = desc->dtype;
+    t->ndim = desc->ndim;
+    memcpy(t->shape, desc->shape, sizeof t->shape);
+    for (int32_t i = t->ndim; i < VKATTN_MAX_DIMS; i++)
+        t->shape[i] = 1;
+    t->count = count;
+    t->bytes = bytes;
+    s = ctx->backend == VKATTN_BACKEND_VULKAN ? vk_tensor_alloc(t) : cpu_tensor_alloc(t);
+    if (s != VKATTN_OK) {
+        free(t);
+        return s;
+    }
+    ctx->live_tensors++;
+    *out = t;
+    return VKATTN_OK;
+}
+
+void vkattn_tensor_destroy(vkattn_tensor *t)
+{
+    if (!t)
+        return;
+    vkattn_context *ctx = t->ctx;
+    if (ctx->backend == VKATTN_BACKEND_VULKAN) {
+        /* Recorded work may still reference the buffer. */
+        if (ctx->vk.recording && !ctx->vk.device_lost)
+            vk_cmd_submit_and_wait(ctx);
+        vk_buffer_destroy(ctx, t->buffer, t->memory);
+    }
+    free(t->host);
+    ctx->live_tensors--;
+    free(t);
+}
+
+vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *t)
+{
+    vkattn_tensor_desc d = {0};
+    if (t) {
+        d.dtype = t->dtype;
+        d.ndim = t->ndim;
+        memcpy(d.shape, t->shape, sizeof d.shape);
+        for (int32_t i = t->ndim; i < VKATTN_MAX_DIMS; i++)
+            d.shape[i] = 0;
+    }
+    return d;
+}
+
+/* Copies `count` elements between host layouts, converting f32 <-> f16. */
+static void convert(void *dst, vkattn_dtype dst_type, const void *src, vkattn_dtype src_type,
+                    size_t count)
+{
+    if (dst_type == src_type) {
+        memcpy(dst, src, count * dtype_size(dst_type));
+    } else if (dst_type == VKATTN_DTYPE_F16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (size_t i = 0; i < count; i++)
+            d[i] = float_to_half(s[i]);
+    } else {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (size_t i = 0; i < count; i++)
+            d[i] = half_to_float(s[i]);
+    }
+}
+
+static vkattn_status check_transfer(vkattn_tensor *t, const void *host, vkattn_dtype host_type,
+                                    const char *op)
+{
+    if (!t)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_context *ctx = t->ctx;
+    if (!host)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", op);
+    if ((unsigned)host_type > VKATTN_DTYPE_I32)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not valid", op,
+                        (int)host_type);
+    if ((host_type == VKATTN_DTYPE_I32) != (t->dtype == VKATTN_DTYPE_I32))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "%s: cannot convert between a %s tensor and %s host data", op,
+                        dtype_name(t->dtype), dtype_name(host_type));
+    if (ctx->backend == VKATTN_BACKEND_VULKAN && ctx->vk.device_lost)
+        return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "%s: the device was lost", op);
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_tensor_upload(vkattn_tensor *t, const void *src, vkattn_dtype src_dtype)
+{
+    vkattn_status s = check_transfer(t, src, src_dtype, "tensor_upload");
+    if (s != VKATTN_OK)
+        return s;
+    vkattn_context *ctx = t->ctx;
+    if (ctx->backend != VKATTN_BACKEND_VULKAN) {
+        convert(t->host, t->dtype, src, src_dtype, t->count);
+        return VKATTN_OK;
+    }
+    if (t->mapped) {
+        /* Recorded work may still read or write this memory: finish it first. */
+        if (ctx->vk.recording && (s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
+            return s;
+        convert(t->mapped, t->dtype, src, src_dtype, t->count);
+        return VKATTN_OK;
+    }
+    VkBuffer staging;
+    VkDeviceMemory memory;
+    void *mapped;
+    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_STAGING, &staging, &memory, &mapped)))
+        return s;
+    convert(mapped, t->dtype, src, src_dtype, t->count);
+    if ((s = vk_cmd_defer_free(ctx, staging, memory)) != VKATTN_OK) {
+        vk_buffer_destroy(ctx, staging, memory);
+        return s;
+    }
+    return vk_cmd_copy(ctx, staging, t->buffer, t->buffer_size);
+}
+
+vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype dst_dtype)
+{
+    vkattn_status s = check_transfer(t, dst, dst_dtype, "tensor_download");
+    if (s != VKATTN_OK)
+        return s;
+    vkattn_context *ctx = t->ctx;
+    if (ctx->backend != VKATTN_BACKEND_VULKAN) {
+        convert(dst, dst_dtype, t->host, t->dtype, t->count);
+        return VKATTN_OK;
+    }
+    if (t->mapped) {
+        if ((s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
+            return s;
+        convert(dst, dst_dtype, t->mapped, t->dtype, t->count);
+        return VKATTN_OK;
+    }
+    VkBuffer staging;
+    VkDeviceMemory memory;
+    void *mapped;
+    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_STAGING, &staging, &memory, &mapped)))
+        return s;
+    s = vk_cmd_copy(ctx, t->buffer, staging, t->buffer_size);
+    if (s == VKATTN_OK)
+        s = vk_cmd_submit_and_wait(ctx);
+    if (s == VKATTN_OK)
+        convert(dst, dst_dtype, mapped, t->dtype, t->count);
+    vk_buffer_destroy(ctx, staging, memory);
+    return s;
+}
