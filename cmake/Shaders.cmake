@@ -17,18 +17,24 @@ function(vkattn_add_shaders out_var)
     get_filename_component(name ${src} NAME_WE)
     set(spv ${out_dir}/${name}.spv)
     set(hdr ${out_dir}/${name}_spv.h)
+    # Two rules: glslang's depfile names the .spv (so edits to an included .glsl
+    # rebuild it), and the header is made from the validated .spv.
     add_custom_command(
-      OUTPUT ${hdr}
+      OUTPUT ${spv}
       COMMAND Vulkan::glslangValidator -V --target-env ${VKATTN_SPIRV_TARGET_ENV}
               ${debug_flag} -I${PROJECT_SOURCE_DIR}/shaders
               --depfile ${spv}.d -o ${spv} ${PROJECT_SOURCE_DIR}/${src}
       COMMAND ${SPIRV_VAL} --target-env ${VKATTN_SPIRV_TARGET_ENV} ${spv}
-      COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
-              -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
-      DEPENDS ${PROJECT_SOURCE_DIR}/${src} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+      DEPENDS ${PROJECT_SOURCE_DIR}/${src}
       DEPFILE ${spv}.d
       COMMENT "Compiling shader ${src}"
       VERBATIM COMMAND_EXPAND_LISTS)
+    add_custom_command(
+      OUTPUT ${hdr}
+      COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
+              -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+      DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+      VERBATIM)
     list(APPEND headers ${hdr})
   endforeach()
   set(${out_var} ${headers} PARENT_SCOPE)

@@ -7,8 +7,10 @@
 //
 // Per row: keys j < limit are allowed, where limit = min(Tk, kv_len[n],
 // i + q_offset + 1 when causal); the rest give 0. Three sweeps over the row:
-// max of scale*x; exp(scale*x - max) written to y and summed; y scaled by
-// 1/sum. Each lane only touches its own elements, so y may alias x.
+// max of x; exp((x - max) * scale) written to y and summed; y scaled by 1/sum.
+// Subtracting before scaling keeps x - max exact for nearby values, so rows of
+// magnitude 1e4 lose nothing to the rounding of scale * x (scale > 0, so the
+// maximum is the same). Each lane only touches its own elements: y may alias x.
 // A row with no allowed key (or whose allowed scores are all -inf) is all zeros.
 
 layout(constant_id = 1) const bool X_F16 = false;
@@ -45,13 +47,13 @@ void softmax_row(uint row, bool row_valid)
 
     float m = NEG_INF;
     for (uint j = ROW_LANE; j < limit; j += ROW_LANES)
-        m = max(m, p.scale * LOAD_ELEMENT(X_F16, x32, x16, base + j));
+        m = max(m, LOAD_ELEMENT(X_F16, x32, x16, base + j));
     m = row_max(m);
 
     float s = 0.0;
     if (m != NEG_INF) {
         for (uint j = ROW_LANE; j < limit; j += ROW_LANES) {
-            float e = exp(p.scale * LOAD_ELEMENT(X_F16, x32, x16, base + j) - m);
+            float e = exp((LOAD_ELEMENT(X_F16, x32, x16, base + j) - m) * p.scale);
             y[base + j] = e;
             s += e;
         }

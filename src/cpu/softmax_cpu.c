@@ -29,7 +29,7 @@ vkattn_status cpu_softmax(const vkattn_softmax_desc *d, int64_t q_offset, const 
 
         double max = -INFINITY; /* NaN once any allowed score is NaN */
         for (int64_t j = 0; j < limit; j++) {
-            values[j] = (double)d->scale * host_element(x->host, x->dtype, (size_t)(row * Tk + j));
+            values[j] = host_element(x->host, x->dtype, (size_t)(row * Tk + j));
             if (isnan(values[j]) || values[j] > max)
                 max = isnan(max) ? max : values[j];
         }
@@ -37,7 +37,7 @@ vkattn_status cpu_softmax(const vkattn_softmax_desc *d, int64_t q_offset, const 
             limit = 0; /* no allowed key (or all -inf): zeros */
         double sum = 0.0;
         for (int64_t j = 0; j < limit; j++) {
-            values[j] = exp(values[j] - max);
+            values[j] = exp((values[j] - max) * (double)d->scale);
             sum += values[j];
         }
         for (int64_t j = 0; j < Tk; j++)

@@ -1,0 +1,189 @@
+/* Tiled and naive matmul on the GPU against the CPU reference. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef enum { B_SHARED, B_PER_BATCH, B_GROUPED } b_mode;
+
+typedef struct mm_case {
+    const char *name;
+    int64_t batch0, batch1;   /* A's leading dims (0 = absent) */
+    int64_t M, N, K;
+    bool transpose_b, bias;
+    b_mode b;
+    int64_t group;            /* with B_GROUPED: A batch1 / B batch1 */
+    vkattn_dtype a_type, b_type;
+    float alpha;
+    float magnitude;
+} mm_case;
+
+static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant variant, rng *r)
+{
+    int64_t a_shape[4], b_shape[4], c_shape[4];
+    int nd = 0;
+    if (c->batch0)
+        a_shape[nd++] = c->batch0;
+    if (c->batch1)
+        a_shape[nd++] = c->batch1;
+    int lead = nd;
+    for (int i = 0; i < lead; i++)
+        b_shape[i] = c_shape[i] = a_shape[i];
+    a_shape[lead] = c->M, a_shape[lead + 1] = c->K;
+    c_shape[lead] = c->M, c_shape[lead + 1] = c->N;
+    int b_nd = c->b == B_SHARED ? 2 : lead + 2;
+    int b_lead = b_nd - 2;
+    if (c->b == B_GROUPED)
+        b_shape[b_lead - 1] = a_shape[lead - 1] / c->group;
+    b_shape[b_lead] = c->transpose_b ? c->N : c->K;
+    b_shape[b_lead + 1] = c->transpose_b ? c->K : c->N;
+
+    float m = c->magnitude;
+    pair a = pair_random(env, c->a_type, lead + 2, a_shape, r, -m, m);
+    pair b = pair_random(env, c->b_type, b_nd, b_shape, r, -1.0f, 1.0f);
+    int64_t n_shape[1] = {c->N};
+    pair bias = {0};
+    if (c->bias)
+        bias = pair_random(env, VKATTN_DTYPE_F32, 1, n_shape, r, -m, m);
+    pair out = pair_output(env, lead + 2, c_shape);
+
+    vkattn_matmul_desc d = {.transpose_b = c->transpose_b, .alpha = c->alpha, .variant = variant};
+    vkattn_status s = vkattn_matmul(env->gpu, &d, a.gpu, b.gpu, bias.gpu, out.gpu);
+    if (s != VKATTN_OK)
+        fail_msg("%s: %s", c->name, vkattn_last_error(env->gpu));
+    assert_int_equal(vkattn_matmul(env->cpu, &d, a.cpu, b.cpu, bias.cpu, out.cpu), VKATTN_OK);
+
+    /* The error scale of each output: |alpha| * sum_k |a_mk b_kn| + |bias_n|,
+     * computed by the reference on absolute values. */
+    for (size_t i = 0; i < a.count; i++)
+        a.host[i] = fabsf(a.host[i]);
+    for (size_t i = 0; i < b.count; i++)
+        b.host[i] = fabsf(b.host[i]);
+    assert_int_equal(vkattn_tensor_upload(a.cpu, a.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(b.cpu, b.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    vkattn_tensor *abs_bias = NULL;
+    if (c->bias) {
+        for (size_t i = 0; i < bias.count; i++)
+            bias.host[i] = fabsf(bias.host[i]);
+        assert_int_equal(vkattn_tensor_upload(bias.cpu, bias.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        abs_bias = bias.cpu;
+    }
+    vkattn_matmul_desc abs_d = d;
+    abs_d.alpha = fabsf(c->alpha == 0.0f ? 1.0f : c->alpha);
+    pair scale = pair_output(env, lead + 2, c_shape);
+    assert_int_equal(vkattn_matmul(env->cpu, &abs_d, a.cpu, b.cpu, abs_bias, scale.cpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(scale.cpu, scale.host, VKATTN_DTYPE_F32), VKATTN_OK);
+
+    /* f32 accumulation: a few ulps of the scale, growing like sqrt(K). */
+    double rtol = 4 * 1.2e-7 * (2.0 + sqrt((double)c->K));
+    double err = expect_close(c->name, &out, 1e-30, rtol, scale.host);
+
+    pair_destroy(&a);
+    pair_destroy(&b);
+    pair_destroy(&bias);
+    pair_destroy(&out);
+    pair_destroy(&scale);
+    return err;
+}
+
+static const mm_case fixed_cases[] = {
+    /* name              b0 b1   M    N    K   trB   bias  B mode       grp A type           B type           alpha  mag */
+    {"1x1x1",            0, 0,   1,   1,   1,  false, false, B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"row vector",       0, 0,   1, 130,  77,  false, true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"column",           0, 0, 131,   1,  65,  true,  false, B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"K=1",              0, 0,  70,  90,   1,  false, false, B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"tile multiple",    0, 0, 128, 128,  64,  false, false, B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"ragged",           0, 0,  97, 113, 203,  false, true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.5f, 1.f},
+    {"linear layer",     4, 0,  33,  48,  17,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"batched QK^T",     2, 3,  19,  23,  40,  true,  false, B_PER_BATCH, 1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.158f, 1.f},
+    {"GQA P@V",          2, 8,  21,  24,  29,  false, false, B_GROUPED,   4, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"MQA",              3, 6,  17,   9,  33,  true,  false, B_GROUPED,   6, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"many batches",     0, 700,  3,   5,   7,  false, false, B_PER_BATCH, 1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"f16 inputs",       2, 0,  45,  37,  51,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_F16, VKATTN_DTYPE_F16, 0.f, 1.f},
+    {"f16 odd sizes",    0, 3,   5,   3,   7,  false, false, B_PER_BATCH, 1, VKATTN_DTYPE_F16, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"large magnitude",  0, 0,  40,  50,  60,  false, true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1e4f},
+};
+
+static void test_fixed_cases(void **state)
+{
+    test_env *env = *state;
+    rng r = {1};
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+        run_case(env, &fixed_cases[i], VKATTN_MATMUL_TILED, &r);
+        run_case(env, &fixed_cases[i], VKATTN_MATMUL_NAIVE, &r);
+    }
+}
+
+/* Random shapes around the tile sizes (64x64x16), every option combined. */
+static void test_random_sweep(void **state)
+{
+    test_env *env = *state;
+    rng r = {20261121};
+    for (int i = 0; i < 40; i++) {
+        char name[160];
+        mm_case c = {
+            .name = name,
+            .batch0 = rng_int(&r, 0, 1) ? rng_int(&r, 1, 3) : 0,
+            .batch1 = rng_int(&r, 0, 1) ? rng_int(&r, 1, 4) : 0,
+            .M = rng_int(&r, 1, 150),
+            .N = rng_int(&r, 1, 150),
+            .K = rng_int(&r, 1, 100),
+            .transpose_b = rng_int(&r, 0, 1),
+            .bias = rng_int(&r, 0, 1),
+            .a_type = rng_int(&r, 0, 3) == 0 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32,
+            .b_type = rng_int(&r, 0, 3) == 0 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32,
+            .alpha = rng_int(&r, 0, 1) ? 0.0f : rng_uniform(&r, -2.0f, 2.0f),
+            .magnitude = rng_int(&r, 0, 4) == 0 ? 1000.0f : 1.0f,
+            .group = 1,
+        };
+        if (c.batch0 && !c.batch1) { /* keep the leading dims contiguous from the outside */
+            c.batch1 = c.batch0;
+            c.batch0 = 0;
+        }
+        int lead = (c.batch0 != 0) + (c.batch1 != 0);
+        c.b = lead == 0 ? B_SHARED : (b_mode)rng_int(&r, 0, 2);
+        if (c.b == B_GROUPED) {
+            c.batch1 *= 2;
+            c.group = 2;
+        }
+        snprintf(name, sizeof name,
+                 "random %d: batch %lldx%lld M%lld N%lld K%lld trB%d bias%d B%d a%d b%d alpha %g",
+                 i, (long long)c.batch0, (long long)c.batch1, (long long)c.M, (long long)c.N,
+                 (long long)c.K, c.transpose_b, c.bias, (int)c.b, (int)c.a_type, (int)c.b_type,
+                 (double)c.alpha);
+        run_case(env, &c, i % 4 == 3 ? VKATTN_MATMUL_NAIVE : VKATTN_MATMUL_AUTO, &r);
+    }
+}
+
+/* A bigger square, as the benchmark runs it (checked here for correctness only). */
+static void test_square_512(void **state)
+{
+    test_env *env = *state;
+    rng r = {7};
+    mm_case c = {"square 512", 0, 0, 512, 512, 512, false, false, B_SHARED, 1,
+                 VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f};
+    run_case(env, &c, VKATTN_MATMUL_AUTO, &r);
+}
+
+static int setup(void **state)
+{
+    *state = test_env_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_env_destroy(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_cases),
+        cmocka_unit_test(test_random_sweep),
+        cmocka_unit_test(test_square_512),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,169 @@
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, const char *msg)
+{
+    test_log *log = user;
+    if (source == VKATTN_LOG_SOURCE_VALIDATION) {
+        log->validation_messages++;
+        fprintf(stderr, "VALIDATION: %s\n", msg);
+    } else if (level >= VKATTN_LOG_WARNING) {
+        log->warnings++;
+    }
+    snprintf(log->last, sizeof log->last, "%s", msg);
+}
+
+test_env *test_env_create(void)
+{
+    test_env *env = calloc(1, sizeof *env);
+    assert_non_null(env);
+    vkattn_context_desc gd = {
+        .backend = VKATTN_BACKEND_VULKAN,
+        .validation = VKATTN_VALIDATION_ON,
+        .log_fn = test_logger,
+        .log_user_data = &env->gpu_log,
+    };
+    vkattn_status s = vkattn_context_create(&gd, &env->gpu);
+    if (s == VKATTN_ERROR_NO_DEVICE) {
+        fprintf(stderr, "no Vulkan device: skipping\n");
+        exit(TEST_SKIP_CODE);
+    }
+    assert_int_equal(s, VKATTN_OK);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    const char *allow = getenv("VKATTN_TEST_ALLOW_NO_VALIDATION");
+    if (!info.validation_enabled && !(allow && strcmp(allow, "1") == 0))
+        fail_msg("the Khronos validation layer is not active (install vulkan-validationlayers, "
+                 "or set VKATTN_TEST_ALLOW_NO_VALIDATION=1)");
+    fprintf(stderr, "device: %s (%s), subgroup %u, validation %s\n", info.name, info.driver_info,
+            info.subgroup_size, info.validation_enabled ? "on" : "off");
+    vkattn_context_desc cd = {.backend = VKATTN_BACKEND_CPU, .log_fn = test_logger,
+                              .log_user_data = &env->cpu_log};
+    assert_int_equal(vkattn_context_create(&cd, &env->cpu), VKATTN_OK);
+    return env;
+}
+
+void test_env_destroy(test_env *env)
+{
+    if (!env)
+        return;
+    vkattn_context_destroy(env->gpu);
+    vkattn_context_destroy(env->cpu);
+    /* Destroying the device reports leaked Vulkan objects through validation. */
+    int messages = env->gpu_log.validation_messages;
+    free(env);
+    assert_int_equal(messages, 0);
+}
+
+uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float rng_uniform(rng *r, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((rng_next(r) >> 40) * (1.0 / 16777216.0));
+}
+
+int rng_int(rng *r, int lo, int hi) { return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1)); }
+
+static size_t count_of(int ndim, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    return n;
+}
+
+static vkattn_tensor *make(vkattn_context *ctx, vkattn_dtype dtype, int ndim, const int64_t *shape)
+{
+    vkattn_tensor_desc d = {.dtype = dtype, .ndim = ndim};
+    for (int i = 0; i < ndim; i++)
+        d.shape[i] = shape[i];
+    vkattn_tensor *t = NULL;
+    vkattn_status s = vkattn_tensor_create(ctx, &d, &t);
+    if (s != VKATTN_OK)
+        fail_msg("tensor_create: %s: %s", vkattn_status_string(s), vkattn_last_error(ctx));
+    return t;
+}
+
+pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *shape, rng *r,
+                 float lo, float hi)
+{
+    pair p = {.count = count_of(ndim, shape)};
+    p.host = malloc(p.count * sizeof *p.host);
+    assert_non_null(p.host);
+    for (size_t i = 0; i < p.count; i++)
+        p.host[i] = rng_uniform(r, lo, hi);
+    p.gpu = make(env->gpu, dtype, ndim, shape);
+    p.cpu = make(env->cpu, dtype, ndim, shape);
+    assert_int_equal(vkattn_tensor_upload(p.gpu, p.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(p.cpu, p.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    if (dtype == VKATTN_DTYPE_F16) /* keep the values the tensors really hold */
+        assert_int_equal(vkattn_tensor_download(p.cpu, p.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    return p;
+}
+
+pair pair_output(test_env *env, int ndim, const int64_t *shape)
+{
+    pair p = {.count = count_of(ndim, shape)};
+    p.host = malloc(p.count * sizeof *p.host);
+    assert_non_null(p.host);
+    /* A sentinel: an element the kernel forgets to write stays 12345 and fails. */
+    for (size_t i = 0; i < p.count; i++)
+        p.host[i] = 12345.0f;
+    p.gpu = make(env->gpu, VKATTN_DTYPE_F32, ndim, shape);
+    p.cpu = make(env->cpu, VKATTN_DTYPE_F32, ndim, shape);
+    assert_int_equal(vkattn_tensor_upload(p.gpu, p.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    return p;
+}
+
+void pair_destroy(pair *p)
+{
+    vkattn_tensor_destroy(p->gpu);
+    vkattn_tensor_destroy(p->cpu);
+    free(p->host);
+    memset(p, 0, sizeof *p);
+}
+
+double expect_close(const char *case_name, const pair *out, double atol, double rtol,
+                    const float *scale)
+{
+    float *got = malloc(out->count * sizeof *got);
+    float *want = malloc(out->count * sizeof *want);
+    assert_non_null(got);
+    assert_non_null(want);
+    assert_int_equal(vkattn_tensor_download(out->gpu, got, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(out->cpu, want, VKATTN_DTYPE_F32), VKATTN_OK);
+    double worst = 0.0, worst_ratio = 0.0;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < out->count; i++) {
+        if (isnan(want[i]) != isnan(got[i]) || (isinf(want[i]) && want[i] != got[i]))
+            fail_msg("%s: element %zu is %g, reference %g (NaN/Inf position differs)", case_name,
+                     i, (double)got[i], (double)want[i]);
+        if (isnan(want[i]) || isinf(want[i]))
+            continue;
+        double err = fabs((double)got[i] - (double)want[i]);
+        double bound = atol + rtol * (scale ? (double)scale[i] : fabs((double)want[i]));
+        if (!(err / bound <= worst_ratio)) { /* also catches a NaN error */
+            worst_ratio = isnan(err) ? INFINITY : err / bound;
+            worst_at = i;
+        }
+        if (err > worst)
+            worst = err;
+    }
+    if (worst_ratio > 1.0)
+        fail_msg("%s: element %zu is %.9g, reference %.9g (error %.3g over bound by %.3gx)",
+                 case_name, worst_at, (double)got[worst_at], (double)want[worst_at],
+                 fabs((double)got[worst_at] - (double)want[worst_at]), worst_ratio);
+    free(got);
+    free(want);
+    return worst;
+}

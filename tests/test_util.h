@@ -1,0 +1,65 @@
+/* Shared by the tests: contexts with validation, host tensors, random data, and
+ * comparison against the CPU reference. Uses only the public API. */
+#ifndef VKATTN_TEST_UTIL_H
+#define VKATTN_TEST_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "vkattn.h"
+
+/* ctest's SKIP_RETURN_CODE: no Vulkan device on this machine. */
+#define TEST_SKIP_CODE 77
+
+typedef struct test_log {
+    int validation_messages;
+    int warnings;
+    char last[1024];
+} test_log;
+
+typedef struct test_env {
+    vkattn_context *gpu;  /* Vulkan, validation on */
+    vkattn_context *cpu;  /* the CPU reference */
+    test_log gpu_log, cpu_log;
+} test_env;
+
+void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, const char *msg);
+
+/* Creates env->gpu (validation on; fails the test if the layer is missing unless
+ * VKATTN_TEST_ALLOW_NO_VALIDATION=1) and env->cpu. Exits with TEST_SKIP_CODE when
+ * no Vulkan device exists. */
+test_env *test_env_create(void);
+/* Destroys both contexts and asserts no validation message was logged. */
+void test_env_destroy(test_env *env);
+
+/* Deterministic random numbers. */
+typedef struct rng { uint64_t state; } rng;
+uint64_t rng_next(rng *r);
+float rng_uniform(rng *r, float lo, float hi);
+int rng_int(rng *r, int lo, int hi); /* inclusive */
+
+/* A host array and the same data in a GPU and a CPU tensor. */
+typedef struct pair {
+    vkattn_tensor *gpu, *cpu;
+    float *host;            /* f32 view of the data (for F16, already rounded) */
+    size_t count;
+} pair;
+
+/* Creates a pair with random values in [lo, hi] (uploaded as f32, so F16 tensors
+ * round them; host[] then holds the rounded values). */
+pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *shape, rng *r,
+                 float lo, float hi);
+/* A pair of uninitialised f32 outputs, filled with a sentinel on the GPU. */
+pair pair_output(test_env *env, int ndim, const int64_t *shape);
+void pair_destroy(pair *p);
+
+/* Downloads both sides of `out` and compares: NaN and Inf at the same places,
+ * then |gpu - ref| <= atol + rtol * |ref| (scale[i] replaces |ref| when given).
+ * Fails the test with the worst element and the case name. Returns max error. */
+double expect_close(const char *case_name, const pair *out, double atol, double rtol,
+                    const float *scale);
+
+#endif
