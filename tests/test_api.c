@@ -1,0 +1,245 @@
+/* API tests that need no GPU: status strings, version, argument checks and
+ * conversions on the CPU backend, device listing. Always run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vkattn.h"
+
+static void test_status_strings(void **state)
+{
+    (void)state;
+    const vkattn_status all[] = {
+#define STATUS_(name, value, text) VKATTN_##name,
+        VKATTN_STATUS_LIST(STATUS_)
+#undef STATUS_
+    };
+    size_t n = sizeof all / sizeof all[0];
+    assert_int_equal(VKATTN_OK, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = vkattn_status_string(all[i]);
+        assert_non_null(s);
+        assert_string_not_equal(s, "unknown status");
+        for (size_t j = 0; j < i; j++) {
+            assert_int_not_equal(all[i], all[j]);
+            assert_string_not_equal(s, vkattn_status_string(all[j]));
+        }
+    }
+    assert_string_equal(vkattn_status_string((vkattn_status)9999), "unknown status");
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    assert_int_equal(vkattn_version(), VKATTN_VERSION);
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", VKATTN_VERSION_MAJOR, VKATTN_VERSION_MINOR,
+             VKATTN_VERSION_PATCH);
+    assert_string_equal(vkattn_version_string(), expected);
+}
+
+static vkattn_context *cpu_context(void)
+{
+    vkattn_context_desc d = {.backend = VKATTN_BACKEND_CPU};
+    vkattn_context *ctx = NULL;
+    assert_int_equal(vkattn_context_create(&d, &ctx), VKATTN_OK);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(ctx, &info), VKATTN_OK);
+    assert_int_equal(info.backend, VKATTN_BACKEND_CPU);
+    return ctx;
+}
+
+static void test_context_arguments(void **state)
+{
+    (void)state;
+    assert_int_equal(vkattn_context_create(NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_context *ctx = (vkattn_context *)1;
+    vkattn_context_desc bad = {.backend = (vkattn_backend)42};
+    assert_int_equal(vkattn_context_create(&bad, &ctx), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    vkattn_context_desc none = {.backend = VKATTN_BACKEND_VULKAN, .device = "no such device"};
+    vkattn_status s = vkattn_context_create(&none, &ctx);
+    assert_int_equal(s, VKATTN_ERROR_NO_DEVICE);
+    assert_null(ctx);
+    vkattn_context_destroy(NULL);
+    assert_int_equal(vkattn_context_info(NULL, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_synchronize(NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(vkattn_last_error(NULL));
+}
+
+static void test_tensor_arguments(void **state)
+{
+    (void)state;
+    vkattn_context *ctx = cpu_context();
+    vkattn_tensor *t = (vkattn_tensor *)1;
+    vkattn_tensor_desc d = {.ndim = 0};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_INVALID_SHAPE);
+    assert_null(t);
+    assert_non_null(strstr(vkattn_last_error(ctx), "ndim is 0"));
+    d = (vkattn_tensor_desc){.ndim = 5, .shape = {1, 1, 1, 1}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_INVALID_SHAPE);
+    d = (vkattn_tensor_desc){.ndim = 2, .shape = {3, 0}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_INVALID_SHAPE);
+    assert_non_null(strstr(vkattn_last_error(ctx), "dimension 1 is 0"));
+    d = (vkattn_tensor_desc){.ndim = 2, .shape = {-4, 2}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_INVALID_SHAPE);
+    d = (vkattn_tensor_desc){.ndim = 4, .shape = {INT64_MAX, INT64_MAX, 2, 2}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_SIZE_OVERFLOW);
+    d = (vkattn_tensor_desc){.ndim = 1, .shape = {INT64_MAX / 2}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_SIZE_OVERFLOW);
+    d = (vkattn_tensor_desc){.dtype = (vkattn_dtype)7, .ndim = 1, .shape = {2}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_tensor_create(ctx, NULL, &t), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_tensor_create(NULL, &d, &t), VKATTN_ERROR_INVALID_ARGUMENT);
+
+    d = (vkattn_tensor_desc){.dtype = VKATTN_DTYPE_F32, .ndim = 3, .shape = {2, 3, 4}};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    vkattn_tensor_desc got = vkattn_tensor_get_desc(t);
+    assert_int_equal(got.ndim, 3);
+    assert_int_equal(got.shape[2], 4);
+    assert_int_equal(got.shape[3], 0);
+    float host[24] = {0};
+    int32_t ints[24] = {0};
+    assert_int_equal(vkattn_tensor_upload(t, NULL, VKATTN_DTYPE_F32), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_tensor_upload(t, ints, VKATTN_DTYPE_I32), VKATTN_ERROR_UNSUPPORTED);
+    assert_int_equal(vkattn_tensor_download(t, host, (vkattn_dtype)9), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_tensor_upload(NULL, host, VKATTN_DTYPE_F32), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_tensor_destroy(t);
+    vkattn_tensor_destroy(NULL);
+    vkattn_context_destroy(ctx);
+}
+
+/* f32 -> f16 -> f32 on upload/download: round to nearest even, subnormals,
+ * overflow to Inf, NaN kept. */
+static void test_f16_conversion(void **state)
+{
+    (void)state;
+    vkattn_context *ctx = cpu_context();
+    const float in[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65520.0f, 1e-8f, 5.96e-8f,
+                        6.1e-5f, 1.00048828125f /* tie: rounds to even 1.0 */,
+                        1.00146484375f /* tie: rounds up to 1.001953125 */, INFINITY, NAN, 3.14159f};
+    const float want[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, INFINITY, 0.0f, 5.9604645e-8f,
+                          1023.0f / 16777216.0f /* subnormal */, 1.0f, 1.001953125f, INFINITY,
+                          NAN, 3.140625f};
+    size_t n = sizeof in / sizeof in[0];
+    vkattn_tensor_desc d = {.dtype = VKATTN_DTYPE_F16, .ndim = 1, .shape = {(int64_t)n}};
+    vkattn_tensor *t;
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(t, in, VKATTN_DTYPE_F32), VKATTN_OK);
+    float out[32];
+    assert_int_equal(vkattn_tensor_download(t, out, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(want[i]))
+            assert_true(isnan(out[i]));
+        else if (out[i] != want[i] || signbit(out[i]) != signbit(want[i]))
+            fail_msg("element %zu: %g -> %.9g, want %.9g", i, (double)in[i], (double)out[i],
+                     (double)want[i]);
+    }
+    vkattn_tensor_destroy(t);
+    vkattn_context_destroy(ctx);
+}
+
+static vkattn_tensor *make(vkattn_context *ctx, vkattn_dtype dtype, int ndim, int64_t a, int64_t b,
+                           int64_t c, int64_t d)
+{
+    vkattn_tensor_desc desc = {.dtype = dtype, .ndim = ndim, .shape = {a, b, c, d}};
+    vkattn_tensor *t;
+    assert_int_equal(vkattn_tensor_create(ctx, &desc, &t), VKATTN_OK);
+    return t;
+}
+
+static void test_op_arguments(void **state)
+{
+    (void)state;
+    vkattn_context *ctx = cpu_context();
+    vkattn_tensor *a = make(ctx, VKATTN_DTYPE_F32, 2, 4, 64, 0, 0);
+    vkattn_tensor *b = make(ctx, VKATTN_DTYPE_F32, 2, 32, 16, 0, 0);
+    vkattn_tensor *c = make(ctx, VKATTN_DTYPE_F32, 2, 4, 16, 0, 0);
+    assert_int_equal(vkattn_matmul(ctx, NULL, a, b, NULL, c), VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(vkattn_last_error(ctx), "matmul: A is 4x64 but B is 32x16"));
+    assert_int_equal(vkattn_matmul(ctx, NULL, NULL, b, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkattn_last_error(ctx), "A is NULL"));
+    assert_int_equal(vkattn_matmul(ctx, NULL, a, b, NULL, a), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_matmul_desc bad = {.variant = (vkattn_matmul_variant)5};
+    assert_int_equal(vkattn_matmul(ctx, &bad, a, a, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_matmul(NULL, NULL, a, b, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
+
+    vkattn_tensor *x = make(ctx, VKATTN_DTYPE_F32, 3, 2, 5, 7, 0);
+    vkattn_tensor *y = make(ctx, VKATTN_DTYPE_F32, 3, 2, 7, 5, 0);
+    vkattn_tensor *y16 = make(ctx, VKATTN_DTYPE_F16, 3, 2, 5, 7, 0);
+    vkattn_tensor *kv = make(ctx, VKATTN_DTYPE_I32, 1, 3, 0, 0, 0);
+    assert_int_equal(vkattn_softmax(ctx, NULL, x, y), VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(vkattn_last_error(ctx), "softmax: X is 2x5x7 but Y is 2x7x5"));
+    assert_int_equal(vkattn_softmax(ctx, NULL, x, y16), VKATTN_ERROR_UNSUPPORTED);
+    vkattn_softmax_desc sd = {.scale = -1.0f};
+    assert_int_equal(vkattn_softmax(ctx, &sd, x, x), VKATTN_ERROR_INVALID_ARGUMENT);
+    sd = (vkattn_softmax_desc){.scale = NAN};
+    assert_int_equal(vkattn_softmax(ctx, &sd, x, x), VKATTN_ERROR_INVALID_ARGUMENT);
+    sd = (vkattn_softmax_desc){.kv_len = kv};
+    assert_int_equal(vkattn_softmax(ctx, &sd, x, x), VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(vkattn_last_error(ctx), "kv_len"));
+    sd = (vkattn_softmax_desc){.kv_len = x};
+    assert_int_equal(vkattn_softmax(ctx, &sd, x, x), VKATTN_ERROR_SHAPE_MISMATCH);
+
+    vkattn_tensor *t4 = make(ctx, VKATTN_DTYPE_F32, 4, 2, 3, 4, 5);
+    vkattn_tensor *t4_wrong = make(ctx, VKATTN_DTYPE_F32, 4, 2, 3, 4, 5);
+    assert_int_equal(vkattn_head_transpose(ctx, t4, t4_wrong), VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(vkattn_last_error(ctx), "Y must be 2x4x3x5, not 2x3x4x5"));
+    assert_int_equal(vkattn_head_transpose(ctx, t4, t4), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_head_transpose(ctx, x, y), VKATTN_ERROR_INVALID_SHAPE);
+
+    /* A tensor of another context is refused. */
+    vkattn_context *other = cpu_context();
+    vkattn_tensor *foreign = make(other, VKATTN_DTYPE_F32, 2, 64, 16, 0, 0);
+    assert_int_equal(vkattn_matmul(ctx, NULL, a, foreign, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkattn_last_error(ctx), "another context"));
+    vkattn_tensor_destroy(foreign);
+    vkattn_context_destroy(other);
+
+    vkattn_tensor *list[] = {a, b, c, x, y, y16, kv, t4, t4_wrong};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        vkattn_tensor_destroy(list[i]);
+    vkattn_context_destroy(ctx);
+}
+
+static void test_timer_and_listing(void **state)
+{
+    (void)state;
+    vkattn_context *ctx = cpu_context();
+    double ms = -1;
+    assert_int_equal(vkattn_timer_end(ctx, &ms), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_timer_begin(ctx), VKATTN_OK);
+    assert_int_equal(vkattn_timer_end(ctx, &ms), VKATTN_OK);
+    assert_true(ms >= 0.0);
+    vkattn_context_destroy(ctx);
+
+    uint32_t count = 99;
+    assert_int_equal(vkattn_list_devices(NULL, 0, NULL), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_list_devices(NULL, 0, &count), VKATTN_OK);
+    vkattn_device_info infos[8];
+    uint32_t again = 0;
+    assert_int_equal(vkattn_list_devices(infos, 8, &again), VKATTN_OK);
+    assert_int_equal(again, count);
+    for (uint32_t i = 0; i < count && i < 8; i++) {
+        assert_int_equal(infos[i].index, i);
+        assert_true(infos[i].name[0] != '\0');
+        assert_true(infos[i].api_version >= VK_API_VERSION_1_1);
+        assert_true(infos[i].subgroup_size >= 1);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_strings),  cmocka_unit_test(test_version),
+        cmocka_unit_test(test_context_arguments), cmocka_unit_test(test_tensor_arguments),
+        cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_op_arguments),
+        cmocka_unit_test(test_timer_and_listing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
