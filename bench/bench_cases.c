@@ -66,8 +66,13 @@ static vkattn_status run_op(vkattn_context *ctx, const bench_case *c, vkattn_ten
 {
     switch (c->op) {
     case OP_MATMUL: {
-        vkattn_matmul_desc d = {.variant = strcmp(c->variant, "naive") == 0 ? VKATTN_MATMUL_NAIVE
-                                                                            : VKATTN_MATMUL_AUTO};
+        vkattn_matmul_desc d = {0};
+        if (!strcmp(c->variant, "naive"))
+            d.variant = VKATTN_MATMUL_NAIVE;
+        else if (!strcmp(c->variant, "tiled"))
+            d.variant = VKATTN_MATMUL_TILED;
+        else if (!strcmp(c->variant, "texel"))
+            d.variant = VKATTN_MATMUL_TEXEL;
         return vkattn_matmul(ctx, &d, t[0], t[1], NULL, t[2]);
     }
     case OP_SOFTMAX: {

@@ -93,18 +93,20 @@ static int parse(int argc, char **argv, cli *c)
 static int build_cases(const cli *c, bench_case *out, int cap)
 {
     static const bench_case quick[] = {
+        {OP_MATMUL, "", 1, 1024, 1024, 1024, false, VKATTN_DTYPE_F32},
         {OP_MATMUL, "tiled", 1, 1024, 1024, 1024, false, VKATTN_DTYPE_F32},
         {OP_MATMUL, "naive", 1, 1024, 1024, 1024, false, VKATTN_DTYPE_F32},
-        {OP_MATMUL, "tiled", 8, 256, 64, 64, false, VKATTN_DTYPE_F32},
-        {OP_MATMUL, "tiled", 1, 1000, 1000, 100, false, VKATTN_DTYPE_F16},
+        {OP_MATMUL, "", 8, 256, 64, 64, false, VKATTN_DTYPE_F32},
+        {OP_MATMUL, "", 1, 1000, 1000, 100, false, VKATTN_DTYPE_F16},
+        {OP_MATMUL, "", 1, 999, 1001, 99, false, VKATTN_DTYPE_F32},
         {OP_SOFTMAX, "", 8, 1024, 1024, 0, false, VKATTN_DTYPE_F32},
         {OP_SOFTMAX, "", 8, 1024, 1024, 0, true, VKATTN_DTYPE_F32},
         {OP_SOFTMAX, "shared", 8, 1024, 1024, 0, false, VKATTN_DTYPE_F32},
         {OP_TRANSPOSE, "", 1, 1024, 8, 64, false, VKATTN_DTYPE_F32},
     };
     static const bench_case full[] = {
-        {OP_MATMUL, "tiled", 1, 2048, 2048, 2048, false, VKATTN_DTYPE_F32},
-        {OP_MATMUL, "tiled", 32, 512, 512, 64, false, VKATTN_DTYPE_F32},
+        {OP_MATMUL, "", 1, 2048, 2048, 2048, false, VKATTN_DTYPE_F32},
+        {OP_MATMUL, "", 32, 512, 512, 64, false, VKATTN_DTYPE_F32},
         {OP_SOFTMAX, "", 32, 2048, 2048, 0, true, VKATTN_DTYPE_F32},
         {OP_TRANSPOSE, "", 4, 2048, 32, 128, false, VKATTN_DTYPE_F32},
     };

@@ -315,9 +315,11 @@ VKATTN_API vkattn_status vkattn_tensor_download(vkattn_tensor *tensor, void *dst
  */
 
 typedef enum vkattn_matmul_variant {
-    VKATTN_MATMUL_AUTO = 0,   /* the tiled kernel */
+    VKATTN_MATMUL_AUTO = 0,   /* TEXEL on CPU devices where texel buffers work, else TILED */
     VKATTN_MATMUL_TILED,      /* shared-memory tiles, register micro-tiles */
     VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
+    VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:
+                                 the fast kernel on CPU devices (lavapipe) */
 } vkattn_matmul_variant;
 
 typedef struct vkattn_matmul_desc {

@@ -9,13 +9,16 @@
 static vkattn_status create_descriptor_pool(vkattn_context *ctx, VkDescriptorPool *out)
 {
     vk_state *vk = &ctx->vk;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                 VKATTN_DESCRIPTOR_SETS_PER_POOL * VKATTN_MAX_BINDINGS};
+    VkDescriptorPoolSize sizes[2] = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VKATTN_DESCRIPTOR_SETS_PER_POOL * VKATTN_MAX_BINDINGS},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+         VKATTN_DESCRIPTOR_SETS_PER_POOL * VKATTN_MAX_BINDINGS},
+    };
     VkDescriptorPoolCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = VKATTN_DESCRIPTOR_SETS_PER_POOL,
-        .poolSizeCount = 1,
-        .pPoolSizes = &size,
+        .poolSizeCount = 2,
+        .pPoolSizes = sizes,
     };
     VkResult r = vk->vkd.CreateDescriptorPool(vk->device, &pi, NULL, out);
     return r == VK_SUCCESS ? VKATTN_OK : ctx_fail_vk(ctx, r, "vkCreateDescriptorPool");
@@ -57,7 +60,19 @@ vkattn_status vk_cmd_init(vkattn_context *ctx)
         return s;
     vk->descriptor_pool_count = 1;
     void *unused;
-    return vk_buffer_create(ctx, 16, MEMORY_DEVICE, &vk->dummy_buffer, &vk->dummy_memory, &unused);
+    s = vk_buffer_create(ctx, 16, MEMORY_DEVICE, &vk->dummy_buffer, &vk->dummy_memory, &unused);
+    if (s != VKATTN_OK)
+        return s;
+    /* Texel bindings always need a valid view: the dummy's, if nothing else. */
+    VkBufferViewCreateInfo vi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+        .buffer = vk->dummy_buffer,
+        .format = VK_FORMAT_R32_SFLOAT,
+        .range = 16,
+    };
+    if ((r = vk->vkd.CreateBufferView(vk->device, &vi, NULL, &vk->dummy_view)) != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreateBufferView");
+    return VKATTN_OK;
 }
 
 static void free_staging(vkattn_context *ctx)
@@ -76,6 +91,8 @@ void vk_cmd_destroy(vkattn_context *ctx)
     free_staging(ctx);
     free(vk->staging);
     vk->staging = NULL;
+    if (vk->dummy_view)
+        vk->vkd.DestroyBufferView(vk->device, vk->dummy_view, NULL);
     vk_buffer_destroy(ctx, vk->dummy_buffer, vk->dummy_memory);
     for (uint32_t i = 0; i < vk->descriptor_pool_count; i++)
         vk->vkd.DestroyDescriptorPool(vk->device, vk->descriptor_pools[i], NULL);
@@ -209,7 +226,8 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
         return s;
 
     VkDescriptorBufferInfo infos[VKATTN_MAX_BINDINGS];
-    VkWriteDescriptorSet writes[VKATTN_MAX_BINDINGS];
+    VkBufferView views[VKATTN_MAX_BINDINGS];
+    VkWriteDescriptorSet writes[2 * VKATTN_MAX_BINDINGS];
     VkBuffer reads[VKATTN_MAX_BINDINGS], written[VKATTN_MAX_BINDINGS];
     uint32_t nr = 0, nw = 0;
     for (uint32_t i = 0; i < VKATTN_MAX_BINDINGS; i++) {
@@ -224,6 +242,16 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .pBufferInfo = &infos[i],
         };
+        views[i] = i < d->binding_count && d->bindings[i].texels ? d->bindings[i].texels
+                                                                 : vk->dummy_view;
+        writes[VKATTN_TEXEL_BINDING_BASE + i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = VKATTN_TEXEL_BINDING_BASE + i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+            .pTexelBufferView = &views[i],
+        };
         if (i < d->binding_count && d->bindings[i].buffer) {
             if (d->bindings[i].written)
                 written[nw++] = b;
@@ -231,7 +259,7 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
                 reads[nr++] = b;
         }
     }
-    vk->vkd.UpdateDescriptorSets(vk->device, VKATTN_MAX_BINDINGS, writes, 0, NULL);
+    vk->vkd.UpdateDescriptorSets(vk->device, 2 * VKATTN_MAX_BINDINGS, writes, 0, NULL);
     order_accesses(vk, reads, nr, written, nw);
 
     VkCommandBuffer cb = vk->command_buffer;

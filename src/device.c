@@ -202,6 +202,15 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
         vk->max_workgroup_count[i] = lim->maxComputeWorkGroupCount[i];
     vk->max_allocation_size = maintenance3.maxMemoryAllocationSize;
     vki->GetPhysicalDeviceMemoryProperties(pd, &vk->memory_properties);
+    const VkFormat formats[4] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_SFLOAT,
+                                 VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT};
+    bool *usable[4] = {&vk->texel_f32, &vk->texel_f16, &vk->texel4_f32, &vk->texel4_f16};
+    for (int i = 0; i < 4; i++) {
+        VkFormatProperties fp;
+        vki->GetPhysicalDeviceFormatProperties(pd, formats[i], &fp);
+        *usable[i] = fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT;
+    }
+    vk->max_texel_elements = lim->maxTexelBufferElements;
     uint32_t ts_bits = 0;
     find_compute_queue_family(vki, pd, &ts_bits);
     vk->timestamp_valid_bits = ts_bits;

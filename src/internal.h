@@ -29,6 +29,7 @@
     X(GetPhysicalDeviceProperties2)               \
     X(GetPhysicalDeviceFeatures2)                 \
     X(GetPhysicalDeviceMemoryProperties)          \
+    X(GetPhysicalDeviceFormatProperties)          \
     X(GetPhysicalDeviceQueueFamilyProperties)     \
     X(EnumerateDeviceExtensionProperties)         \
     X(CreateDevice)                               \
@@ -47,6 +48,8 @@
     X(QueueWaitIdle)                              \
     X(CreateBuffer)                               \
     X(DestroyBuffer)                              \
+    X(CreateBufferView)                           \
+    X(DestroyBufferView)                          \
     X(GetBufferMemoryRequirements)                \
     X(AllocateMemory)                             \
     X(FreeMemory)                                 \
@@ -105,6 +108,7 @@ typedef struct vk_device_table {
 typedef enum shader_id {
     SHADER_MATMUL = 0,
     SHADER_MATMUL_NAIVE,
+    SHADER_MATMUL_TEXEL,
     SHADER_SOFTMAX_SUBGROUP,
     SHADER_SOFTMAX_SHARED,
     SHADER_HEAD_TRANSPOSE,
@@ -121,7 +125,13 @@ const shader_code *shader_get(shader_id id);
 
 /* --------------------------------------------------------- pipelines --- */
 
+/* Every kernel sees set 0 as: bindings 0..3 storage buffers, and bindings 4..7
+ * the same four tensors again as uniform texel buffers (R32_SFLOAT or R16_SFLOAT
+ * views), for kernels that read through texelFetch. Some devices fetch texels far
+ * faster than they load storage buffers (lavapipe: a vector gather instead of a
+ * branchy per-lane loop), and an R16 view converts f16 for free. */
 #define VKATTN_MAX_BINDINGS 4
+#define VKATTN_TEXEL_BINDING_BASE 4
 #define VKATTN_MAX_SPEC_CONSTANTS 12
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
@@ -175,6 +185,11 @@ typedef struct vk_state {
 
     VkBuffer dummy_buffer; /* bound where a shader's optional input is absent */
     VkDeviceMemory dummy_memory;
+    VkBufferView dummy_view;
+
+    /* uniform texel buffers: usable for a tensor of this dtype and size? */
+    bool texel_f32, texel_f16, texel4_f32, texel4_f16;
+    uint32_t max_texel_elements;
 
     VkCommandPool command_pool;
     VkCommandBuffer command_buffer;
@@ -227,6 +242,8 @@ struct vkattn_tensor {
     VkDeviceMemory memory;
     VkDeviceSize buffer_size; /* bytes rounded up to 16: f16 tensors are read as uint words */
     void *mapped;             /* non-NULL where device memory is host-visible */
+    VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported */
+    VkBufferView texels4;     /* the same as 4-component texels (element count % 4 == 0) */
 
     /* CPU backend */
     void *host;
@@ -271,6 +288,9 @@ typedef enum memory_use {
 vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_use use,
                                VkBuffer *buffer, VkDeviceMemory *memory, void **mapped);
 void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+/* A uniform texel view of `elements` texels of `format`; VK_NULL_HANDLE when not
+ * supported or on failure (kernels then read the storage binding). */
+VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format, uint64_t elements);
 
 /* ------------------------------------------------------------ pipeline --- */
 
@@ -282,8 +302,14 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
 
 typedef struct vk_binding {
     VkBuffer buffer;      /* VK_NULL_HANDLE: the dummy buffer */
+    VkBufferView texels;  /* the same buffer as texels; VK_NULL_HANDLE: the dummy view */
     bool written;
 } vk_binding;
+
+/* A tensor as a kernel input or output (NULL: an absent optional input); its
+ * texel binding gets the 1-component view, or with vk_bind4 the 4-component one. */
+vk_binding vk_bind(const vkattn_tensor *t, bool written);
+vk_binding vk_bind4(const vkattn_tensor *t);
 
 typedef struct vk_dispatch {
     pipeline_key key;

@@ -28,8 +28,8 @@ vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_us
     VkBufferCreateInfo bi = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VkResult r = vk->vkd.CreateBuffer(vk->device, &bi, NULL, buffer);
@@ -85,4 +85,31 @@ void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memo
         vk->vkd.DestroyBuffer(vk->device, buffer, NULL);
     if (memory)
         vk->vkd.FreeMemory(vk->device, memory, NULL); /* implicitly unmaps */
+}
+
+VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format, uint64_t elements)
+{
+    vk_state *vk = &ctx->vk;
+    bool supported;
+    uint32_t texel_bytes;
+    switch (format) {
+    case VK_FORMAT_R32_SFLOAT: supported = vk->texel_f32, texel_bytes = 4; break;
+    case VK_FORMAT_R16_SFLOAT: supported = vk->texel_f16, texel_bytes = 2; break;
+    case VK_FORMAT_R32G32B32A32_SFLOAT: supported = vk->texel4_f32, texel_bytes = 16; break;
+    case VK_FORMAT_R16G16B16A16_SFLOAT: supported = vk->texel4_f16, texel_bytes = 8; break;
+    default: return VK_NULL_HANDLE;
+    }
+    if (!supported || elements > vk->max_texel_elements)
+        return VK_NULL_HANDLE;
+    VkBufferViewCreateInfo vi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+        .buffer = buffer,
+        .format = format,
+        .offset = 0,
+        .range = elements * texel_bytes,
+    };
+    VkBufferView view = VK_NULL_HANDLE;
+    if (vk->vkd.CreateBufferView(vk->device, &vi, NULL, &view) != VK_SUCCESS)
+        return VK_NULL_HANDLE;
+    return view;
 }

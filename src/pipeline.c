@@ -9,18 +9,20 @@ vkattn_status vk_pipelines_init(vkattn_context *ctx)
 {
     vk_state *vk = &ctx->vk;
     /* One layout for all kernels: set 0 with VKATTN_MAX_BINDINGS storage buffers and
-     * one push-constant block. Kernels differ only in which bindings they use. */
-    VkDescriptorSetLayoutBinding bindings[VKATTN_MAX_BINDINGS];
-    for (uint32_t i = 0; i < VKATTN_MAX_BINDINGS; i++)
+     * their texel views (see VKATTN_TEXEL_BINDING_BASE) and one push-constant
+     * block. Kernels differ only in which bindings they use. */
+    VkDescriptorSetLayoutBinding bindings[2 * VKATTN_MAX_BINDINGS];
+    for (uint32_t i = 0; i < 2 * VKATTN_MAX_BINDINGS; i++)
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorType = i < VKATTN_TEXEL_BINDING_BASE ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                            : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
             .descriptorCount = 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
     VkDescriptorSetLayoutCreateInfo sli = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = VKATTN_MAX_BINDINGS,
+        .bindingCount = 2 * VKATTN_MAX_BINDINGS,
         .pBindings = bindings,
     };
     VkResult r = vk->vkd.CreateDescriptorSetLayout(vk->device, &sli, NULL, &vk->set_layout);

@@ -4,6 +4,7 @@
 #include "head_transpose_spv.h"
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
+#include "matmul_texel_spv.h"
 #include "softmax_shared_spv.h"
 #include "softmax_spv.h"
 
@@ -12,6 +13,7 @@
 static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_MATMUL, "matmul", matmul_spv),
     ENTRY_(SHADER_MATMUL_NAIVE, "matmul_naive", matmul_naive_spv),
+    ENTRY_(SHADER_MATMUL_TEXEL, "matmul_texel", matmul_texel_spv),
     ENTRY_(SHADER_SOFTMAX_SUBGROUP, "softmax", softmax_spv),
     ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),

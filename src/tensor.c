@@ -52,8 +52,19 @@ static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
                         shape_string(t, shape, sizeof shape), dtype_name(t->dtype),
                         (unsigned long long)t->buffer_size, (unsigned long long)limit);
     }
-    return vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer, &t->memory,
-                            &t->mapped);
+    vkattn_status s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer,
+                                       &t->memory, &t->mapped);
+    if (s == VKATTN_OK && t->dtype != VKATTN_DTYPE_I32) {
+        bool f32 = t->dtype == VKATTN_DTYPE_F32;
+        t->texels = vk_texel_view(ctx, t->buffer, f32 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R16_SFLOAT,
+                                  t->count);
+        if (t->count % 4 == 0)
+            t->texels4 = vk_texel_view(ctx, t->buffer,
+                                       f32 ? VK_FORMAT_R32G32B32A32_SFLOAT
+                                           : VK_FORMAT_R16G16B16A16_SFLOAT,
+                                       t->count / 4);
+    }
+    return s;
 }
 
 vkattn_status vkattn_tensor_create(vkattn_context *ctx, const vkattn_tensor_desc *desc,
@@ -99,6 +110,10 @@ void vkattn_tensor_destroy(vkattn_tensor *t)
         /* Recorded work may still reference the buffer. */
         if (ctx->vk.recording && !ctx->vk.device_lost)
             vk_cmd_submit_and_wait(ctx);
+        if (t->texels)
+            ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->texels, NULL);
+        if (t->texels4)
+            ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->texels4, NULL);
         vk_buffer_destroy(ctx, t->buffer, t->memory);
     }
     free(t->host);
@@ -216,4 +231,16 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
         convert(dst, dst_dtype, mapped, t->dtype, t->count);
     vk_buffer_destroy(ctx, staging, memory);
     return s;
+}
+
+vk_binding vk_bind(const vkattn_tensor *t, bool written)
+{
+    if (!t)
+        return (vk_binding){VK_NULL_HANDLE, VK_NULL_HANDLE, false};
+    return (vk_binding){t->buffer, t->texels, written};
+}
+
+vk_binding vk_bind4(const vkattn_tensor *t)
+{
+    return (vk_binding){t->buffer, t->texels4, false};
 }

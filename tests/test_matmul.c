@@ -112,6 +112,7 @@ static void test_fixed_cases(void **state)
     for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
         run_case(env, &fixed_cases[i], VKATTN_MATMUL_TILED, &r);
         run_case(env, &fixed_cases[i], VKATTN_MATMUL_NAIVE, &r);
+        run_case(env, &fixed_cases[i], VKATTN_MATMUL_TEXEL, &r);
     }
 }
 
@@ -152,7 +153,9 @@ static void test_random_sweep(void **state)
                  i, (long long)c.batch0, (long long)c.batch1, (long long)c.M, (long long)c.N,
                  (long long)c.K, c.transpose_b, c.bias, (int)c.b, (int)c.a_type, (int)c.b_type,
                  (double)c.alpha);
-        run_case(env, &c, i % 4 == 3 ? VKATTN_MATMUL_NAIVE : VKATTN_MATMUL_AUTO, &r);
+        static const vkattn_matmul_variant rotation[4] = {
+            VKATTN_MATMUL_AUTO, VKATTN_MATMUL_TILED, VKATTN_MATMUL_TEXEL, VKATTN_MATMUL_NAIVE};
+        run_case(env, &c, rotation[i % 4], &r);
     }
 }
 

@@ -1,0 +1,123 @@
+#version 450
+// Register-tiled matmul that reads A, B and bias only through texel fetches and
+// uses no shared memory and no barriers: C[b] = alpha * A[b] @ op(B[b / b_group]) + bias.
+//
+// For devices that run invocations as the SIMD lanes of a CPU (lavapipe): there
+// a storage-buffer or shared-memory load is a branchy loop over the lanes (about
+// 200 cycles per vector of 8) while a texel fetch is one vector gather, and a
+// barrier is a coroutine switch. Each invocation computes a TM x TN block of C
+// (TN a multiple of 4) and walks K four at a time. With VEC4, A, B (and B^T)
+// are bound as 4-component views, so each fetch brings 4 consecutive elements:
+// TM + TN fetches feed 4 * TM * TN multiply-adds. Without VEC4 (K or N not a
+// multiple of 4) the same loop fetches single elements.
+//
+// Edges: rows, columns and k past the end are clamped to valid texels (never
+// read out of bounds: texel buffers have no bounds guarantee without
+// robustness), k past the end contributes zero, and stores past the end are
+// skipped. One batch per gl_WorkGroupID.z.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;               // invocations along N
+layout(constant_id = 1) const uint TM = 8;
+layout(constant_id = 2) const uint TN = 8;    // multiple of 4
+layout(constant_id = 3) const bool TRANSPOSE_B = false;
+layout(constant_id = 4) const bool HAS_BIAS = false;
+layout(constant_id = 5) const bool VEC4 = false;
+
+layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
+layout(set = 0, binding = 4) uniform samplerBuffer a_tex;
+layout(set = 0, binding = 5) uniform samplerBuffer b_tex;
+layout(set = 0, binding = 6) uniform samplerBuffer bias_tex;
+
+// Keep in sync with struct matmul_push in src/ops/matmul.c.
+layout(push_constant) uniform Push {
+    uint M, N, K;
+    uint a_batch_stride, b_batch_stride, c_batch_stride;
+    uint b_group;
+    uint batch_base;
+    float alpha;
+} p;
+
+const uint TN4 = TN / 4;
+
+// Four consecutive elements of a row-major matrix starting at `index` (a
+// multiple of 4 when VEC4); elements at or past `limit` (the row's end) are 0.
+vec4 fetch4(samplerBuffer tex, uint index, uint k, uint K)
+{
+    if (VEC4)
+        return texelFetch(tex, int(index >> 2));
+    vec4 v;
+    for (uint i = 0; i < 4; i++) {
+        bool inside = k + i < K;
+        v[i] = inside ? texelFetch(tex, int(inside ? index + i : index)).x : 0.0;
+    }
+    return v;
+}
+
+void main()
+{
+    uint col0 = gl_GlobalInvocationID.x * TN;
+    uint row0 = gl_WorkGroupID.y * TM;
+    if (col0 >= p.N)
+        return;
+    uint batch = gl_WorkGroupID.z + p.batch_base;
+    uint a_base = batch * p.a_batch_stride;
+    uint b_base = (batch / p.b_group) * p.b_batch_stride;
+
+    uint rows[TM];
+    for (uint r = 0; r < TM; r++)
+        rows[r] = a_base + min(row0 + r, p.M - 1) * p.K;
+
+    vec4 acc[TM * TN4];
+    for (uint i = 0; i < TM * TN4; i++)
+        acc[i] = vec4(0.0);
+
+    for (uint k = 0; k < p.K; k += 4) {
+        vec4 a[TM];
+        for (uint r = 0; r < TM; r++)
+            a[r] = fetch4(a_tex, rows[r] + k, k, p.K);
+        if (TRANSPOSE_B) {
+            // B is (N, K): four k of one column per fetch; a dot product each.
+            for (uint j = 0; j < TN; j++) {
+                vec4 b = fetch4(b_tex, b_base + min(col0 + j, p.N - 1) * p.K + k, k, p.K);
+                for (uint r = 0; r < TM; r++)
+                    acc[r * TN4 + j / 4][j % 4] += dot(a[r], b);
+            }
+        } else {
+            // B is (K, N): four n of one k per fetch; rank-1 updates.
+            for (uint kk = 0; kk < 4; kk++) {
+                uint kr = min(k + kk, p.K - 1);
+                bool inside = k + kk < p.K;  // select, not multiply: 0 * Inf is NaN
+                for (uint c4 = 0; c4 < TN4; c4++) {
+                    vec4 b;
+                    if (VEC4) {
+                        b = texelFetch(b_tex, int((b_base + kr * p.N + min(col0 + 4 * c4, p.N - 4)) >> 2));
+                    } else {
+                        for (uint i = 0; i < 4; i++)
+                            b[i] = texelFetch(b_tex, int(b_base + kr * p.N + min(col0 + 4 * c4 + i, p.N - 1))).x;
+                    }
+                    b = inside ? b : vec4(0.0);
+                    for (uint r = 0; r < TM; r++)
+                        acc[r * TN4 + c4] = fma(vec4(a[r][kk]), b, acc[r * TN4 + c4]);
+                }
+            }
+        }
+    }
+
+    uint c_base = batch * p.c_batch_stride;
+    for (uint r = 0; r < TM; r++) {
+        uint row = row0 + r;
+        if (row >= p.M)
+            break;
+        for (uint j = 0; j < TN; j++) {
+            uint col = col0 + j;
+            if (col >= p.N)
+                break;
+            float v = p.alpha * acc[r * TN4 + j / 4][j % 4];
+            if (HAS_BIAS)
+                v += texelFetch(bias_tex, int(col)).x;
+            c[c_base + row * p.N + col] = v;
+        }
+    }
+}
