@@ -7,6 +7,9 @@
 #define LOAD_ELEMENT(IS_F16, BUF_F32, BUF_U32, INDEX) \
     ((IS_F16) ? unpackHalf2x16(BUF_U32[(INDEX) >> 1])[(INDEX) & 1u] : BUF_F32[INDEX])
 
+// Binding i as a uniform texel buffer (see VKATTN_TEXEL_BINDING_BASE in src/internal.h).
+#define TEXEL_BINDING(i) (8 + (i))
+
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 // Workgroups past maxComputeWorkGroupCount[0] spill into y: linear workgroup index.

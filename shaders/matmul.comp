@@ -31,14 +31,7 @@ layout(set = 0, binding = 2) readonly buffer Bias32 { float bias32[]; };
 layout(set = 0, binding = 2) readonly buffer Bias16 { uint bias16[]; };
 layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
 
-// Keep in sync with struct matmul_push in src/ops/matmul.c.
-layout(push_constant) uniform Push {
-    uint M, N, K;
-    uint a_batch_stride, b_batch_stride, c_batch_stride;
-    uint b_group;     // consecutive A batches sharing one B batch
-    uint batch_base;  // first batch of this dispatch (batches beyond the z limit)
-    float alpha;
-} p;
+#include "matmul_push.glsl"
 
 shared float a_tile[BK * BM];   // [k][m]: a row of TM reads is contiguous per k
 shared float b_tile[BK * BN];   // [k][n]
@@ -54,8 +47,8 @@ void main()
     uint batch = gl_WorkGroupID.z + p.batch_base;
     uint row0 = gl_WorkGroupID.y * BM;
     uint col0 = gl_WorkGroupID.x * BN;
-    uint a_base = batch * p.a_batch_stride;
-    uint b_base = (batch / p.b_group) * p.b_batch_stride;
+    uint a_base = p.a_offset + batch * p.a_batch_stride;
+    uint b_base = p.b_offset + (batch / p.b_group) * p.b_batch_stride;
 
     float acc[TM * TN];
     for (uint i = 0; i < TM * TN; i++)
@@ -94,7 +87,7 @@ void main()
         barrier();
     }
 
-    uint c_base = batch * p.c_batch_stride;
+    uint c_base = p.c_offset + batch * p.c_batch_stride;
     for (uint i = 0; i < TM; i++) {
         uint gr = row0 + tr + i * threads_m;
         if (gr >= p.M)
@@ -105,7 +98,7 @@ void main()
                 break;
             float v = p.alpha * acc[i * TN + j];
             if (HAS_BIAS)
-                v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, gn);
+                v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, p.bias_offset + gn);
             c[c_base + gr * p.N + gn] = v;
         }
     }

@@ -20,13 +20,7 @@ layout(set = 0, binding = 2) readonly buffer Bias32 { float bias32[]; };
 layout(set = 0, binding = 2) readonly buffer Bias16 { uint bias16[]; };
 layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
 
-layout(push_constant) uniform Push {
-    uint M, N, K;
-    uint a_batch_stride, b_batch_stride, c_batch_stride;
-    uint b_group;
-    uint batch_base;
-    float alpha;
-} p;
+#include "matmul_push.glsl"
 
 void main()
 {
@@ -35,8 +29,8 @@ void main()
     uint batch = gl_WorkGroupID.z + p.batch_base;
     if (n >= p.N)
         return;
-    uint a_base = batch * p.a_batch_stride + m * p.K;
-    uint b_base = (batch / p.b_group) * p.b_batch_stride;
+    uint a_base = p.a_offset + batch * p.a_batch_stride + m * p.K;
+    uint b_base = p.b_offset + (batch / p.b_group) * p.b_batch_stride;
     float acc = 0.0;
     for (uint k = 0; k < p.K; k++) {
         uint index = TRANSPOSE_B ? b_base + n * p.K + k : b_base + k * p.N + n;
@@ -44,6 +38,6 @@ void main()
     }
     float v = p.alpha * acc;
     if (HAS_BIAS)
-        v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, n);
-    c[batch * p.c_batch_stride + m * p.N + n] = v;
+        v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, p.bias_offset + n);
+    c[p.c_offset + batch * p.c_batch_stride + m * p.N + n] = v;
 }

@@ -26,18 +26,11 @@ layout(constant_id = 4) const bool HAS_BIAS = false;
 layout(constant_id = 5) const bool VEC4 = false;
 
 layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
-layout(set = 0, binding = 4) uniform samplerBuffer a_tex;
-layout(set = 0, binding = 5) uniform samplerBuffer b_tex;
-layout(set = 0, binding = 6) uniform samplerBuffer bias_tex;
+layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer a_tex;
+layout(set = 0, binding = TEXEL_BINDING(1)) uniform samplerBuffer b_tex;
+layout(set = 0, binding = TEXEL_BINDING(2)) uniform samplerBuffer bias_tex;
 
-// Keep in sync with struct matmul_push in src/ops/matmul.c.
-layout(push_constant) uniform Push {
-    uint M, N, K;
-    uint a_batch_stride, b_batch_stride, c_batch_stride;
-    uint b_group;
-    uint batch_base;
-    float alpha;
-} p;
+#include "matmul_push.glsl"
 
 const uint TN4 = TN / 4;
 
@@ -62,8 +55,8 @@ void main()
     if (col0 >= p.N)
         return;
     uint batch = gl_WorkGroupID.z + p.batch_base;
-    uint a_base = batch * p.a_batch_stride;
-    uint b_base = (batch / p.b_group) * p.b_batch_stride;
+    uint a_base = p.a_offset + batch * p.a_batch_stride;
+    uint b_base = p.b_offset + (batch / p.b_group) * p.b_batch_stride;
 
     uint rows[TM];
     for (uint r = 0; r < TM; r++)
@@ -105,7 +98,7 @@ void main()
         }
     }
 
-    uint c_base = batch * p.c_batch_stride;
+    uint c_base = p.c_offset + batch * p.c_batch_stride;
     for (uint r = 0; r < TM; r++) {
         uint row = row0 + r;
         if (row >= p.M)
@@ -116,7 +109,7 @@ void main()
                 break;
             float v = p.alpha * acc[r * TN4 + j / 4][j % 4];
             if (HAS_BIAS)
-                v += texelFetch(bias_tex, int(col)).x;
+                v += texelFetch(bias_tex, int(p.bias_offset + col)).x;
             c[c_base + row * p.N + col] = v;
         }
     }

@@ -2,35 +2,77 @@
 // softmax.comp (subgroup reductions) and softmax_shared.comp (shared memory).
 // The including file defines:
 //   ROW_LANE, ROW_LANES        this invocation's lane in its row, lanes per row
-//   row_index()                the row this invocation works on
 //   row_max(x), row_sum(x)     reductions over the ROW_LANES lanes of a row
 //
 // Per row: keys j < limit are allowed, where limit = min(Tk, kv_len[n],
-// i + q_offset + 1 when causal); the rest give 0. Three sweeps over the row:
-// max of x; exp((x - max) * scale) written to y and summed; y scaled by 1/sum.
-// Subtracting before scaling keeps x - max exact for nearby values, so rows of
-// magnitude 1e4 lose nothing to the rounding of scale * x (scale > 0, so the
-// maximum is the same). Each lane only touches its own elements: y may alias x.
-// A row with no allowed key (or whose allowed scores are all -inf) is all zeros.
+// i + q_offset + 1 when causal); the rest give 0. Two sweeps over the row, four
+// elements per access: (1) each lane keeps a running maximum m and a sum of
+// exp(x - m) rescaled whenever m grows, then the lanes combine theirs;
+// (2) y = exp((x - max) * scale) / sum, written four at a time. Subtracting
+// before scaling keeps x - max exact for nearby values, so rows of magnitude
+// 1e4 lose nothing to the rounding of scale * x (scale > 0, so the maximum is
+// the same). A row with no allowed key (or whose allowed scores are all -inf)
+// is all zeros. Each lane reads an element before writing it and touches only
+// its own, so Y may alias X.
 
 layout(constant_id = 1) const bool X_F16 = false;
 layout(constant_id = 2) const bool CAUSAL = false;
 layout(constant_id = 3) const bool HAS_KV_LEN = false;
+layout(constant_id = 4) const bool X_TEXELS = false;  // read X through its texel view
+layout(constant_id = 5) const bool VEC4 = false;      // Tk % 4 == 0: aligned vec4 accesses
 
 layout(set = 0, binding = 0) readonly buffer X32 { float x32[]; };
 layout(set = 0, binding = 0) readonly buffer X16 { uint x16[]; };
+layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 1) readonly buffer KvLen { int kv_len[]; };
 layout(set = 0, binding = 2) buffer Y { float y[]; };
+layout(set = 0, binding = 2) buffer Y4 { vec4 y4[]; };
+// X again: an RGBA view when VEC4, else an R view.
+layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer x_tex;
 
 // Keep in sync with struct softmax_push in src/ops/softmax.c.
 layout(push_constant) uniform Push {
-    uint rows;            // all rows of X
+    uint rows;            // rows of X in this dispatch
     uint Tq, Tk;
     uint rows_per_batch;  // rows sharing one kv_len entry
-    float scale;
+    float scale_log2e;    // scale * log2(e): exp(a * scale) == exp2(a * scale_log2e)
     int q_offset;
     uint rows_per_workgroup;
+    uint kv_row_base;     // row index of this dispatch's first row, for kv_len
 } p;
+
+// Elements e .. e+3 of X (e % 4 == 0 when VEC4, so the aligned vec4 lies inside
+// the row); those at or past `end` read as -inf, and without VEC4 are never fetched.
+vec4 load4(uint e, uint end)
+{
+    if (VEC4) {
+        vec4 v;
+        if (X_TEXELS)
+            v = texelFetch(x_tex, int(e >> 2));
+        else if (X_F16)
+            v = vec4(unpackHalf2x16(x16[e >> 1]), unpackHalf2x16(x16[(e >> 1) + 1]));
+        else
+            v = x4[e >> 2];
+        return mix(v, vec4(NEG_INF), greaterThanEqual(uvec4(e) + uvec4(0, 1, 2, 3), uvec4(end)));
+    }
+    vec4 v = vec4(NEG_INF);
+    for (uint c = 0; c < 4; c++)
+        if (e + c < end)
+            v[c] = X_TEXELS ? texelFetch(x_tex, int(e + c)).x
+                            : LOAD_ELEMENT(X_F16, x32, x16, e + c);
+    return v;
+}
+
+void store4(uint e, uint end, vec4 v)
+{
+    if (VEC4) {
+        y4[e >> 2] = v;
+    } else {
+        for (uint c = 0; c < 4; c++)
+            if (e + c < end)
+                y[e + c] = v[c];
+    }
+}
 
 void softmax_row(uint row, bool row_valid)
 {
@@ -39,34 +81,43 @@ void softmax_row(uint row, bool row_valid)
     if (row_valid) {
         int allowed = int(p.Tk);
         if (HAS_KV_LEN)
-            allowed = min(allowed, max(kv_len[row / p.rows_per_batch], 0));
+            allowed = min(allowed, max(kv_len[(row + p.kv_row_base) / p.rows_per_batch], 0));
         if (CAUSAL)
             allowed = min(allowed, max(int(row % p.Tq) + p.q_offset + 1, 0));
         limit = uint(allowed);
     }
+    uint stride = 4 * ROW_LANES;
 
-    float m = NEG_INF;
-    for (uint j = ROW_LANE; j < limit; j += ROW_LANES)
-        m = max(m, LOAD_ELEMENT(X_F16, x32, x16, base + j));
-    m = row_max(m);
-
-    float s = 0.0;
-    if (m != NEG_INF) {
-        for (uint j = ROW_LANE; j < limit; j += ROW_LANES) {
-            float e = exp((LOAD_ELEMENT(X_F16, x32, x16, base + j) - m) * p.scale);
-            y[base + j] = e;
-            s += e;
+    // Sweep 1: running maximum and rescaled sum per lane. While m is -inf every
+    // element seen so far is -inf or NaN, so exp2(v) adds 0 or NaN: a NaN score
+    // makes the sum NaN even where max() drops NaN operands.
+    float m = NEG_INF, s = 0.0;
+    for (uint j = 4 * ROW_LANE; j < limit; j += stride) {
+        vec4 v = load4(base + j, base + limit);
+        float block_max = max(max(v.x, v.y), max(v.z, v.w));
+        if (block_max > m) {
+            s *= exp2((m - block_max) * p.scale_log2e);
+            m = block_max;
         }
-    } else {
-        limit = 0;  // nothing allowed: the whole row is zeros
+        vec4 e = exp2((v - (m == NEG_INF ? 0.0 : m)) * p.scale_log2e);
+        s += (e.x + e.y) + (e.z + e.w);
     }
+    float row_m = row_max(m);
+    if (m != NEG_INF)
+        s *= exp2((m - row_m) * p.scale_log2e);
     s = row_sum(s);
 
     if (!row_valid)
         return;
-    float inv = 1.0 / s;
-    for (uint j = ROW_LANE; j < limit; j += ROW_LANES)
-        y[base + j] *= inv;
-    for (uint j = limit + ROW_LANE; j < p.Tk; j += ROW_LANES)
-        y[base + j] = 0.0;
+    // Nothing allowed, or only -inf: the row is zeros (a NaN keeps it NaN).
+    bool empty = row_m == NEG_INF && !isnan(s);
+    float inv = empty ? 0.0 : 1.0 / s;
+    float shift = row_m == NEG_INF ? 0.0 : row_m;
+    // Sweep 2: normalised values over the allowed keys, exact zeros past them.
+    for (uint j = 4 * ROW_LANE; j < p.Tk; j += stride) {
+        vec4 v = j < limit ? load4(base + j, base + limit) : vec4(NEG_INF);
+        vec4 out_v = exp2((v - shift) * p.scale_log2e) * inv;
+        bvec4 allowed = lessThan(uvec4(j) + uvec4(0, 1, 2, 3), uvec4(limit));
+        store4(base + j, base + p.Tk, mix(vec4(0.0), out_v, allowed));
+    }
 }

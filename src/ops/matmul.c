@@ -3,12 +3,13 @@
 
 #include <math.h>
 
-/* Keep in sync with the Push block in shaders/matmul.comp and matmul_naive.comp. */
+/* Keep in sync with shaders/matmul_push.glsl. */
 typedef struct matmul_push {
     uint32_t M, N, K;
     uint32_t a_batch_stride, b_batch_stride, c_batch_stride;
     uint32_t b_group;
     uint32_t batch_base;
+    uint32_t a_offset, b_offset, bias_offset, c_offset;
     float alpha;
 } matmul_push;
 _Static_assert(sizeof(matmul_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
@@ -114,27 +115,28 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_matmul_desc *d
 
 /* Records `dispatch` over all batches (several dispatches past the z limit). */
 static vkattn_status record_batches(vkattn_context *ctx, const vk_dispatch *shape_only,
-                                    const matmul_shape *sh, const vkattn_tensor *b, float alpha,
-                                    uint64_t gx, uint64_t gy)
+                                    const matmul_call *c, uint64_t gx, uint64_t gy)
 {
     if (gx > ctx->vk.max_workgroup_count[0] || gy > ctx->vk.max_workgroup_count[1])
         return ctx_fail(ctx, VKATTN_ERROR_EXCEEDS_DEVICE_LIMIT,
-                        "matmul: %lldx%lld output needs a %llux%llu grid, over the device's limit",
-                        (long long)sh->M, (long long)sh->N, (unsigned long long)gx,
-                        (unsigned long long)gy);
+                        "matmul: %ux%u output needs a %llux%llu grid, over the device's limit",
+                        c->M, c->N, (unsigned long long)gx, (unsigned long long)gy);
     matmul_push push = {
-        .M = (uint32_t)sh->M, .N = (uint32_t)sh->N, .K = (uint32_t)sh->K,
-        .a_batch_stride = (uint32_t)(sh->M * sh->K),
-        .b_batch_stride = b->ndim == 2 ? 0 : (uint32_t)(sh->N * sh->K),
-        .c_batch_stride = (uint32_t)(sh->M * sh->N),
-        .b_group = b->ndim == 2 ? 1 : (uint32_t)(sh->batch / sh->b_batches),
-        .alpha = alpha,
+        .M = c->M, .N = c->N, .K = c->K,
+        .a_batch_stride = c->M * c->K,
+        .b_batch_stride = c->b_batched ? c->N * c->K : 0,
+        .c_batch_stride = c->M * c->N,
+        .b_group = c->b_group,
+        .a_offset = c->a_offset, .b_offset = c->b_offset,
+        .bias_offset = c->bias_offset, .c_offset = c->c_offset,
+        .alpha = c->alpha,
     };
     vk_dispatch dispatch = *shape_only;
     dispatch.push = &push;
+    dispatch.push_bytes = sizeof push;
     uint32_t max_z = ctx->vk.max_workgroup_count[2];
-    for (int64_t done = 0; done < sh->batch;) {
-        int64_t n = sh->batch - done < max_z ? sh->batch - done : max_z;
+    for (uint64_t done = 0; done < c->batch;) {
+        uint64_t n = c->batch - done < max_z ? c->batch - done : max_z;
         push.batch_base = (uint32_t)done;
         dispatch.groups[0] = (uint32_t)gx;
         dispatch.groups[1] = (uint32_t)gy;
@@ -153,51 +155,47 @@ enum matmul_texel_spec { /* constant_id values in matmul_texel.comp */
 };
 
 /* Whether the texel kernel can read these tensors (views exist), and whether
- * through 4-component views: K, and N when B is not transposed, multiples of 4. */
-static bool texel_readable(const vkattn_matmul_desc *d, const vkattn_tensor *a,
-                           const vkattn_tensor *b, const vkattn_tensor *bias,
-                           const matmul_shape *sh, bool *vec4)
+ * through 4-component views: K, and N when B is not transposed, and the A and B
+ * offsets multiples of 4, so that every fetch is one aligned texel. */
+static bool texel_readable(const matmul_call *c, bool *vec4)
 {
-    *vec4 = sh->K % 4 == 0 && (d->transpose_b || sh->N % 4 == 0) && a->texels4 && b->texels4;
-    return (*vec4 || (a->texels && b->texels)) && (!bias || bias->texels);
+    *vec4 = c->K % 4 == 0 && (c->transpose_b || c->N % 4 == 0) && c->a_offset % 4 == 0 &&
+            c->b_offset % 4 == 0 && c->a->texels4 && c->b->texels4;
+    return (*vec4 || (c->a->texels && c->b->texels)) && (!c->bias || c->bias->texels);
 }
 
-static vkattn_status vk_matmul_texel(vkattn_context *ctx, const vkattn_matmul_desc *d,
-                                     const vkattn_tensor *a, const vkattn_tensor *b,
-                                     const vkattn_tensor *bias, vkattn_tensor *c,
-                                     const matmul_shape *sh, float alpha, bool vec4)
+static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, bool vec4)
 {
     /* 8x8 outputs per invocation: 16 vec4 fetches feed 256 multiply-adds per
      * step of 4 in K. Measured on lavapipe at 1024^3 against 4x8, 8x16, 4x16 and
      * 16x8: within 10% of the best everywhere, and small enough that ragged
      * shapes waste little. */
     const uint32_t tm = 8, tn = 8, wg = 8;
+    vk_binding a = vk_bind(c->a, false), b = vk_bind(c->b, false);
+    if (vec4) {
+        a.texels = c->a->texels4;
+        b.texels = c->b->texels4;
+    }
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_MATMUL_TEXEL,
                 .spec_count = MT_SPEC_COUNT,
                 .spec = {[MT_SPEC_WORKGROUP] = wg, [MT_SPEC_TM] = tm, [MT_SPEC_TN] = tn,
-                         [MT_SPEC_TRANSPOSE_B] = d->transpose_b, [MT_SPEC_HAS_BIAS] = bias != NULL,
-                         [MT_SPEC_VEC4] = vec4}},
-        .bindings = {vec4 ? vk_bind4(a) : vk_bind(a, false), vec4 ? vk_bind4(b) : vk_bind(b, false),
-                     vk_bind(bias, false), vk_bind(c, true)},
+                         [MT_SPEC_TRANSPOSE_B] = c->transpose_b,
+                         [MT_SPEC_HAS_BIAS] = c->bias != NULL, [MT_SPEC_VEC4] = vec4}},
+        .bindings = {a, b, vk_bind(c->bias, false), vk_bind(c->c, true)},
         .binding_count = 4,
-        .push_bytes = sizeof(matmul_push),
     };
-    uint64_t gx = div_up(div_up((uint64_t)sh->N, tn), wg), gy = div_up((uint64_t)sh->M, tm);
-    return record_batches(ctx, &dispatch, sh, b, alpha, gx, gy);
+    uint64_t gx = div_up(div_up(c->N, tn), wg), gy = div_up(c->M, tm);
+    return record_batches(ctx, &dispatch, c, gx, gy);
 }
 
-static vkattn_status vk_matmul(vkattn_context *ctx, const vkattn_matmul_desc *d,
-                               const vkattn_tensor *a, const vkattn_tensor *b,
-                               const vkattn_tensor *bias, vkattn_tensor *c,
-                               const matmul_shape *sh, float alpha)
+static vkattn_status record_storage(vkattn_context *ctx, const matmul_call *c, bool naive)
 {
-    bool naive = d->variant == VKATTN_MATMUL_NAIVE;
     vk_dispatch dispatch = {
         .key = {.shader = naive ? SHADER_MATMUL_NAIVE : SHADER_MATMUL, .spec_count = MM_SPEC_COUNT},
-        .bindings = {vk_bind(a, false), vk_bind(b, false), vk_bind(bias, false), vk_bind(c, true)},
+        .bindings = {vk_bind(c->a, false), vk_bind(c->b, false), vk_bind(c->bias, false),
+                     vk_bind(c->c, true)},
         .binding_count = 4,
-        .push_bytes = sizeof(matmul_push),
     };
     uint32_t *spec = dispatch.key.spec;
     uint32_t tiles[5] = {1, 1, 1, 1, 1}; /* unused by the naive kernel: keep its key stable */
@@ -206,16 +204,32 @@ static vkattn_status vk_matmul(vkattn_context *ctx, const vkattn_matmul_desc *d,
     for (int i = 0; i < 5; i++)
         spec[MM_SPEC_BM + i] = tiles[i];
     spec[MM_SPEC_WORKGROUP] = naive ? NAIVE_WORKGROUP : (tiles[0] / tiles[3]) * (tiles[1] / tiles[4]);
-    spec[MM_SPEC_TRANSPOSE_B] = d->transpose_b;
-    spec[MM_SPEC_HAS_BIAS] = bias != NULL;
-    spec[MM_SPEC_A_F16] = a->dtype == VKATTN_DTYPE_F16;
-    spec[MM_SPEC_B_F16] = b->dtype == VKATTN_DTYPE_F16;
-    spec[MM_SPEC_BIAS_F16] = bias && bias->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_TRANSPOSE_B] = c->transpose_b;
+    spec[MM_SPEC_HAS_BIAS] = c->bias != NULL;
+    spec[MM_SPEC_A_F16] = c->a->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_B_F16] = c->b->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_BIAS_F16] = c->bias && c->bias->dtype == VKATTN_DTYPE_F16;
 
-    uint64_t gx = naive ? div_up((uint64_t)sh->N, NAIVE_WORKGROUP) : div_up((uint64_t)sh->N, tiles[1]);
-    uint64_t gy = naive ? (uint64_t)sh->M : div_up((uint64_t)sh->M, tiles[0]);
+    uint64_t gx = naive ? div_up(c->N, NAIVE_WORKGROUP) : div_up(c->N, tiles[1]);
+    uint64_t gy = naive ? c->M : div_up(c->M, tiles[0]);
+    return record_batches(ctx, &dispatch, c, gx, gy);
+}
 
-    return record_batches(ctx, &dispatch, sh, b, alpha, gx, gy);
+vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c)
+{
+    bool vec4 = false;
+    bool texel_ok = texel_readable(c, &vec4);
+    vkattn_matmul_variant variant = c->variant;
+    if (variant == VKATTN_MATMUL_AUTO)
+        variant = texel_ok && vk_prefers_texels(ctx) ? VKATTN_MATMUL_TEXEL : VKATTN_MATMUL_TILED;
+    if (variant != VKATTN_MATMUL_TEXEL)
+        return record_storage(ctx, c, variant == VKATTN_MATMUL_NAIVE);
+    if (!texel_ok)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "matmul: the texel variant needs uniform texel buffers of these tensors, "
+                        "which this device does not offer (or a tensor exceeds "
+                        "maxTexelBufferElements)");
+    return record_texel(ctx, c, vec4);
 }
 
 vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
@@ -237,18 +251,15 @@ vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
         cpu_matmul(&resolved, a, b, bias, c);
         return VKATTN_OK;
     }
-    bool vec4 = false;
-    bool texel_ok = texel_readable(d, a, b, bias, &shape, &vec4);
-    vkattn_matmul_variant variant = d->variant;
-    if (variant == VKATTN_MATMUL_AUTO)
-        variant = texel_ok && ctx->info.type == VKATTN_DEVICE_TYPE_CPU ? VKATTN_MATMUL_TEXEL
-                                                                       : VKATTN_MATMUL_TILED;
-    if (variant != VKATTN_MATMUL_TEXEL)
-        return vk_matmul(ctx, d, a, b, bias, c, &shape, alpha);
-    if (!texel_ok)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: the texel variant needs uniform texel buffers of these tensors, "
-                        "which this device does not offer (or a tensor exceeds "
-                        "maxTexelBufferElements)");
-    return vk_matmul_texel(ctx, d, a, b, bias, c, &shape, alpha, vec4);
+    matmul_call call = {
+        .a = a, .b = b, .bias = bias, .c = c,
+        .M = (uint32_t)shape.M, .N = (uint32_t)shape.N, .K = (uint32_t)shape.K,
+        .batch = (uint64_t)shape.batch,
+        .b_group = b->ndim == 2 ? 1 : (uint32_t)(shape.batch / shape.b_batches),
+        .b_batched = b->ndim != 2,
+        .transpose_b = d->transpose_b,
+        .alpha = alpha,
+        .variant = d->variant,
+    };
+    return vk_matmul_record(ctx, &call);
 }

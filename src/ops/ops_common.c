@@ -35,3 +35,8 @@ vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint
     groups[2] = 1;
     return VKATTN_OK;
 }
+
+bool vk_prefers_texels(const vkattn_context *ctx)
+{
+    return ctx->info.type == VKATTN_DEVICE_TYPE_CPU;
+}

@@ -1,8 +1,13 @@
-/* Helpers shared by the op files: dtype checks and workgroup grids. */
+/* Helpers shared by the op files: dtype checks, workgroup grids, and the
+ * recording entry points that ops use to build on each other (attention on
+ * matmul and softmax, mha on attention), with explicit sizes and offsets so
+ * they can run over scratch buffers and sub-blocks of tensors. */
 #ifndef VKATTN_OPS_COMMON_H
 #define VKATTN_OPS_COMMON_H
 
 #include "internal.h"
+
+#define LOG2_E 1.4426950408889634
 
 /* An input an op reads: F32 or F16. */
 vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
@@ -17,5 +22,48 @@ vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, cons
 vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint32_t groups[3]);
 
 static inline uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+/* Whether kernels should read through texel views: on devices whose invocations
+ * are the SIMD lanes of a CPU (lavapipe) a texel fetch is one vector gather while
+ * a storage-buffer load is a loop over the lanes. */
+bool vk_prefers_texels(const vkattn_context *ctx);
+
+/* ---------------------------------------------------------------- matmul -- */
+
+/* C[z] = alpha * A[z] @ op(B[z / b_group]) + bias for z in [0, batch), every
+ * matrix dense and row-major, at the given element offsets into its tensor. */
+typedef struct matmul_call {
+    const vkattn_tensor *a, *b, *bias; /* bias may be NULL */
+    vkattn_tensor *c;
+    uint32_t M, N, K;
+    uint64_t batch;
+    uint32_t b_group;       /* consecutive A batches sharing one B batch */
+    bool b_batched;         /* false: one B for every batch (weights) */
+    bool transpose_b;       /* B stored (N, K) */
+    uint32_t a_offset, b_offset, bias_offset, c_offset;
+    float alpha;
+    vkattn_matmul_variant variant;
+} matmul_call;
+
+vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c);
+
+/* --------------------------------------------------------------- softmax -- */
+
+/* Masked softmax over `rows` rows of Tk (rows of X and Y from element 0). Row r
+ * is query position r % Tq; its kv_len entry is (r + kv_row_base) / rows_per_batch. */
+typedef struct softmax_call {
+    const vkattn_tensor *x;
+    vkattn_tensor *y;
+    const vkattn_tensor *kv_len; /* may be NULL */
+    uint64_t rows;
+    uint32_t Tq, Tk;
+    uint32_t rows_per_batch, kv_row_base;
+    float scale;
+    bool causal;
+    int32_t q_offset;
+    vkattn_softmax_variant variant;
+} softmax_call;
+
+vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c);
 
 #endif

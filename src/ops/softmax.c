@@ -8,14 +8,16 @@ typedef struct softmax_push {
     uint32_t rows;
     uint32_t Tq, Tk;
     uint32_t rows_per_batch;
-    float scale;
+    float scale_log2e;
     int32_t q_offset;
     uint32_t rows_per_workgroup;
+    uint32_t kv_row_base;
 } softmax_push;
 _Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum softmax_spec { /* constant_id values in softmax_body.glsl */
-    SM_SPEC_WORKGROUP = 0, SM_SPEC_X_F16, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_COUNT
+    SM_SPEC_WORKGROUP = 0, SM_SPEC_X_F16, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
+    SM_SPEC_VEC4, SM_SPEC_COUNT
 };
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
@@ -73,11 +75,9 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_softmax_desc *
     return VKATTN_OK;
 }
 
-static vkattn_status vk_softmax(vkattn_context *ctx, const vkattn_softmax_desc *d,
-                                const vkattn_tensor *x, vkattn_tensor *y, int64_t q_offset,
-                                float scale)
+vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
 {
-    vkattn_softmax_variant variant = d->variant;
+    vkattn_softmax_variant variant = c->variant;
     if (variant == VKATTN_SOFTMAX_AUTO)
         variant = ctx->info.subgroup_arithmetic ? VKATTN_SOFTMAX_SUBGROUP : VKATTN_SOFTMAX_SHARED;
     if (variant == VKATTN_SOFTMAX_SUBGROUP && !ctx->info.subgroup_arithmetic)
@@ -85,8 +85,6 @@ static vkattn_status vk_softmax(vkattn_context *ctx, const vkattn_softmax_desc *
                         "softmax: the subgroup variant needs subgroup arithmetic, which %s lacks",
                         ctx->info.name);
 
-    int64_t Tk = x->shape[x->ndim - 1];
-    uint64_t rows = x->count / (uint64_t)Tk;
     uint32_t workgroup, rows_per_workgroup;
     if (variant == VKATTN_SOFTMAX_SUBGROUP) {
         uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
@@ -96,29 +94,41 @@ static vkattn_status vk_softmax(vkattn_context *ctx, const vkattn_softmax_desc *
         workgroup = SHARED_VARIANT_WORKGROUP;
         rows_per_workgroup = 1;
     }
+    /* Rows a multiple of 4 long are read and written as vec4. The subgroup
+     * variant reads X through texels where the device prefers them; the shared
+     * variant, the portable fallback, always reads the storage buffer. */
+    bool vec4 = c->Tk % 4 == 0;
+    bool texels = variant == VKATTN_SOFTMAX_SUBGROUP && vk_prefers_texels(ctx) &&
+                  (vec4 ? c->x->texels4 : c->x->texels);
     softmax_push push = {
-        .rows = (uint32_t)rows,
-        .Tq = (uint32_t)x->shape[x->ndim - 2],
-        .Tk = (uint32_t)Tk,
-        .rows_per_batch = (uint32_t)(rows / (uint64_t)(x->ndim >= 3 ? x->shape[0] : 1)),
-        .scale = scale,
-        .q_offset = (int32_t)q_offset,
+        .rows = (uint32_t)c->rows,
+        .Tq = c->Tq,
+        .Tk = c->Tk,
+        .rows_per_batch = c->rows_per_batch,
+        .scale_log2e = (float)((double)c->scale * LOG2_E),
+        .q_offset = c->q_offset,
         .rows_per_workgroup = rows_per_workgroup,
+        .kv_row_base = c->kv_row_base,
     };
+    vk_binding x = vk_bind(c->x, false);
+    if (vec4)
+        x.texels = c->x->texels4;
     vk_dispatch dispatch = {
         .key = {.shader = variant == VKATTN_SOFTMAX_SUBGROUP ? SHADER_SOFTMAX_SUBGROUP
                                                              : SHADER_SOFTMAX_SHARED,
                 .spec_count = SM_SPEC_COUNT,
                 .spec = {[SM_SPEC_WORKGROUP] = workgroup,
-                         [SM_SPEC_X_F16] = x->dtype == VKATTN_DTYPE_F16,
-                         [SM_SPEC_CAUSAL] = d->causal,
-                         [SM_SPEC_HAS_KV_LEN] = d->kv_len != NULL}},
-        .bindings = {vk_bind(x, false), vk_bind(d->kv_len, false), vk_bind(y, true)},
+                         [SM_SPEC_X_F16] = c->x->dtype == VKATTN_DTYPE_F16,
+                         [SM_SPEC_CAUSAL] = c->causal,
+                         [SM_SPEC_HAS_KV_LEN] = c->kv_len != NULL,
+                         [SM_SPEC_X_TEXELS] = texels,
+                         [SM_SPEC_VEC4] = vec4}},
+        .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true)},
         .binding_count = 3,
         .push = &push,
         .push_bytes = sizeof push,
     };
-    vkattn_status s = grid_for(ctx, div_up(rows, rows_per_workgroup), "softmax", dispatch.groups);
+    vkattn_status s = grid_for(ctx, div_up(c->rows, rows_per_workgroup), "softmax", dispatch.groups);
     if (s != VKATTN_OK)
         return s;
     return vk_cmd_dispatch(ctx, &dispatch);
@@ -141,5 +151,18 @@ vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *des
         resolved.scale = scale;
         return cpu_softmax(&resolved, q_offset, x, y);
     }
-    return vk_softmax(ctx, d, x, y, q_offset, scale);
+    int64_t Tk = x->shape[x->ndim - 1];
+    uint64_t rows = x->count / (uint64_t)Tk;
+    softmax_call call = {
+        .x = x, .y = y, .kv_len = d->kv_len,
+        .rows = rows,
+        .Tq = (uint32_t)x->shape[x->ndim - 2],
+        .Tk = (uint32_t)Tk,
+        .rows_per_batch = (uint32_t)(rows / (uint64_t)(x->ndim >= 3 ? x->shape[0] : 1)),
+        .scale = scale,
+        .causal = d->causal,
+        .q_offset = (int32_t)q_offset,
+        .variant = d->variant,
+    };
+    return vk_softmax_record(ctx, &call);
 }
