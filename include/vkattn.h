@@ -374,6 +374,80 @@ VKATTN_API vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softma
 VKATTN_API vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x,
                                                vkattn_tensor *y);
 
+/* ----------------------------------------------------------- attention ---- */
+
+typedef enum vkattn_layout {
+    VKATTN_LAYOUT_BHSD = 0,  /* (B, H, T, D): heads outside the sequence (the default) */
+    VKATTN_LAYOUT_BSHD,      /* (B, T, H, D): a (B, T, H*D) projection viewed per head */
+} vkattn_layout;
+
+typedef enum vkattn_attention_path {
+    VKATTN_PATH_AUTO = 0,    /* the fused kernel wherever it applies, else unfused */
+    VKATTN_PATH_FUSED,       /* flash attention: one pass over K/V, no Tq x Tk buffer */
+    VKATTN_PATH_UNFUSED,     /* scores matmul, masked softmax, P @ V matmul (+ transposes):
+                                materialises Tq x Tk scores, chunked to the device's limits */
+} vkattn_attention_path;
+
+typedef enum vkattn_fused_variant {
+    VKATTN_FUSED_AUTO = 0,   /* chosen from the device's type and limits */
+    VKATTN_FUSED_ROWS,       /* rows per invocation, K/V read through texel fetches, no
+                                shared memory or barriers: for CPU devices (lavapipe) */
+    VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
+} vkattn_fused_variant;
+
+typedef struct vkattn_attention_desc {
+    vkattn_layout layout;           /* default BHSD; Q, K, V and O all use it */
+    float scale;                    /* default 0 means 1/sqrt(D); else positive and finite */
+    bool causal;                    /* default false; key j masked for query row i when
+                                       j > i + q_offset */
+    bool has_q_offset;              /* default false: q_offset = Tk - Tq (bottom-right, as
+                                       FlashAttention-2 and KV-cache decoding align) */
+    int64_t q_offset;               /* used when has_q_offset; 0 = PyTorch's top-left */
+    const vkattn_tensor *kv_len;    /* default NULL; else I32 (B): keys j >= kv_len[b] of
+                                       batch entry b are masked (padding) */
+    vkattn_attention_path path;     /* default AUTO */
+    vkattn_fused_variant fused_variant; /* default AUTO; a forced variant is for tests */
+    uint32_t kv_splits;             /* default 0: chosen; 1: never split the keys; n > 1:
+                                       split them n ways (flash-decoding), fused path only */
+} vkattn_attention_desc;
+
+/* O = softmax(scale * Q K^T, masked) V per batch entry and query head; DESIGN.md
+ * section 1 has the exact definition. With layout BHSD, Q is (B, H, Tq, D), K is
+ * (B, Hkv, Tk, D), V is (B, Hkv, Tk, Dv) and O is (B, H, Tq, Dv); with BSHD the
+ * middle two dimensions of each are swapped. H must be a multiple of Hkv
+ * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
+ * is MQA). Q, K, V may be F32 or F16 (accumulation is F32); O is F32 and must
+ * not alias an input. A query row with no allowed key gives zeros. Scratch
+ * memory the call needs is kept in the context and reused by later calls of the
+ * same or smaller size. `desc` may be NULL. Statuses: INVALID_ARGUMENT (NULL,
+ * aliasing, bad enum, scale not positive and finite, q_offset out of range),
+ * INVALID_SHAPE (not 4-D), SHAPE_MISMATCH (with both shapes in the message),
+ * UNSUPPORTED (dtypes; FUSED or a fused variant forced where it cannot run),
+ * EXCEEDS_DEVICE_LIMIT, OUT_OF_DEVICE_MEMORY, OUT_OF_HOST_MEMORY. */
+VKATTN_API vkattn_status vkattn_attention(vkattn_context *ctx, const vkattn_attention_desc *desc,
+                                          const vkattn_tensor *q, const vkattn_tensor *k,
+                                          const vkattn_tensor *v, vkattn_tensor *o);
+
+typedef struct vkattn_mha_desc {
+    int32_t heads;                  /* H, required (>= 1) */
+    bool causal;                    /* default false */
+    float scale;                    /* default 0 means 1/sqrt(Dh) */
+    vkattn_attention_path path;     /* default AUTO, as for vkattn_attention */
+} vkattn_mha_desc;
+
+/* The multi-head attention layer (the seeds' MultiHeadCausalSelfAttention, with
+ * PyTorch nn.Linear weight layout, dropout the identity):
+ *     qkv = X @ W_qkv^T + b_qkv;  q, k, v = split(qkv, H*Dh, dim=-1)
+ *     o = attention(q, k, v) per head (BSHD view of each);  Y = o @ W_out^T + b_out
+ * X is (B, T, C); W_qkv is (3*H*Dh, C), which fixes Dh; b_qkv (3*H*Dh) is
+ * optional (NULL); W_out is (C_out, H*Dh) and b_out (C_out) optional; Y is
+ * (B, T, C_out), F32. C, H and Dh are independent. Inputs may be F32 or F16.
+ * Intermediates live in context scratch memory. Statuses as vkattn_attention. */
+VKATTN_API vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc,
+                                    const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                                    const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
+                                    const vkattn_tensor *b_out, vkattn_tensor *y);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,6 +89,7 @@ void vkattn_context_destroy(vkattn_context *ctx)
 {
     if (!ctx)
         return;
+    scratch_release_all(ctx);
     if (ctx->live_tensors)
         ctx_log(ctx, VKATTN_LOG_WARNING,
                 "context destroyed with %u tensors still alive; they are now invalid",

@@ -112,6 +112,8 @@ typedef enum shader_id {
     SHADER_SOFTMAX_SUBGROUP,
     SHADER_SOFTMAX_SHARED,
     SHADER_HEAD_TRANSPOSE,
+    SHADER_ATTENTION_ROWS,
+    SHADER_ATTENTION_COMBINE,
     SHADER_COUNT
 } shader_id;
 
@@ -214,6 +216,19 @@ typedef struct vk_state {
     bool device_lost;
 } vk_state;
 
+/* ------------------------------------------------------------ scratch --- */
+
+/* Device buffers that ops keep between calls (one per role), grown on demand and
+ * never shrunk, so repeated calls of one shape allocate nothing. */
+typedef enum scratch_slot {
+    SCRATCH_ATTN_Q, SCRATCH_ATTN_K, SCRATCH_ATTN_V, /* BHSD copies of BSHD inputs (unfused) */
+    SCRATCH_ATTN_O,                                  /* BHSD output before its transpose */
+    SCRATCH_ATTN_SCORES,                             /* Tq x Tk scores, chunked (unfused) */
+    SCRATCH_ATTN_PARTIAL,                            /* split-key partial results (fused) */
+    SCRATCH_MHA_Q, SCRATCH_MHA_K, SCRATCH_MHA_V, SCRATCH_MHA_O,
+    SCRATCH_COUNT
+} scratch_slot;
+
 /* ------------------------------------------------------------ context --- */
 
 struct vkattn_context {
@@ -223,6 +238,8 @@ struct vkattn_context {
     void *log_user_data;
     char last_error[512];
     uint32_t live_tensors;
+
+    vkattn_tensor *scratch[SCRATCH_COUNT];
 
     bool timer_running;
     double timer_host_start_ms;
@@ -249,6 +266,21 @@ struct vkattn_tensor {
     /* CPU backend */
     void *host;
 };
+
+/* The shape of one attention problem, resolved from the tensors and the desc. */
+typedef struct attention_dims {
+    int64_t B, H, Hkv, Tq, Tk, D, Dv;
+    vkattn_layout layout;
+    bool causal;
+    int64_t q_offset;
+    float scale;
+} attention_dims;
+
+/* A 1-D F32 scratch tensor of at least `elements` (rounded up to a multiple of
+ * 4, so it has vec4 texel views where the device allows). */
+vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
+                          vkattn_tensor **out);
+void scratch_release_all(vkattn_context *ctx);
 
 /* ------------------------------------------------------ error helpers --- */
 
@@ -356,6 +388,13 @@ void cpu_matmul(const vkattn_matmul_desc *d, const vkattn_tensor *a, const vkatt
 vkattn_status cpu_softmax(const vkattn_softmax_desc *d, int64_t q_offset, const vkattn_tensor *x,
                           vkattn_tensor *y);
 void cpu_head_transpose(const vkattn_tensor *x, vkattn_tensor *y);
+vkattn_status cpu_attention(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *q,
+                            const vkattn_tensor *k, const vkattn_tensor *v,
+                            const vkattn_tensor *kv_len, vkattn_tensor *o);
+/* d->Tq is T, d->D is Dh; Tk == Tq, Hkv == H, layout BSHD. */
+vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *x,
+                      const vkattn_tensor *w_qkv, const vkattn_tensor *b_qkv,
+                      const vkattn_tensor *w_out, const vkattn_tensor *b_out, vkattn_tensor *y);
 
 /* -------------------------------------------------------------- timing --- */
 

@@ -1,6 +1,8 @@
 /* The registry of embedded SPIR-V: the only file that includes the generated headers. */
 #include "internal.h"
 
+#include "attention_combine_spv.h"
+#include "attention_rows_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
@@ -17,6 +19,8 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_SOFTMAX_SUBGROUP, "softmax", softmax_spv),
     ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),
+    ENTRY_(SHADER_ATTENTION_ROWS, "attention_rows", attention_rows_spv),
+    ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

@@ -37,22 +37,15 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_tensor *x, con
     return VKATTN_OK;
 }
 
-vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
+vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor *x,
+                                       vkattn_tensor *y, const int64_t dims[4])
 {
-    if (!ctx)
-        return VKATTN_ERROR_INVALID_ARGUMENT;
-    vkattn_status s = check_args(ctx, x, y);
-    if (s != VKATTN_OK)
-        return s;
-    if (ctx->backend == VKATTN_BACKEND_CPU) {
-        cpu_head_transpose(x, y);
-        return VKATTN_OK;
-    }
+    uint64_t total = (uint64_t)dims[0] * dims[1] * dims[2] * dims[3];
     transpose_push push = {
-        .total = (uint32_t)x->count,
-        .B = (uint32_t)x->shape[1],
-        .C = (uint32_t)x->shape[2],
-        .D = (uint32_t)x->shape[3],
+        .total = (uint32_t)total,
+        .B = (uint32_t)dims[1],
+        .C = (uint32_t)dims[2],
+        .D = (uint32_t)dims[3],
     };
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_HEAD_TRANSPOSE,
@@ -64,8 +57,23 @@ vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x,
         .push = &push,
         .push_bytes = sizeof push,
     };
-    if ((s = grid_for(ctx, div_up(x->count, TRANSPOSE_WORKGROUP), "head_transpose",
-                      dispatch.groups)) != VKATTN_OK)
+    vkattn_status s = grid_for(ctx, div_up(total, TRANSPOSE_WORKGROUP), "head_transpose",
+                               dispatch.groups);
+    if (s != VKATTN_OK)
         return s;
     return vk_cmd_dispatch(ctx, &dispatch);
+}
+
+vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_status s = check_args(ctx, x, y);
+    if (s != VKATTN_OK)
+        return s;
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        cpu_head_transpose(x, y);
+        return VKATTN_OK;
+    }
+    return vk_head_transpose_record(ctx, x, y, x->shape);
 }

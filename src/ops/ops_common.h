@@ -66,4 +66,31 @@ typedef struct softmax_call {
 
 vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c);
 
+/* -------------------------------------------------------- head transpose -- */
+
+/* Y (A, C, B, D) = X (A, B, C, D) transposed, dims = {A, B, C, D}, from element 0. */
+vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor *x,
+                                       vkattn_tensor *y, const int64_t dims[4]);
+
+/* ------------------------------------------------------------- attention -- */
+
+typedef struct attention_call {
+    attention_dims dims;
+    const vkattn_tensor *q, *k, *v, *kv_len; /* read from element 0 in dims.layout */
+    vkattn_tensor *o;
+    vkattn_attention_path path;
+    vkattn_fused_variant fused_variant;
+    uint32_t kv_splits;
+} attention_call;
+
+/* The unfused path: scores matmul, masked softmax, P @ V, transposes for BSHD. */
+vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c);
+/* Whether the fused path can run this call; if not, why (for the log). */
+bool vk_attention_fused_applies(vkattn_context *ctx, const attention_call *c, char *why,
+                                size_t why_size);
+/* The fused path; UNSUPPORTED (with the reason) where it does not apply. */
+vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c);
+/* Records attention by the path the call asks for (AUTO: fused where it applies). */
+vkattn_status vk_attention_record(vkattn_context *ctx, const attention_call *c);
+
 #endif

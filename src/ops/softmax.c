@@ -72,6 +72,12 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_softmax_desc *
     if (*q_offset < -(int64_t)INT32_MAX || *q_offset > INT32_MAX)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "softmax: q_offset %lld is out of range",
                         (long long)*q_offset);
+    /* Past these bounds the mask no longer changes (every key allowed, or none);
+     * clamping keeps i + q_offset + 1 far from overflow in the kernel. */
+    if (*q_offset > Tk)
+        *q_offset = Tk;
+    if (*q_offset < -Tq)
+        *q_offset = -Tq;
     return VKATTN_OK;
 }
 

@@ -1,0 +1,54 @@
+#version 450
+// Combines the split-key partial results of a fused attention kernel: for each
+// packed row and four output columns, O = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s
+// with M the largest m_s (splits that saw no allowed key have m_s = -inf, l_s = 0
+// and add nothing). A row with no allowed key at all gives zeros.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint DV = 64;
+layout(constant_id = 2) const bool VEC4 = true;  // DV % 4 == 0: vec4 stores
+
+const uint DV4 = (DV + 3) / 4;
+
+layout(set = 0, binding = 0) readonly buffer Partial32 { float partial32[]; };
+layout(set = 0, binding = 0) readonly buffer Partial4 { vec4 partial4[]; };
+layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };
+layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
+
+#include "attention_push.glsl"
+
+void main()
+{
+    uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    uint rows = p.group * p.Tq;
+    uint r = gl_GlobalInvocationID.x / DV4, d4 = gl_GlobalInvocationID.x % DV4;
+    if (r >= rows)
+        return;
+    uint problem = b * p.Hkv + g;
+
+    float M = NEG_INF;
+    for (uint s = 0; s < p.splits; s++)
+        M = max(M, partial32[p.ml_offset + 2 * partial_record(problem, s, r)]);
+    float shift = M == NEG_INF ? 0.0 : M;
+    float L = 0.0;
+    vec4 acc = vec4(0.0);
+    for (uint s = 0; s < p.splits; s++) {
+        uint record = partial_record(problem, s, r);
+        float w = exp2(partial32[p.ml_offset + 2 * record] - shift);
+        L += w * partial32[p.ml_offset + 2 * record + 1];
+        acc += w * partial4[record * DV4 + d4];
+    }
+    vec4 v = acc * (L == 0.0 ? 0.0 : 1.0 / L);
+
+    uint h = g * p.group + r / p.Tq, i = r % p.Tq;
+    uint base = b * p.o_sb + h * p.o_sh + i * p.o_ss;
+    if (VEC4) {
+        o4[(base >> 2) + d4] = v;
+    } else {
+        for (uint c = 0; c < 4; c++)
+            if (4 * d4 + c < DV)
+                o32[base + 4 * d4 + c] = v[c];
+    }
+}

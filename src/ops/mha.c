@@ -1,0 +1,128 @@
+/* vkattn_mha: the multi-head attention layer as three projections of X (the
+ * q, k and v row blocks of W_qkv), attention over their BSHD views, and the
+ * output projection. No head transpose is needed on the fused path: attention
+ * reads and writes BSHD through strides. */
+#include "ops_common.h"
+
+#include <math.h>
+
+static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
+                                const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                                const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
+                                const vkattn_tensor *b_out, const vkattn_tensor *y,
+                                attention_dims *dims)
+{
+    vkattn_status s;
+    if ((s = check_tensor(ctx, x, "mha", "X")) || (s = check_tensor(ctx, w_qkv, "mha", "W_qkv")) ||
+        (s = check_tensor(ctx, w_out, "mha", "W_out")) || (s = check_tensor(ctx, y, "mha", "Y")) ||
+        (b_qkv && (s = check_tensor(ctx, b_qkv, "mha", "b_qkv"))) ||
+        (b_out && (s = check_tensor(ctx, b_out, "mha", "b_out"))))
+        return s;
+    if ((unsigned)d->path > VKATTN_PATH_UNFUSED)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: path %d is not valid",
+                        (int)d->path);
+    if (d->heads < 1)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: heads is %d, must be >= 1",
+                        (int)d->heads);
+    if (d->scale != 0.0f && !(isfinite(d->scale) && d->scale > 0.0f))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "mha: scale is %g, must be positive and finite (0: 1/sqrt(Dh))",
+                        (double)d->scale);
+    if (y == x || y == w_qkv || y == b_qkv || y == w_out || y == b_out)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: Y must not alias an input");
+    if ((s = check_float_input(ctx, x, "mha", "X")) ||
+        (s = check_float_input(ctx, w_qkv, "mha", "W_qkv")) ||
+        (s = check_float_input(ctx, w_out, "mha", "W_out")) ||
+        (b_qkv && (s = check_float_input(ctx, b_qkv, "mha", "b_qkv"))) ||
+        (b_out && (s = check_float_input(ctx, b_out, "mha", "b_out"))) ||
+        (s = check_f32_output(ctx, y, "mha", "Y")))
+        return s;
+
+    char a[96], b[96];
+    if (x->ndim != 3)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_SHAPE, "mha: X is %s, must be 3-D (B, T, C)",
+                        shape_string(x, a, sizeof a));
+    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2], H = d->heads;
+    if (w_qkv->ndim != 2 || w_qkv->shape[1] != C || w_qkv->shape[0] % (3 * H) != 0)
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
+                        "mha: W_qkv is %s but must be (3*H*Dh, C) = (a multiple of %lld, %lld) "
+                        "for X %s and %lld heads",
+                        shape_string(w_qkv, a, sizeof a), (long long)(3 * H), (long long)C,
+                        shape_string(x, b, sizeof b), (long long)H);
+    int64_t width = w_qkv->shape[0] / 3; /* H * Dh */
+    if (b_qkv && (b_qkv->ndim != 1 || b_qkv->shape[0] != 3 * width))
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "mha: b_qkv is %s but must be (%lld)",
+                        shape_string(b_qkv, a, sizeof a), (long long)(3 * width));
+    if (w_out->ndim != 2 || w_out->shape[1] != width)
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
+                        "mha: W_out is %s but must be (C_out, H*Dh) with H*Dh = %lld",
+                        shape_string(w_out, a, sizeof a), (long long)width);
+    int64_t C_out = w_out->shape[0];
+    if (b_out && (b_out->ndim != 1 || b_out->shape[0] != C_out))
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "mha: b_out is %s but must be (%lld)",
+                        shape_string(b_out, a, sizeof a), (long long)C_out);
+    if (y->ndim != 3 || y->shape[0] != B || y->shape[1] != T || y->shape[2] != C_out)
+        return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "mha: Y is %s but must be %lldx%lldx%lld",
+                        shape_string(y, a, sizeof a), (long long)B, (long long)T,
+                        (long long)C_out);
+    int64_t Dh = width / H;
+    *dims = (attention_dims){
+        .B = B, .H = H, .Hkv = H, .Tq = T, .Tk = T, .D = Dh, .Dv = Dh,
+        .layout = VKATTN_LAYOUT_BSHD,
+        .causal = d->causal,
+        .q_offset = 0,
+        .scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)Dh)),
+    };
+    return VKATTN_OK;
+}
+
+vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
+                         const vkattn_tensor *w_qkv, const vkattn_tensor *b_qkv,
+                         const vkattn_tensor *w_out, const vkattn_tensor *b_out, vkattn_tensor *y)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!desc)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: desc is NULL (heads is required)");
+    attention_dims d;
+    vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
+    if (s != VKATTN_OK)
+        return s;
+    if (ctx->backend == VKATTN_BACKEND_CPU)
+        return cpu_mha(ctx, &d, x, w_qkv, b_qkv, w_out, b_out, y);
+
+    uint64_t rows = (uint64_t)(d.B * d.Tq), width = (uint64_t)(d.H * d.D);
+    uint32_t C = (uint32_t)x->shape[2];
+    vkattn_tensor *proj[3], *o;
+    for (int i = 0; i < 3; i++)
+        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), rows * width, &proj[i])))
+            return s;
+    if ((s = scratch_get(ctx, SCRATCH_MHA_O, rows * width, &o)))
+        return s;
+    /* q, k and v: X (B*T, C) times row blocks i of W_qkv, transposed. */
+    for (int i = 0; i < 3; i++) {
+        matmul_call m = {
+            .a = x, .b = w_qkv, .bias = b_qkv, .c = proj[i],
+            .M = (uint32_t)rows, .N = (uint32_t)width, .K = C,
+            .batch = 1, .b_group = 1,
+            .transpose_b = true,
+            .b_offset = (uint32_t)(i * width * C),
+            .bias_offset = (uint32_t)(i * width),
+            .alpha = 1.0f,
+        };
+        if ((s = vk_matmul_record(ctx, &m)) != VKATTN_OK)
+            return s;
+    }
+    attention_call a = {.dims = d, .q = proj[0], .k = proj[1], .v = proj[2], .o = o,
+                        .path = desc->path};
+    if ((s = vk_attention_record(ctx, &a)) != VKATTN_OK)
+        return s;
+    matmul_call out = {
+        .a = o, .b = w_out, .bias = b_out, .c = y,
+        .M = (uint32_t)rows, .N = (uint32_t)w_out->shape[0], .K = (uint32_t)width,
+        .batch = 1, .b_group = 1,
+        .transpose_b = true,
+        .alpha = 1.0f,
+    };
+    return vk_matmul_record(ctx, &out);
+}

@@ -1,0 +1,243 @@
+/* Attention on the GPU, fused and unfused, against the CPU reference. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct at_case {
+    const char *name;
+    int64_t B, H, Hkv, Tq, Tk, D, Dv;
+    vkattn_layout layout;
+    bool causal;
+    bool has_q_offset;
+    int64_t q_offset;
+    bool kv_len;          /* random lengths per batch entry, the first one 0 */
+    float scale;          /* 0: 1/sqrt(D) */
+    vkattn_dtype dtype;
+    float magnitude;      /* Q and K in [-magnitude, magnitude]; V in [-1, 1] */
+} at_case;
+
+/* How a case is run on the GPU. */
+typedef struct at_path {
+    vkattn_attention_path path;
+    vkattn_fused_variant variant;
+    uint32_t kv_splits;
+} at_path;
+
+static void shape_of(const at_case *c, int64_t heads, int64_t T, int64_t width, int64_t out[4])
+{
+    bool bshd = c->layout == VKATTN_LAYOUT_BSHD;
+    out[0] = c->B;
+    out[1] = bshd ? T : heads;
+    out[2] = bshd ? heads : T;
+    out[3] = width;
+}
+
+static void describe(const at_case *c, const at_path *p, char *buf, size_t size)
+{
+    static const char *paths[] = {"auto", "fused", "unfused"};
+    static const char *variants[] = {"auto", "rows", "tiled"};
+    snprintf(buf, size,
+             "%s [B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld Dv%lld %s%s%s, %s/%s splits %u]",
+             c->name, (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq,
+             (long long)c->Tk, (long long)c->D, (long long)c->Dv,
+             c->layout == VKATTN_LAYOUT_BSHD ? "bshd" : "bhsd", c->causal ? " causal" : "",
+             c->kv_len ? " kv_len" : "", paths[p->path], variants[p->variant], p->kv_splits);
+}
+
+/* Runs the case on the GPU by each path and on the CPU; compares every GPU
+ * result with the reference. */
+static void run_case(test_env *env, const at_case *c, const at_path *paths, int npaths, rng *r)
+{
+    int64_t qs[4], ks[4], vs[4], os[4];
+    shape_of(c, c->H, c->Tq, c->D, qs);
+    shape_of(c, c->Hkv, c->Tk, c->D, ks);
+    shape_of(c, c->Hkv, c->Tk, c->Dv, vs);
+    shape_of(c, c->H, c->Tq, c->Dv, os);
+    float m = c->magnitude;
+    pair q = pair_random(env, c->dtype, 4, qs, r, -m, m);
+    pair k = pair_random(env, c->dtype, 4, ks, r, -m, m);
+    pair v = pair_random(env, c->dtype, 4, vs, r, -1.0f, 1.0f);
+    pair o = pair_output(env, 4, os);
+
+    vkattn_tensor *kv_gpu = NULL, *kv_cpu = NULL;
+    if (c->kv_len) {
+        int32_t lens[64];
+        assert_true(c->B <= 64);
+        for (int64_t b = 0; b < c->B; b++)
+            lens[b] = b == 0 ? 0 : rng_int(r, 1, (int)c->Tk + 2);
+        vkattn_tensor_desc kd = {.dtype = VKATTN_DTYPE_I32, .ndim = 1, .shape = {c->B}};
+        assert_int_equal(vkattn_tensor_create(env->gpu, &kd, &kv_gpu), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_create(env->cpu, &kd, &kv_cpu), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(kv_gpu, lens, VKATTN_DTYPE_I32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(kv_cpu, lens, VKATTN_DTYPE_I32), VKATTN_OK);
+    }
+    vkattn_attention_desc d = {
+        .layout = c->layout, .scale = c->scale, .causal = c->causal,
+        .has_q_offset = c->has_q_offset, .q_offset = c->q_offset, .kv_len = kv_cpu,
+    };
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+
+    /* f32 scores are off by a few ulps of sum_d |q_d k_d| * scale, which moves
+     * each weight by that much relatively; the output is a weighted mean of V. */
+    double scale = c->scale != 0.0f ? c->scale : 1.0 / sqrt((double)c->D);
+    double score_size = scale * (double)c->D * m * m;
+    double atol = 16 * 1.2e-7 * score_size + 1e-5;
+
+    for (int i = 0; i < npaths; i++) {
+        char name[256];
+        describe(c, &paths[i], name, sizeof name);
+        assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        d.kv_len = kv_gpu;
+        d.path = paths[i].path;
+        d.fused_variant = paths[i].variant;
+        d.kv_splits = paths[i].kv_splits;
+        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
+        expect_close(name, &o, atol, 0.0, NULL);
+    }
+    vkattn_tensor_destroy(kv_gpu);
+    vkattn_tensor_destroy(kv_cpu);
+    pair_destroy(&q);
+    pair_destroy(&k);
+    pair_destroy(&v);
+    pair_destroy(&o);
+}
+
+#define F32 VKATTN_DTYPE_F32
+#define F16 VKATTN_DTYPE_F16
+#define BHSD VKATTN_LAYOUT_BHSD
+#define BSHD VKATTN_LAYOUT_BSHD
+
+static const at_case fixed_cases[] = {
+    /* name                    B  H Hkv  Tq   Tk   D   Dv  layout causal q_off? q_off kv    scale dtype mag */
+    {"T=1",                    1, 1, 1,   1,   1,  8,   8, BHSD, false, false, 0, false, 0.f, F32, 1.f},
+    {"T=1 causal",             2, 3, 3,   1,   1, 16,  16, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"causal square",          2, 4, 4,  37,  37, 64,  64, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"non-causal ragged",      1, 3, 3,  29,  53, 40,  40, BHSD, false, false, 0, false, 0.f, F32, 1.f},
+    {"Tq<Tk bottom-right",     2, 2, 2,   5,  67, 32,  32, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"Tq<Tk top-left",         2, 2, 2,   5,  67, 32,  32, BHSD, true,  true,  0, false, 0.f, F32, 1.f},
+    {"Tq>Tk masked rows",      1, 2, 2,  21,   7, 16,  16, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"GQA",                    2, 8, 2,  19,  23, 64,  64, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"MQA",                    1, 6, 1,  13,  31, 32,  32, BSHD, false, false, 0, false, 0.f, F32, 1.f},
+    {"D=80 Dv=48",             1, 2, 2,  17,  33, 80,  48, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"odd D=5 Dv=7",           2, 3, 1,  11,  14,  5,   7, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"odd D=13 bshd",          1, 4, 2,   9,  18, 13,  13, BSHD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"kv_len padding",         4, 2, 2,  12,  40, 32,  32, BHSD, false, false, 0, true,  0.f, F32, 1.f},
+    {"kv_len causal GQA",      3, 4, 2,  40,  40, 24,  24, BSHD, true,  false, 0, true,  0.f, F32, 1.f},
+    {"scale 1",                1, 2, 2,  15,  15, 16,  16, BHSD, true,  false, 0, false, 1.f, F32, 1.f},
+    {"bshd causal",            2, 3, 3,  33,  33, 64,  32, BSHD, true,  false, 0, false, 0.f, F32, 1.f},
+    {"f16",                    1, 4, 2,  27,  27, 64,  64, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+    {"f16 bshd Tq<Tk",         2, 2, 1,   3,  50, 40,  40, BSHD, true,  false, 0, false, 0.f, F16, 1.f},
+    {"large magnitude",        1, 2, 2,  20,  20, 16,  16, BHSD, true,  false, 0, false, 0.f, F32, 30.f},
+    {"q_offset past Tk",       1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, 100, false, 0.f, F32, 1.f},
+    {"q_offset before all",    1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, -50, false, 0.f, F32, 1.f},
+};
+
+static const at_path standard_paths[] = {
+    {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+    {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
+};
+#define NPATHS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static void test_fixed_cases(void **state)
+{
+    test_env *env = *state;
+    rng r = {11};
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
+        run_case(env, &fixed_cases[i], standard_paths, NPATHS(standard_paths), &r);
+}
+
+/* Every head size the fused kernels must take, powers of two or not. */
+static void test_head_sizes(void **state)
+{
+    test_env *env = *state;
+    rng r = {12};
+    static const int64_t sizes[] = {8, 16, 40, 64, 80, 96, 128, 160, 256};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        at_case c = {"head size", 1, 2, 1, 19, 45, sizes[i], sizes[i], BHSD, true, false, 0,
+                     false, 0.f, F32, 1.f};
+        run_case(env, &c, standard_paths, NPATHS(standard_paths), &r);
+    }
+}
+
+/* Decoding: a few query rows against many keys, split across workgroups. */
+static void test_decode(void **state)
+{
+    test_env *env = *state;
+    rng r = {13};
+    static const at_path splits[] = {
+        {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 7},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 64},
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+    };
+    static const at_case cases[] = {
+        {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+        {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F32, 1.f},
+        {"decode Tq=4",      1, 4, 4,  4,  513,  64,  64, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"decode odd D",     1, 3, 1,  2,  301,  13,  13, BHSD, false, false, 0, false, 0.f, F32, 1.f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], splits, NPATHS(splits), &r);
+}
+
+/* Random shapes, every option combined. */
+static void test_random_sweep(void **state)
+{
+    test_env *env = *state;
+    rng r = {20261122};
+    for (int i = 0; i < 24; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "random %d", i);
+        int64_t Hkv = rng_int(&r, 1, 3);
+        at_case c = {
+            .name = name,
+            .B = rng_int(&r, 1, 3),
+            .Hkv = Hkv,
+            .H = Hkv * rng_int(&r, 1, 3),
+            .Tq = rng_int(&r, 1, 70),
+            .Tk = rng_int(&r, 1, 90),
+            .D = rng_int(&r, 0, 2) ? 4 * rng_int(&r, 1, 24) : rng_int(&r, 1, 50),
+            .layout = rng_int(&r, 0, 1) ? BSHD : BHSD,
+            .causal = rng_int(&r, 0, 1),
+            .has_q_offset = rng_int(&r, 0, 3) == 0,
+            .q_offset = rng_int(&r, -10, 10),
+            .kv_len = rng_int(&r, 0, 3) == 0,
+            .scale = rng_int(&r, 0, 3) == 0 ? rng_uniform(&r, 0.05f, 1.0f) : 0.0f,
+            .dtype = rng_int(&r, 0, 3) == 0 ? F16 : F32,
+            .magnitude = rng_int(&r, 0, 4) == 0 ? 4.0f : 1.0f,
+        };
+        c.Dv = rng_int(&r, 0, 2) ? c.D : (c.D % 4 ? rng_int(&r, 1, 40) : 4 * rng_int(&r, 1, 10));
+        run_case(env, &c, standard_paths, NPATHS(standard_paths), &r);
+    }
+}
+
+static int setup(void **state)
+{
+    *state = test_env_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_env_destroy(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_cases),
+        cmocka_unit_test(test_head_sizes),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_random_sweep),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,103 @@
+/* The multi-head attention layer on the GPU, by both paths, against the CPU reference. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct mha_case {
+    const char *name;
+    int64_t B, T, C, H, Dh, C_out;
+    bool b_qkv, b_out, causal;
+    vkattn_dtype dtype;
+} mha_case;
+
+static void run_case(test_env *env, const mha_case *c, rng *r)
+{
+    int64_t width = c->H * c->Dh;
+    int64_t xs[3] = {c->B, c->T, c->C}, wq[2] = {3 * width, c->C}, bq[1] = {3 * width};
+    int64_t wo[2] = {c->C_out, width}, bo[1] = {c->C_out}, ys[3] = {c->B, c->T, c->C_out};
+    /* nn.Linear's initialisation range: U(-1/sqrt(in), 1/sqrt(in)). */
+    float lq = 1.0f / sqrtf((float)c->C), lo = 1.0f / sqrtf((float)width);
+    pair x = pair_random(env, c->dtype, 3, xs, r, -1.0f, 1.0f);
+    pair w_qkv = pair_random(env, c->dtype, 2, wq, r, -lq, lq);
+    pair b_qkv = c->b_qkv ? pair_random(env, c->dtype, 1, bq, r, -lq, lq) : (pair){0};
+    pair w_out = pair_random(env, c->dtype, 2, wo, r, -lo, lo);
+    pair b_out = c->b_out ? pair_random(env, c->dtype, 1, bo, r, -lo, lo) : (pair){0};
+    pair y = pair_output(env, 3, ys);
+
+    vkattn_mha_desc d = {.heads = (int32_t)c->H, .causal = c->causal};
+    assert_int_equal(vkattn_mha(env->cpu, &d, x.cpu, w_qkv.cpu, b_qkv.cpu, w_out.cpu, b_out.cpu,
+                                y.cpu),
+                     VKATTN_OK);
+    /* The attention output is off by about 1e-5 of |v| (see test_attention);
+     * the projection sums that over a row of W_out. */
+    double row_sum = 0.0;
+    for (int64_t n = 0; n < c->C_out; n++) {
+        double s = 0.0;
+        for (int64_t j = 0; j < width; j++)
+            s += fabs(w_out.host[n * width + j]);
+        row_sum = s > row_sum ? s : row_sum;
+    }
+    double atol = 1e-5 * (1.0 + row_sum);
+
+    static const vkattn_attention_path paths[] = {VKATTN_PATH_AUTO, VKATTN_PATH_UNFUSED};
+    for (int i = 0; i < 2; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s [B%lld T%lld C%lld H%lld Dh%lld C_out%lld, %s]", c->name,
+                 (long long)c->B, (long long)c->T, (long long)c->C, (long long)c->H,
+                 (long long)c->Dh, (long long)c->C_out, i ? "unfused" : "auto");
+        assert_int_equal(vkattn_tensor_upload(y.gpu, y.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        d.path = paths[i];
+        vkattn_status s = vkattn_mha(env->gpu, &d, x.gpu, w_qkv.gpu, b_qkv.gpu, w_out.gpu,
+                                     b_out.gpu, y.gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+        expect_close(name, &y, atol, 0.0, NULL);
+    }
+    pair_destroy(&x);
+    pair_destroy(&w_qkv);
+    pair_destroy(&b_qkv);
+    pair_destroy(&w_out);
+    pair_destroy(&b_out);
+    pair_destroy(&y);
+}
+
+static void test_cases(void **state)
+{
+    test_env *env = *state;
+    rng r = {31};
+    static const mha_case cases[] = {
+        /* name                 B   T   C   H  Dh C_out b_qkv b_out causal dtype */
+        {"seed shape",          4,  8, 16,  8, 32,  16, true,  true,  true,  VKATTN_DTYPE_F32},
+        {"T=1",                 2,  1, 32,  4,  8,  32, true,  true,  true,  VKATTN_DTYPE_F32},
+        {"no biases",           1, 13, 24,  3, 16,  24, false, false, true,  VKATTN_DTYPE_F32},
+        {"non-causal",          2, 21, 20,  2, 40,  20, true,  false, false, VKATTN_DTYPE_F32},
+        {"odd Dh, C_out != C",  1, 17, 10,  3,  5,   7, false, true,  true,  VKATTN_DTYPE_F32},
+        {"one head",            3, 30, 64,  1, 64,  64, true,  true,  true,  VKATTN_DTYPE_F32},
+        {"f16",                 2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F16},
+        {"longer",              1, 200, 64, 4, 32,  64, true,  true,  true,  VKATTN_DTYPE_F32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], &r);
+}
+
+static int setup(void **state)
+{
+    *state = test_env_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_env_destroy(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
