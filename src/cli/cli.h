@@ -1,0 +1,70 @@
+/* The vkattn command-line program: shared declarations. Built on the public API
+ * (vkattn.h) and npy.h only. */
+#ifndef VKATTN_CLI_H
+#define VKATTN_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npy.h"
+#include "vkattn.h"
+
+/* Exit statuses (DESIGN.md section 5). */
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+/* Options every subcommand takes. */
+typedef struct common_options {
+    vkattn_backend backend;
+    const char *device;
+    vkattn_attention_path path;
+    bool verbose;
+} common_options;
+
+/* Argument scanning: argv[*i] is the current word. */
+typedef struct args {
+    int argc;
+    char **argv;
+    int i;
+    const char *command;   /* "attention", "mha", ... for messages */
+} args;
+
+/* Prints "vkattn <command>: <message>" on stderr; returns `status`. */
+int cli_error(const char *command, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A failed library call: its message already names the op ("vkattn attention: K has
+ * head size 12 but Q has 16"). Returns EXIT_RUNTIME. */
+int library_error(const vkattn_context *ctx);
+
+/* If argv[i] is `name` (or `alias`), stores the next word in *value and advances;
+ * returns 1 when matched, 0 when not, -1 when the value is missing (reported). */
+int take_value(args *a, const char *name, const char *alias, const char **value);
+/* Parses the common options at argv[i]: 1 matched, 0 not, -1 bad value (reported). */
+int take_common(args *a, common_options *o);
+int parse_int(const args *a, const char *option, const char *text, int64_t lo, int64_t hi,
+              int64_t *out);
+int parse_float(const args *a, const char *option, const char *text, float *out);
+
+/* Creates the context the options ask for (logging warnings to stderr). */
+int open_context(const char *command, const common_options *o, vkattn_context **out);
+
+/* Reads `path` and makes a tensor of `shape` (ndim entries) from it. */
+typedef struct loaded {
+    npy_array array;
+    vkattn_tensor *tensor;
+} loaded;
+int load_npy(const char *command, const char *path, const char *name, loaded *out);
+int make_tensor(const char *command, vkattn_context *ctx, const char *path, const char *name,
+                loaded *l, int ndim, const int64_t *shape);
+void unload(loaded *l);
+
+/* Downloads `tensor` and writes it to `path` as float32 of the given shape. */
+int save_npy(const char *command, vkattn_context *ctx, vkattn_tensor *tensor, const char *path,
+             int ndim, const int64_t *shape);
+
+int run_devices(int argc, char **argv);
+int run_attention(int argc, char **argv);
+int run_mha(int argc, char **argv);
+
+#endif

@@ -1,0 +1,125 @@
+/* vkattn mha: the multi-head attention layer over .npy files. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: vkattn mha -x X.npy --w-qkv W.npy --w-out W.npy --heads H -o Y.npy [options]\n"
+    "\n"
+    "The multi-head attention layer with PyTorch nn.Linear weights:\n"
+    "  qkv = X W_qkv^T + b_qkv; q, k, v = split(qkv, H*Dh); o = attention(q, k, v) per head;\n"
+    "  Y = o W_out^T + b_out\n"
+    "X is (B, T, C) or (T, C); W_qkv (3*H*Dh, C); b_qkv (3*H*Dh); W_out (C_out, H*Dh);\n"
+    "b_out (C_out). Y (float32) has X's rank, and is written only if the run succeeds.\n"
+    "\n"
+    "options:\n"
+    "  --b-qkv b.npy, --b-out b.npy   optional biases\n"
+    "  --causal                       causal self-attention\n"
+    "  --scale S                      default 1/sqrt(Dh)\n"
+    "  --path auto|fused|unfused\n"
+    "  --backend auto|vulkan|cpu\n"
+    "  --device N|NAME\n"
+    "  --verbose\n"
+    "exit status: 0 success, 1 runtime error, 2 usage error\n";
+
+typedef struct mha_options {
+    const char *x, *w_qkv, *b_qkv, *w_out, *b_out, *y;
+    vkattn_mha_desc desc;
+    common_options common;
+} mha_options;
+
+static int parse(int argc, char **argv, mha_options *o)
+{
+    args a = {argc, argv, 1, "mha"};
+    memset(o, 0, sizeof *o);
+    for (; a.i < argc; a.i++) {
+        const char *value;
+        int r;
+        if (!strcmp(argv[a.i], "--help") || !strcmp(argv[a.i], "-h")) {
+            fputs(usage, stdout);
+            return -2;
+        }
+        if ((r = take_common(&a, &o->common)) != 0) {
+            if (r < 0)
+                return -1;
+        } else if ((r = take_value(&a, "-x", "--x", &o->x)) ||
+                   (r = take_value(&a, "--w-qkv", NULL, &o->w_qkv)) ||
+                   (r = take_value(&a, "--b-qkv", NULL, &o->b_qkv)) ||
+                   (r = take_value(&a, "--w-out", NULL, &o->w_out)) ||
+                   (r = take_value(&a, "--b-out", NULL, &o->b_out)) ||
+                   (r = take_value(&a, "-o", "--out", &o->y))) {
+            if (r < 0)
+                return -1;
+        } else if (!strcmp(argv[a.i], "--causal")) {
+            o->desc.causal = true;
+        } else if ((r = take_value(&a, "--heads", NULL, &value)) != 0) {
+            int64_t heads;
+            if (r < 0 || parse_int(&a, "--heads", value, 1, 1 << 20, &heads))
+                return -1;
+            o->desc.heads = (int32_t)heads;
+        } else if ((r = take_value(&a, "--scale", NULL, &value)) != 0) {
+            if (r < 0 || parse_float(&a, "--scale", value, &o->desc.scale))
+                return -1;
+        } else {
+            return cli_error("mha", EXIT_USAGE, "unknown option %s (see --help)", argv[a.i]), -1;
+        }
+    }
+    if (!o->x || !o->w_qkv || !o->w_out || !o->y || !o->desc.heads)
+        return cli_error("mha", EXIT_USAGE, "-x, --w-qkv, --w-out, --heads and -o are required "
+                                            "(see --help)"), -1;
+    o->desc.path = o->common.path;
+    return 0;
+}
+
+int run_mha(int argc, char **argv)
+{
+    mha_options o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == -2 ? 0 : EXIT_USAGE;
+
+    loaded x = {0}, w_qkv = {0}, b_qkv = {0}, w_out = {0}, b_out = {0};
+    loaded *all[5] = {&x, &w_qkv, &b_qkv, &w_out, &b_out};
+    const char *paths[5] = {o.x, o.w_qkv, o.b_qkv, o.w_out, o.b_out};
+    const char *names[5] = {"X", "W_qkv", "b_qkv", "W_out", "b_out"};
+    const int ranks[5] = {3, 2, 1, 2, 1};
+    vkattn_context *ctx = NULL;
+    vkattn_tensor *y = NULL;
+    for (int i = 0; i < 5 && !rc; i++) {
+        if (!paths[i])
+            continue;
+        rc = load_npy("mha", paths[i], names[i], all[i]);
+        int ndim = all[i]->array.ndim;
+        bool ok = ndim == ranks[i] || (i == 0 && ndim == 2);
+        if (!rc && !ok)
+            rc = cli_error("mha", EXIT_RUNTIME, "%s (%s): is %d-D, must be %s", paths[i], names[i],
+                           ndim, i == 0 ? "(B, T, C) or (T, C)" : ranks[i] == 2 ? "2-D" : "1-D");
+    }
+    if (rc || (rc = open_context("mha", &o.common, &ctx)))
+        goto done;
+    int64_t xs[3] = {1, 1, 1};
+    for (int i = 0; i < x.array.ndim; i++)
+        xs[3 - x.array.ndim + i] = x.array.shape[i];
+    for (int i = 0; i < 5 && !rc; i++)
+        if (paths[i])
+            rc = make_tensor("mha", ctx, paths[i], names[i], all[i], i == 0 ? 3 : ranks[i],
+                             i == 0 ? xs : all[i]->array.shape);
+    if (rc)
+        goto done;
+    int64_t ys[3] = {xs[0], xs[1], w_out.array.shape[0]};
+    vkattn_tensor_desc yd = {.dtype = VKATTN_DTYPE_F32, .ndim = 3, .shape = {ys[0], ys[1], ys[2]}};
+    if (vkattn_tensor_create(ctx, &yd, &y) ||
+        vkattn_mha(ctx, &o.desc, x.tensor, w_qkv.tensor, b_qkv.tensor, w_out.tensor, b_out.tensor,
+                   y)) {
+        rc = library_error(ctx);
+        goto done;
+    }
+    rc = save_npy("mha", ctx, y, o.y, x.array.ndim, ys + (3 - x.array.ndim));
+done:
+    vkattn_tensor_destroy(y);
+    for (int i = 0; i < 5; i++)
+        unload(all[i]);
+    vkattn_context_destroy(ctx);
+    return rc;
+}
