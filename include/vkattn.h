@@ -47,7 +47,8 @@
  * Devices. Chosen by vkattn_context_desc.device, else the VKATTN_DEVICE
  * environment variable (an index or a name substring), else the best discrete
  * GPU, else integrated, else any other Vulkan device (lavapipe), else the CPU
- * backend (with a log line saying so).
+ * backend (with a log line saying so). A device that is named (by desc or
+ * VKATTN_DEVICE) but matches none is an error, never a fallback.
  *
  * vkattn does not:
  *  - link libvulkan: it opens the Vulkan loader at run time (volk), or uses the

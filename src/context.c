@@ -63,19 +63,22 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
         if (s == VKATTN_OK) {
             ctx->backend = VKATTN_BACKEND_VULKAN;
             ctx->info.backend = VKATTN_BACKEND_VULKAN;
-            ctx_log(ctx, VKATTN_LOG_INFO, "vkattn: running on %s (%s %s)", ctx->info.name,
+            ctx_log(ctx, VKATTN_LOG_INFO, "running on %s (%s %s)", ctx->info.name,
                     ctx->info.driver_name, ctx->info.driver_info);
             *out = ctx;
             return VKATTN_OK;
         }
         vulkan_release(ctx);
-        if (wanted == VKATTN_BACKEND_VULKAN) {
+        /* A device the application named must be there: only "any device" falls
+         * back to the CPU. */
+        bool named = (desc->device && *desc->device) || getenv("VKATTN_DEVICE");
+        if (wanted == VKATTN_BACKEND_VULKAN || (named && s == VKATTN_ERROR_NO_DEVICE)) {
             log_to(desc->log_fn, desc->log_user_data, VKATTN_LOG_ERROR,
                    VKATTN_LOG_SOURCE_LIBRARY, "context: %s", ctx->last_error);
             free(ctx);
             return s;
         }
-        ctx_log(ctx, VKATTN_LOG_WARNING, "vkattn: no usable Vulkan device (%s); "
+        ctx_log(ctx, VKATTN_LOG_WARNING, "no usable Vulkan device (%s); "
                 "falling back to the CPU reference backend", ctx->last_error);
         ctx->last_error[0] = '\0';
     }

@@ -139,9 +139,11 @@ static int parse_header(const char *text, size_t len, header *h, npy_array *a, c
         if (!parse_string(&c, key, sizeof key) || !accept(&c, ':'))
             return fail(err, err_size, "header: malformed dict entry");
         if (!strcmp(key, "descr")) {
+            skip_space(&c);
+            if (c.p < c.end && (*c.p == '[' || *c.p == '{'))
+                return fail(err, err_size, "header: 'descr' is a structured dtype (not supported)");
             if (!parse_string(&c, h->descr, sizeof h->descr))
-                return fail(err, err_size, "header: 'descr' is not a simple dtype string "
-                                           "(structured dtypes are not supported)");
+                return fail(err, err_size, "header: 'descr' is malformed");
             h->has_descr = true;
         } else if (!strcmp(key, "fortran_order")) {
             if (parse_word(&c, "True"))
@@ -240,7 +242,7 @@ int npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size
 
     size_t count = 1;
     for (int i = 0; i < out->ndim; i++) {
-        if (out->shape[i] != 0 && (uint64_t)out->shape[i] > SIZE_MAX / element / count)
+        if (count != 0 && (uint64_t)out->shape[i] > SIZE_MAX / element / count)
             return fail(err, err_size, "shape's byte size overflows");
         count *= (size_t)out->shape[i];
     }

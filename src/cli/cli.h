@@ -19,6 +19,7 @@ typedef struct common_options {
     const char *device;
     vkattn_attention_path path;
     bool verbose;
+    char log_error[512];   /* the library's last error-level log line */
 } common_options;
 
 /* Argument scanning: argv[*i] is the current word. */
@@ -47,7 +48,7 @@ int parse_int(const args *a, const char *option, const char *text, int64_t lo, i
 int parse_float(const args *a, const char *option, const char *text, float *out);
 
 /* Creates the context the options ask for (logging warnings to stderr). */
-int open_context(const char *command, const common_options *o, vkattn_context **out);
+int open_context(const char *command, common_options *o, vkattn_context **out);
 
 /* Reads `path` and makes a tensor of `shape` (ndim entries) from it. */
 typedef struct loaded {

@@ -111,28 +111,33 @@ int take_common(args *a, common_options *o)
     return 0;
 }
 
+/* Warnings (and with --verbose, information) go to stderr as they come; an
+ * error-level line is kept for the one-line message of the failed call. */
 static void log_to_stderr(void *user, vkattn_log_level level, vkattn_log_source source,
                           const char *message)
 {
-    const common_options *o = user;
+    common_options *o = user;
     (void)source;
-    if (level >= VKATTN_LOG_WARNING || (o->verbose && level >= VKATTN_LOG_INFO))
+    if (level >= VKATTN_LOG_ERROR)
+        snprintf(o->log_error, sizeof o->log_error, "%s", message);
+    else if (level >= VKATTN_LOG_WARNING || (o->verbose && level >= VKATTN_LOG_INFO))
         fprintf(stderr, "vkattn: %s\n", message);
 }
 
-int open_context(const char *command, const common_options *o, vkattn_context **out)
+int open_context(const char *command, common_options *o, vkattn_context **out)
 {
     vkattn_context_desc desc = {
         .backend = o->backend,
         .device = o->device,
         .log_fn = log_to_stderr,
-        .log_user_data = (void *)o,
+        .log_user_data = o,
     };
+    o->log_error[0] = '\0';
     vkattn_status s = vkattn_context_create(&desc, out);
     if (s != VKATTN_OK)
         return cli_error(command, EXIT_RUNTIME, "cannot open %s%s: %s",
                          o->device ? "device " : "a device", o->device ? o->device : "",
-                         vkattn_status_string(s));
+                         o->log_error[0] ? o->log_error : vkattn_status_string(s));
     return 0;
 }
 

@@ -35,6 +35,7 @@ int main(int argc, char **argv)
         return run_attention(argc - 1, argv + 1);
     if (!strcmp(command, "mha"))
         return run_mha(argc - 1, argv + 1);
-    fprintf(stderr, "vkattn: unknown command '%s'\n\n%s", command, usage);
+    fprintf(stderr, "vkattn: unknown command '%s' (devices, attention or mha; see vkattn --help)\n",
+            command);
     return EXIT_USAGE;
 }
