@@ -113,6 +113,7 @@ typedef enum shader_id {
     SHADER_SOFTMAX_SHARED,
     SHADER_HEAD_TRANSPOSE,
     SHADER_ATTENTION_ROWS,
+    SHADER_ATTENTION_TILED,
     SHADER_ATTENTION_COMBINE,
     SHADER_COUNT
 } shader_id;
@@ -178,6 +179,7 @@ typedef struct vk_state {
     uint32_t max_workgroup_count[3];
     uint64_t max_allocation_size;
     uint32_t timestamp_valid_bits;
+    bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
 
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;

@@ -3,6 +3,7 @@
 
 #include "attention_combine_spv.h"
 #include "attention_rows_spv.h"
+#include "attention_tiled_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
@@ -20,6 +21,7 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),
     ENTRY_(SHADER_ATTENTION_ROWS, "attention_rows", attention_rows_spv),
+    ENTRY_(SHADER_ATTENTION_TILED, "attention_tiled", attention_tiled_spv),
     ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
 };
 

@@ -142,6 +142,8 @@ static const at_path standard_paths[] = {
     {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
 };
 #define NPATHS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -176,6 +178,8 @@ static void test_decode(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 7},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 64},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 5},
         {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
     };
     static const at_case cases[] = {

@@ -1,0 +1,179 @@
+#version 450
+// Fused attention (flash attention, FlashAttention-2 style) for GPUs: K and V
+// tiles are staged in shared memory by the whole workgroup and reused by all its
+// query rows.
+//
+// A workgroup owns BR packed query rows of one problem (b, kv head g; see
+// attention_push.glsl) and one range of keys (split). TPR consecutive
+// invocations (within one subgroup) share a row and split its head dimension,
+// interleaved (invocation `lane` holds dimensions lane, lane + TPR, ...), so a
+// row's Q and O take D / TPR and DV / TPR registers per invocation and reads of
+// a shared K or V row are conflict-free. Per tile of BC keys: the workgroup loads
+// K and V (zeros past the block's last allowed key), each invocation computes
+// partial dot products over its dimensions, a butterfly of subgroup shuffles sums
+// them across the row's TPR invocations, the online softmax update runs (running
+// maximum m and sum l in the exp2 domain, O rescaled as m grows), and
+// O += P V over the invocation's output dimensions. Tiles above every row's
+// causal limit are not loaded at all. With SPLIT, unnormalised O, m and l go to
+// the partial buffer for attention_combine.comp; otherwise O / l is written.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;                // BR * TPR
+layout(constant_id = 1) const uint TPR = 4;     // invocations per row: a power of 2 <= subgroup
+layout(constant_id = 2) const uint BC = 32;     // keys per tile
+layout(constant_id = 3) const uint D = 64;
+layout(constant_id = 4) const uint DV = 64;
+layout(constant_id = 5) const bool CAUSAL = false;
+layout(constant_id = 6) const bool HAS_KV_LEN = false;
+layout(constant_id = 7) const bool SPLIT = false;
+layout(constant_id = 8) const bool Q_F16 = false;
+layout(constant_id = 9) const bool K_F16 = false;
+layout(constant_id = 10) const bool V_F16 = false;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint BR = WG / TPR;
+const uint DS = (D + TPR - 1) / TPR;    // Q dimensions per invocation
+const uint DVS = (DV + TPR - 1) / TPR;  // O dimensions per invocation
+const uint DV4 = (DV + 3) / 4;          // partial records are padded to vec4
+
+layout(set = 0, binding = 0) readonly buffer Q32 { float q32[]; };
+layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
+layout(set = 0, binding = 1) readonly buffer K32 { float k32[]; };
+layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
+layout(set = 0, binding = 2) readonly buffer V32 { float v32[]; };
+layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
+layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
+layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
+
+#include "attention_push.glsl"
+
+shared float k_tile[BC * D];
+shared float v_tile[BC * DV];
+
+// The query position of packed row r.
+uint position(uint r) { return r % p.Tq; }
+
+void main()
+{
+    uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    uint rows = p.group * p.Tq;
+    uint blocks = (rows + BR - 1) / BR;
+    uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
+    uint tid = gl_LocalInvocationIndex, lane = tid % TPR;
+    uint row = block * BR + tid / TPR;
+    bool valid = row < rows;
+    uint r = min(row, rows - 1);
+    uint h = g * p.group + r / p.Tq, i = position(r);
+
+    uint key_begin = split * p.keys_per_split;
+    uint key_end = min(p.Tk, key_begin + p.keys_per_split);
+    if (HAS_KV_LEN)
+        key_end = min(key_end, uint(max(kv_len[b], 0)));
+    uint limit = key_end;
+    // The block's last key: rows of one block may span two query heads, and then
+    // some row sits at position Tq - 1.
+    uint first = block * BR, last = min(first + BR, rows) - 1;
+    uint block_limit = key_end;
+    if (CAUSAL) {
+        limit = min(limit, uint(max(int(i) + p.q_offset + 1, 0)));
+        uint last_i = first / p.Tq != last / p.Tq ? p.Tq - 1 : position(last);
+        block_limit = min(block_limit, uint(max(int(last_i) + p.q_offset + 1, 0)));
+    }
+
+    float q[DS];
+    uint q_base = b * p.q_sb + h * p.q_sh + i * p.q_ss;
+    for (uint s = 0; s < DS; s++) {
+        uint d = lane + TPR * s;
+        q[s] = d < D ? LOAD_ELEMENT(Q_F16, q32, q16, q_base + d) * p.scale_log2e : 0.0;
+    }
+    uint k_base = b * p.k_sb + g * p.k_sh;
+    uint v_base = b * p.v_sb + g * p.v_sh;
+
+    float m = NEG_INF, l = 0.0;
+    float o[DVS];
+    for (uint s = 0; s < DVS; s++)
+        o[s] = 0.0;
+
+    for (uint t0 = key_begin; t0 < block_limit; t0 += BC) {
+        barrier();  // every invocation is done with the previous tile
+        for (uint e = tid; e < BC * D; e += WG) {
+            uint key = t0 + e / D;
+            k_tile[e] = key < block_limit
+                ? LOAD_ELEMENT(K_F16, k32, k16, k_base + key * p.k_ss + e % D) : 0.0;
+        }
+        for (uint e = tid; e < BC * DV; e += WG) {
+            uint key = t0 + e / DV;
+            v_tile[e] = key < block_limit
+                ? LOAD_ELEMENT(V_F16, v32, v16, v_base + key * p.v_ss + e % DV) : 0.0;
+        }
+        barrier();
+
+        float sc[BC];
+        for (uint c = 0; c < BC; c++) {
+            float acc = 0.0;
+            for (uint s = 0; s < DS; s++) {
+                uint d = lane + TPR * s;
+                if (d < D)
+                    acc = fma(q[s], k_tile[c * D + d], acc);
+            }
+            sc[c] = acc;
+        }
+        for (uint offset = 1; offset < TPR; offset *= 2)
+            for (uint c = 0; c < BC; c++)
+                sc[c] += subgroupShuffleXor(sc[c], offset);
+
+        // Online softmax; masked keys get weight exactly 0 (see attention_rows.comp).
+        float step_max = NEG_INF;
+        for (uint c = 0; c < BC; c++) {
+            sc[c] = t0 + c < limit ? sc[c] : NEG_INF;
+            step_max = max(step_max, sc[c]);
+        }
+        float m_new = max(m, step_max);
+        float shift = m_new == NEG_INF ? 0.0 : m_new;
+        float alpha = exp2(m - shift);
+        float sum = 0.0;
+        for (uint c = 0; c < BC; c++) {
+            sc[c] = exp2(sc[c] - shift);
+            sum += sc[c];
+        }
+        l = l * alpha + sum;
+        m = m_new;
+
+        bool whole_tile = t0 + BC <= limit;
+        for (uint s = 0; s < DVS; s++) {
+            uint d = min(lane + TPR * s, DV - 1);
+            float acc = o[s] * alpha;
+            for (uint c = 0; c < BC; c++) {
+                float updated = fma(sc[c], v_tile[c * DV + d], acc);
+                acc = whole_tile || t0 + c < limit ? updated : acc;
+            }
+            o[s] = acc;
+        }
+    }
+
+    if (!valid)
+        return;
+    if (SPLIT) {
+        uint record = partial_record(b * p.Hkv + g, split, row);
+        for (uint s = 0; s < DVS; s++) {
+            uint d = lane + TPR * s;
+            if (d < DV)
+                o32[record * DV4 * 4 + d] = o[s];
+        }
+        if (lane == 0) {
+            o32[p.ml_offset + 2 * record] = m;
+            o32[p.ml_offset + 2 * record + 1] = l;
+        }
+        return;
+    }
+    float inv = l == 0.0 ? 0.0 : 1.0 / l;
+    uint out_base = b * p.o_sb + h * p.o_sh + i * p.o_ss;
+    for (uint s = 0; s < DVS; s++) {
+        uint d = lane + TPR * s;
+        if (d < DV)
+            o32[out_base + d] = o[s] * inv;
+    }
+}
