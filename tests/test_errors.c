@@ -106,6 +106,119 @@ static void test_error_paths(void **state)
     vkattn_tensor_destroy(wrong);
 }
 
+/* Attention and mha: each bad call returns its status with a message naming
+ * the tensors, leaves O untouched, and a correct call still works afterwards. */
+static void test_attention_errors(void **state)
+{
+    test_env *env = *state;
+    vkattn_context *ctx = env->gpu;
+    vkattn_tensor *q = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 3, 16);
+    vkattn_tensor *k = make(ctx, VKATTN_DTYPE_F32, 4, 1, 2, 5, 16);
+    vkattn_tensor *v = make(ctx, VKATTN_DTYPE_F32, 4, 1, 2, 5, 8);
+    vkattn_tensor *o = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 3, 8);
+    vkattn_tensor *k12 = make(ctx, VKATTN_DTYPE_F32, 4, 1, 2, 5, 12);
+    vkattn_tensor *k3 = make(ctx, VKATTN_DTYPE_F32, 4, 1, 3, 5, 16);
+    vkattn_tensor *v_short = make(ctx, VKATTN_DTYPE_F32, 4, 1, 2, 4, 8);
+    vkattn_tensor *o_wrong = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 3, 16);
+    vkattn_tensor *o_f16 = make(ctx, VKATTN_DTYPE_F16, 4, 1, 4, 3, 8);
+    vkattn_tensor *q3 = make(ctx, VKATTN_DTYPE_F32, 3, 4, 3, 16, 0);
+    vkattn_tensor *lens_f32 = make(ctx, VKATTN_DTYPE_F32, 1, 1, 0, 0, 0);
+    vkattn_tensor *lens_long = make(ctx, VKATTN_DTYPE_I32, 1, 2, 0, 0, 0);
+    vkattn_tensor *q_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 3, 300);
+    vkattn_tensor *k_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 5, 300);
+    vkattn_tensor *o_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 3, 8);
+    vkattn_tensor *v_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 5, 8);
+    float data[480], sentinel[96], out[96];
+    for (int i = 0; i < 480; i++)
+        data[i] = 0.01f * (float)(i % 17);
+    for (int i = 0; i < 96; i++)
+        sentinel[i] = -7.0f;
+    vkattn_tensor *inputs[] = {q, k, v, k12, k3, v_short, q3, q_big, k_big, v_big};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        assert_int_equal(vkattn_tensor_upload(inputs[i], data, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(o, sentinel, VKATTN_DTYPE_F32), VKATTN_OK);
+
+    vkattn_attention_desc d = {0};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, NULL, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "Q is NULL");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k12, v, o), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "K has head size 12 but Q has 16");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k3, v, o), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "V has head count 2 but K has 3");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v_short, o), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "V has sequence length 4 but K has 5");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o_wrong), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "O is 1x4x3x16 but must be 1x4x3x8");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o_f16), VKATTN_ERROR_UNSUPPORTED,
+                  "outputs must be f32");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q3, k, v, o), VKATTN_ERROR_INVALID_SHAPE, "must be 4-D");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, q), VKATTN_ERROR_INVALID_ARGUMENT, "must not alias");
+    d.scale = -1.0f;
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "scale is -1");
+    d = (vkattn_attention_desc){.layout = (vkattn_layout)7};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "layout 7");
+    d = (vkattn_attention_desc){.kv_len = lens_f32};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "kv_len is f32 1, must be i32 (1)");
+    d = (vkattn_attention_desc){.kv_len = lens_long};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH, "kv_len is i32 2");
+    d = (vkattn_attention_desc){.has_q_offset = true, .q_offset = (int64_t)1 << 40};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "q_offset");
+    /* Head size 300 is past the fused kernels: FUSED refuses, AUTO takes the unfused path. */
+    d = (vkattn_attention_desc){.path = VKATTN_PATH_FUSED};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q_big, k_big, v_big, o_big), VKATTN_ERROR_UNSUPPORTED,
+                  "fused path: head sizes 300 and 8");
+    d.path = VKATTN_PATH_AUTO;
+    assert_int_equal(vkattn_attention(ctx, &d, q_big, k_big, v_big, o_big), VKATTN_OK);
+
+    /* A tensor of another context. */
+    vkattn_tensor *foreign = NULL;
+    vkattn_tensor_desc fd = {.ndim = 4, .shape = {1, 2, 5, 16}};
+    assert_int_equal(vkattn_tensor_create(env->cpu, &fd, &foreign), VKATTN_OK);
+    d = (vkattn_attention_desc){0};
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, foreign, v, o), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "K belongs to another context");
+    vkattn_tensor_destroy(foreign);
+
+    /* mha: X (1, 3, 16), two heads of 4 (W_qkv 24x16), C_out 16. */
+    vkattn_tensor *x = make(ctx, VKATTN_DTYPE_F32, 3, 1, 3, 16, 0);
+    vkattn_tensor *w_qkv = make(ctx, VKATTN_DTYPE_F32, 2, 24, 16, 0, 0);
+    vkattn_tensor *w_bad = make(ctx, VKATTN_DTYPE_F32, 2, 25, 16, 0, 0);
+    vkattn_tensor *w_out = make(ctx, VKATTN_DTYPE_F32, 2, 16, 8, 0, 0);
+    vkattn_tensor *y = make(ctx, VKATTN_DTYPE_F32, 3, 1, 3, 16, 0);
+    assert_int_equal(vkattn_tensor_upload(x, data, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(w_qkv, data, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(w_out, data, VKATTN_DTYPE_F32), VKATTN_OK);
+    vkattn_mha_desc md = {.heads = 0};
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "heads is 0");
+    EXPECT_STATUS(vkattn_mha(ctx, NULL, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "desc is NULL");
+    md.heads = 2;
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_bad, NULL, w_out, NULL, y), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "W_qkv is 25x16");
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, x), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "must not alias");
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_qkv, NULL, y), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "W_out is 24x16");
+    assert_int_equal(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_OK);
+
+    /* O untouched by every failure; then a correct call writes it. */
+    assert_int_equal(vkattn_tensor_download(o, out, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (int i = 0; i < 96; i++)
+        assert_true(out[i] == -7.0f);
+    d = (vkattn_attention_desc){.causal = true};
+    assert_int_equal(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(o, out, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (int i = 0; i < 96; i++)
+        assert_true(out[i] != -7.0f && out[i] == out[i]);
+
+    vkattn_tensor *all[] = {q, k, v, o, k12, k3, v_short, o_wrong, o_f16, q3, lens_f32, lens_long,
+                            q_big, k_big, o_big, v_big, x, w_qkv, w_bad, w_out, y};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        vkattn_tensor_destroy(all[i]);
+}
+
 /* Recording far more dispatches than the descriptor pools hold flushes on its
  * own, and results stay right (the chain of dependent dispatches needs barriers). */
 static void test_long_recording(void **state)
@@ -144,6 +257,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_paths),
+        cmocka_unit_test(test_attention_errors),
         cmocka_unit_test(test_long_recording),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
