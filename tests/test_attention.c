@@ -192,6 +192,37 @@ static void test_decode(void **state)
         run_case(env, &cases[i], splits, NPATHS(splits), &r);
 }
 
+/* Long sequences: T = 4096 on every path (the scores of the unfused path still
+ * fit the device's buffer range here). */
+static void test_long_sequence(void **state)
+{
+    test_env *env = *state;
+    rng r = {14};
+    static const at_path paths[] = {
+        {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+    };
+    at_case c = {"T=4096", 1, 2, 1, 4096, 4096, 64, 64, BSHD, true, false, 0, false, 0.f, F32, 1.f};
+    run_case(env, &c, paths, NPATHS(paths), &r);
+}
+
+/* The unfused path's scores larger than the buffer range (128 MiB on lavapipe,
+ * 256 MiB at most): chunks of whole heads that start on kv-head boundaries
+ * (grouped-query), and chunks of query rows of a single head. */
+static void test_unfused_chunking(void **state)
+{
+    test_env *env = *state;
+    rng r = {15};
+    static const at_path paths[] = {{VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0}};
+    static const at_case cases[] = {
+        {"head chunks GQA", 2, 8, 2, 2100, 2100, 8, 8, BHSD, true, false, 0, true, 0.f, F32, 1.f},
+        {"row chunks",      1, 1, 1, 8300, 8300, 8, 8, BSHD, true, false, 0, true, 0.f, F32, 1.f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], paths, NPATHS(paths), &r);
+}
+
 /* Random shapes, every option combined. */
 static void test_random_sweep(void **state)
 {
@@ -242,6 +273,8 @@ int main(void)
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_random_sweep),
+        cmocka_unit_test(test_long_sequence),
+        cmocka_unit_test(test_unfused_chunking),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -97,8 +97,10 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .x = op->scores, .y = op->scores, .kv_len = c->kv_len,
         .rows = nz * nr,
         .Tq = (uint32_t)nr, .Tk = (uint32_t)Tk,
-        .rows_per_batch = (uint32_t)((uint64_t)d->H * nr),
-        .kv_row_base = (uint32_t)(z0 * nr + r0),
+        /* Chunk row x is row z0 * Tq + r0 + x of all B * H * Tq: batch entry
+         * (that) / (H * Tq) whether the chunk holds whole heads or rows of one. */
+        .rows_per_batch = (uint32_t)((uint64_t)d->H * Tq),
+        .kv_row_base = (uint32_t)(z0 * Tq + r0),
         .scale = d->scale,
         .causal = d->causal,
         .q_offset = (int32_t)(d->q_offset + (int64_t)r0),
