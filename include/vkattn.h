@@ -126,6 +126,7 @@ VKATTN_API uint32_t vkattn_version(void);
 
 typedef struct vkattn_context vkattn_context;
 typedef struct vkattn_tensor vkattn_tensor;
+typedef struct vkattn_recording vkattn_recording;
 
 typedef enum vkattn_backend {
     VKATTN_BACKEND_AUTO = 0, /* Vulkan if a device is usable, else CPU */
@@ -307,6 +308,66 @@ VKATTN_API vkattn_status vkattn_tensor_upload(vkattn_tensor *tensor, const void 
  * as `dst_dtype` values. Statuses as for upload. */
 VKATTN_API vkattn_status vkattn_tensor_download(vkattn_tensor *tensor, void *dst,
                                                 vkattn_dtype dst_dtype);
+
+/* Where a Vulkan tensor lives: its VkBuffer (the tensor's data at offset 0) and
+ * the buffer's size in bytes (the data rounded up to 16). For applications that
+ * read or write tensors with their own commands (adopted devices). The buffer
+ * belongs to the tensor: never destroy it. INVALID_ARGUMENT on NULL arguments;
+ * UNSUPPORTED on the CPU backend. */
+VKATTN_API vkattn_status vkattn_tensor_vulkan_buffer(const vkattn_tensor *tensor, VkBuffer *buffer,
+                                                     VkDeviceSize *size);
+
+/* ------------------------------------- recording into the application's buffer -- */
+/*
+ * With an adopted device, ops can go into a command buffer the application owns,
+ * between its own commands; the application submits it. Usage:
+ *
+ *     vkBeginCommandBuffer(cb, ...);  ...own work...;  <entry barrier>
+ *     vkattn_recording_begin(ctx, cb);
+ *     vkattn_attention(ctx, ...);                  // recorded into cb
+ *     vkattn_recording *rec;
+ *     vkattn_recording_end(ctx, &rec);
+ *     <exit barrier>;  ...own work...;  vkEndCommandBuffer(cb);  vkQueueSubmit(...);
+ *     ...wait for the submission...;  vkattn_recording_release(rec);
+ *
+ * Barriers, the application's part:
+ *  - entry: vkattn's kernels read their input tensors and write their outputs in
+ *    the compute-shader stage (shader reads, including uniform texel buffer reads,
+ *    and shader writes). Before vkattn_recording_begin, record a barrier that
+ *    makes the application's earlier writes to those buffers available there
+ *    (dstStageMask VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dstAccessMask
+ *    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT), and that orders
+ *    its earlier reads of the outputs before vkattn overwrites them.
+ *  - exit: after vkattn_recording_end, before using an output (or writing an
+ *    input) again, a barrier with srcStageMask VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+ *    and srcAccessMask VK_ACCESS_SHADER_WRITE_BIT (| SHADER_READ_BIT for inputs).
+ *  Between vkattn's own dispatches vkattn records the barriers they need.
+ *
+ * While recording, calls that would submit work or move data (tensor upload and
+ * download, vkattn_synchronize, the timer) return INVALID_ARGUMENT: upload
+ * inputs before vkattn_recording_begin (it waits for vkattn's own pending work).
+ * Tensors used by the recorded commands must outlive the command buffer's
+ * execution; the scratch memory and descriptor sets vkattn uses are kept by the
+ * vkattn_recording until vkattn_recording_release.
+ */
+
+/* Starts recording ops into `command_buffer`, which the application has begun
+ * (primary or secondary, on a queue family with compute, of the adopted device;
+ * also works with a context's own device). First submits and waits for work
+ * the context recorded itself. Statuses: INVALID_ARGUMENT (NULL, already
+ * recording), UNSUPPORTED (CPU backend), DEVICE_LOST, VULKAN. */
+VKATTN_API vkattn_status vkattn_recording_begin(vkattn_context *ctx, VkCommandBuffer command_buffer);
+
+/* Stops recording into the application's command buffer; later ops go to the
+ * context's own again. `*out` receives the recording, which the application
+ * releases once the command buffer has finished executing (or will never run).
+ * INVALID_ARGUMENT if no recording is in progress or out is NULL. */
+VKATTN_API vkattn_status vkattn_recording_end(vkattn_context *ctx, vkattn_recording **out);
+
+/* Frees what the recorded commands used. Call it after the command buffer has
+ * completed. NULL is accepted. Unreleased recordings are released by
+ * vkattn_context_destroy. */
+VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
 
 /* ----------------------------------------------------------------- ops ---- */
 /*

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static vkattn_status create_descriptor_pool(vkattn_context *ctx, VkDescriptorPool *out)
+vkattn_status vk_descriptor_pool_create(vkattn_context *ctx, VkDescriptorPool *out)
 {
     vk_state *vk = &ctx->vk;
     VkDescriptorPoolSize sizes[2] = {
@@ -55,7 +55,7 @@ vkattn_status vk_cmd_init(vkattn_context *ctx)
         if ((r = vk->vkd.CreateQueryPool(vk->device, &qi, NULL, &vk->query_pool)) != VK_SUCCESS)
             return ctx_fail_vk(ctx, r, "vkCreateQueryPool");
     }
-    vkattn_status s = create_descriptor_pool(ctx, &vk->descriptor_pools[0]);
+    vkattn_status s = vk_descriptor_pool_create(ctx, &vk->descriptor_pools[0]);
     if (s != VKATTN_OK)
         return s;
     vk->descriptor_pool_count = 1;
@@ -109,7 +109,7 @@ static vkattn_status begin_if_needed(vkattn_context *ctx)
     vk_state *vk = &ctx->vk;
     if (vk->device_lost)
         return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "the device was lost");
-    if (vk->recording)
+    if (vk->recording || vk->external)
         return VKATTN_OK;
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -119,6 +119,7 @@ static vkattn_status begin_if_needed(vkattn_context *ctx)
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkBeginCommandBuffer");
     vk->recording = true;
+    vk->active = vk->command_buffer;
     vk->recorded_commands = 0;
     vk->written_count = vk->read_count = 0;
     return VKATTN_OK;
@@ -144,7 +145,7 @@ static void full_barrier(vk_state *vk)
     };
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vk->vkd.CmdPipelineBarrier(vk->command_buffer, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
+    vk->vkd.CmdPipelineBarrier(vk->active, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
     vk->written_count = vk->read_count = 0;
 }
 
@@ -177,6 +178,8 @@ static void order_accesses(vk_state *vk, const VkBuffer *reads, uint32_t nr,
 static vkattn_status allocate_set(vkattn_context *ctx, VkDescriptorSet *out)
 {
     vk_state *vk = &ctx->vk;
+    if (vk->external)
+        return recording_allocate_set(vk->external, out);
     for (;;) {
         VkDescriptorSetAllocateInfo ai = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
@@ -195,7 +198,7 @@ static vkattn_status allocate_set(vkattn_context *ctx, VkDescriptorSet *out)
         }
         if (vk->descriptor_pool_count == VKATTN_MAX_DESCRIPTOR_POOLS)
             return VKATTN_ERROR_EXCEEDS_DEVICE_LIMIT; /* caller flushes and retries */
-        vkattn_status s = create_descriptor_pool(ctx, &vk->descriptor_pools[vk->descriptor_pool_count]);
+        vkattn_status s = vk_descriptor_pool_create(ctx, &vk->descriptor_pools[vk->descriptor_pool_count]);
         if (s != VKATTN_OK)
             return s;
         vk->descriptor_pool_current = vk->descriptor_pool_count++;
@@ -262,7 +265,7 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
     vk->vkd.UpdateDescriptorSets(vk->device, 2 * VKATTN_MAX_BINDINGS, writes, 0, NULL);
     order_accesses(vk, reads, nr, written, nw);
 
-    VkCommandBuffer cb = vk->command_buffer;
+    VkCommandBuffer cb = vk->active;
     vk->vkd.CmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     vk->vkd.CmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, vk->pipeline_layout, 0, 1,
                                   &set, 0, NULL);
@@ -323,6 +326,9 @@ vkattn_status vk_cmd_timestamp(vkattn_context *ctx, uint32_t query)
 vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx)
 {
     vk_state *vk = &ctx->vk;
+    if (vk->external)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "cannot submit while recording into an application command buffer");
     if (vk->device_lost)
         return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "the device was lost");
     if (!vk->recording)

@@ -92,6 +92,8 @@ void vkattn_context_destroy(vkattn_context *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->backend == VKATTN_BACKEND_VULKAN)
+        recording_release_all(ctx);
     scratch_release_all(ctx);
     if (ctx->live_tensors)
         ctx_log(ctx, VKATTN_LOG_WARNING,
@@ -124,5 +126,6 @@ vkattn_status vkattn_synchronize(vkattn_context *ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
     if (ctx->backend != VKATTN_BACKEND_VULKAN)
         return VKATTN_OK;
-    return vk_cmd_submit_and_wait(ctx);
+    vkattn_status s = check_not_recording(ctx, "synchronize");
+    return s != VKATTN_OK ? s : vk_cmd_submit_and_wait(ctx);
 }

@@ -198,6 +198,10 @@ typedef struct vk_state {
 
     VkCommandPool command_pool;
     VkCommandBuffer command_buffer;
+    /* Where ops record: command_buffer, or the application's between
+     * vkattn_recording_begin and _end (then `external` is that recording). */
+    VkCommandBuffer active;
+    vkattn_recording *external;
     VkFence fence;
     bool recording;
     uint32_t recorded_commands;
@@ -242,6 +246,10 @@ struct vkattn_context {
     uint32_t live_tensors;
 
     vkattn_tensor *scratch[SCRATCH_COUNT];
+    /* Scratch tensors replaced while an unreleased recording still uses them. */
+    vkattn_tensor **retired;
+    uint32_t retired_count, retired_capacity;
+    vkattn_recording *recordings; /* unreleased ones, a list through `next` */
 
     bool timer_running;
     double timer_host_start_ms;
@@ -267,6 +275,20 @@ struct vkattn_tensor {
 
     /* CPU backend */
     void *host;
+
+    uint32_t pins; /* unreleased recordings using this (scratch) tensor */
+};
+
+/* Resources that an application's command buffer uses after
+ * vkattn_recording_end: descriptor pools and the scratch tensors it touched. */
+struct vkattn_recording {
+    vkattn_context *ctx;
+    VkCommandBuffer command_buffer;
+    VkDescriptorPool *pools;
+    uint32_t pool_count, pool_capacity;
+    vkattn_tensor **pinned;
+    uint32_t pinned_count, pinned_capacity;
+    vkattn_recording *next;
 };
 
 /* The shape of one attention problem, resolved from the tensors and the desc. */
@@ -283,6 +305,17 @@ typedef struct attention_dims {
 vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
                           vkattn_tensor **out);
 void scratch_release_all(vkattn_context *ctx);
+/* Destroys retired scratch tensors that no recording pins any more. */
+void scratch_sweep_retired(vkattn_context *ctx);
+
+/* While recording into an application's command buffer: a descriptor set from
+ * the recording's own pools, and a pin on a scratch tensor it uses. */
+vkattn_status recording_allocate_set(vkattn_recording *r, VkDescriptorSet *out);
+vkattn_status recording_pin(vkattn_recording *r, vkattn_tensor *t);
+void recording_release_all(vkattn_context *ctx);
+/* INVALID_ARGUMENT while recording into an application's command buffer, for
+ * calls that would submit work or touch memory the recording may use. */
+vkattn_status check_not_recording(vkattn_context *ctx, const char *op);
 
 /* ------------------------------------------------------ error helpers --- */
 
@@ -356,6 +389,7 @@ typedef struct vk_dispatch {
 } vk_dispatch;
 
 vkattn_status vk_cmd_init(vkattn_context *ctx);
+vkattn_status vk_descriptor_pool_create(vkattn_context *ctx, VkDescriptorPool *out);
 void vk_cmd_destroy(vkattn_context *ctx);
 vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d);
 vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDeviceSize bytes);

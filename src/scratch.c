@@ -1,36 +1,81 @@
-/* Scratch tensors kept by the context between op calls, one per role. */
+/* Scratch tensors kept by the context between op calls, one per role. A tensor
+ * that an unreleased recording (an application's command buffer) still uses is
+ * retired instead of destroyed when its slot grows. */
 #include "internal.h"
+
+#include <stdlib.h>
+
+static void destroy_owned(vkattn_context *ctx, vkattn_tensor *t)
+{
+    ctx->live_tensors++; /* scratch tensors are not counted as the application's */
+    vkattn_tensor_destroy(t);
+}
+
+static vkattn_status retire(vkattn_context *ctx, vkattn_tensor *t)
+{
+    if (ctx->retired_count == ctx->retired_capacity) {
+        uint32_t cap = ctx->retired_capacity ? 2 * ctx->retired_capacity : 4;
+        vkattn_tensor **grown = realloc(ctx->retired, cap * sizeof *grown);
+        if (!grown)
+            return ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "scratch: out of host memory");
+        ctx->retired = grown;
+        ctx->retired_capacity = cap;
+    }
+    ctx->retired[ctx->retired_count++] = t;
+    return VKATTN_OK;
+}
 
 vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
                           vkattn_tensor **out)
 {
     uint64_t rounded = (elements + 3) & ~(uint64_t)3;
     vkattn_tensor *t = ctx->scratch[slot];
-    if (t && t->count >= rounded) {
-        *out = t;
-        return VKATTN_OK;
+    if (!t || t->count < rounded) {
+        vkattn_status s = VKATTN_OK;
+        if (t && t->pins)
+            s = retire(ctx, t);
+        else if (t)
+            destroy_owned(ctx, t); /* waits for the context's own work that uses it */
+        if (s != VKATTN_OK)
+            return s;
+        ctx->scratch[slot] = NULL;
+        vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)rounded}};
+        if ((s = vkattn_tensor_create(ctx, &desc, &ctx->scratch[slot])) != VKATTN_OK)
+            return s;
+        ctx->live_tensors--;
+        t = ctx->scratch[slot];
     }
-    /* Destroying waits for recorded work that still uses the old buffer. */
-    if (t) {
-        ctx->live_tensors++;
-        vkattn_tensor_destroy(t);
+    if (ctx->vk.external) {
+        vkattn_status s = recording_pin(ctx->vk.external, t);
+        if (s != VKATTN_OK)
+            return s;
     }
-    ctx->scratch[slot] = NULL;
-    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)rounded}};
-    vkattn_status s = vkattn_tensor_create(ctx, &desc, &ctx->scratch[slot]);
-    if (s != VKATTN_OK)
-        return s;
-    ctx->live_tensors--; /* the context's own, not the application's */
-    *out = ctx->scratch[slot];
+    *out = t;
     return VKATTN_OK;
+}
+
+void scratch_sweep_retired(vkattn_context *ctx)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < ctx->retired_count; i++) {
+        if (ctx->retired[i]->pins)
+            ctx->retired[kept++] = ctx->retired[i];
+        else
+            destroy_owned(ctx, ctx->retired[i]);
+    }
+    ctx->retired_count = kept;
 }
 
 void scratch_release_all(vkattn_context *ctx)
 {
     for (int i = 0; i < SCRATCH_COUNT; i++)
         if (ctx->scratch[i]) {
-            ctx->live_tensors++;
-            vkattn_tensor_destroy(ctx->scratch[i]);
+            destroy_owned(ctx, ctx->scratch[i]);
             ctx->scratch[i] = NULL;
         }
+    for (uint32_t i = 0; i < ctx->retired_count; i++)
+        destroy_owned(ctx, ctx->retired[i]);
+    free(ctx->retired);
+    ctx->retired = NULL;
+    ctx->retired_count = ctx->retired_capacity = 0;
 }

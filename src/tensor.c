@@ -170,7 +170,7 @@ static vkattn_status check_transfer(vkattn_tensor *t, const void *host, vkattn_d
                         dtype_name(t->dtype), dtype_name(host_type));
     if (ctx->backend == VKATTN_BACKEND_VULKAN && ctx->vk.device_lost)
         return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "%s: the device was lost", op);
-    return VKATTN_OK;
+    return check_not_recording(ctx, op);
 }
 
 vkattn_status vkattn_tensor_upload(vkattn_tensor *t, const void *src, vkattn_dtype src_dtype)

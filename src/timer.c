@@ -20,6 +20,9 @@ vkattn_status vkattn_timer_begin(vkattn_context *ctx)
 {
     if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
+    vkattn_status not_recording = check_not_recording(ctx, "timer_begin");
+    if (not_recording != VKATTN_OK)
+        return not_recording;
     if (uses_gpu_timestamps(ctx)) {
         vkattn_status s = vk_cmd_timestamp(ctx, 0);
         if (s != VKATTN_OK)
@@ -41,6 +44,9 @@ vkattn_status vkattn_timer_end(vkattn_context *ctx, double *elapsed_ms)
         return VKATTN_ERROR_INVALID_ARGUMENT;
     if (!ctx->timer_running)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "timer_end: no timer_begin before it");
+    vkattn_status not_recording = check_not_recording(ctx, "timer_end");
+    if (not_recording != VKATTN_OK)
+        return not_recording;
     ctx->timer_running = false;
     if (!uses_gpu_timestamps(ctx)) {
         vkattn_status s = vkattn_synchronize(ctx);

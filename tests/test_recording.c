@@ -1,0 +1,313 @@
+/* Recording into the application's command buffer: the application (with its
+ * own instance, device, validation with synchronization checks, and messenger)
+ * records its own commands around vkattn's, submits, and reads the results with
+ * its own copy. Two recordings stay unreleased at once, the second growing the
+ * scratch memory the first still uses. Validation-clean, and every result
+ * matches the CPU reference. This test links the Vulkan loader itself. */
+#include <vulkan/vulkan.h>
+
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int app_messages;
+
+static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                     VkDebugUtilsMessageTypeFlagsEXT types,
+                                     const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    (void)types;
+    (void)user;
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        app_messages++;
+        fprintf(stderr, "VALIDATION: %s\n", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+typedef struct app {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    uint32_t family;
+    VkQueue queue;
+    VkCommandPool pool;
+} app;
+
+static void app_create(app *a)
+{
+    const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
+    const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
+                                VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
+    VkValidationFeatureEnableEXT enables[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                        .enabledValidationFeatureCount = 1,
+                                        .pEnabledValidationFeatures = enables};
+    VkApplicationInfo info = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                              .apiVersion = VK_API_VERSION_1_1};
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pNext = &features,
+                               .pApplicationInfo = &info,
+                               .enabledLayerCount = 1,
+                               .ppEnabledLayerNames = layers,
+                               .enabledExtensionCount = 2,
+                               .ppEnabledExtensionNames = extensions};
+    VkResult r = vkCreateInstance(&ii, NULL, &a->instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+        fprintf(stderr, "no Vulkan driver: skipping\n");
+        exit(TEST_SKIP_CODE);
+    }
+    if (r == VK_ERROR_LAYER_NOT_PRESENT || r == VK_ERROR_EXTENSION_NOT_PRESENT)
+        fail_msg("the Khronos validation layer is not installed");
+    assert_int_equal(r, VK_SUCCESS);
+    PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
+        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(a->instance,
+                                                                  "vkCreateDebugUtilsMessengerEXT");
+    a->destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+        a->instance, "vkDestroyDebugUtilsMessengerEXT");
+    VkDebugUtilsMessengerCreateInfoEXT mi = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+        .pfnUserCallback = on_message,
+    };
+    assert_int_equal(create_messenger(a->instance, &mi, NULL, &a->messenger), VK_SUCCESS);
+
+    uint32_t n = 8;
+    VkPhysicalDevice devices[8];
+    vkEnumeratePhysicalDevices(a->instance, &n, devices);
+    for (uint32_t i = 0; i < n && !a->physical_device; i++) {
+        uint32_t nf = 16;
+        VkQueueFamilyProperties families[16];
+        vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &nf, families);
+        for (uint32_t f = 0; f < nf && !a->physical_device; f++)
+            if (families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+                a->physical_device = devices[i];
+                a->family = f;
+            }
+    }
+    if (!a->physical_device) {
+        fprintf(stderr, "no Vulkan device: skipping\n");
+        exit(TEST_SKIP_CODE);
+    }
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                  .queueFamilyIndex = a->family,
+                                  .queueCount = 1,
+                                  .pQueuePriorities = &priority};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &qi};
+    assert_int_equal(vkCreateDevice(a->physical_device, &di, NULL, &a->device), VK_SUCCESS);
+    vkGetDeviceQueue(a->device, a->family, 0, &a->queue);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .queueFamilyIndex = a->family};
+    assert_int_equal(vkCreateCommandPool(a->device, &pi, NULL, &a->pool), VK_SUCCESS);
+}
+
+static void app_destroy(app *a)
+{
+    vkDestroyCommandPool(a->device, a->pool, NULL);
+    vkDestroyDevice(a->device, NULL);
+    a->destroy_messenger(a->instance, a->messenger, NULL);
+    vkDestroyInstance(a->instance, NULL);
+}
+
+/* The application's own host-visible buffer, for reading results back itself. */
+typedef struct readback {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    float *mapped;
+} readback;
+
+static void readback_create(app *a, VkDeviceSize size, readback *out)
+{
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = size,
+                             .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT};
+    assert_int_equal(vkCreateBuffer(a->device, &bi, NULL, &out->buffer), VK_SUCCESS);
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(a->device, out->buffer, &req);
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(a->physical_device, &mp);
+    const VkMemoryPropertyFlags want =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t type = UINT32_MAX;
+    for (uint32_t i = 0; i < mp.memoryTypeCount && type == UINT32_MAX; i++)
+        if ((req.memoryTypeBits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want)
+            type = i;
+    assert_true(type != UINT32_MAX);
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = req.size,
+                               .memoryTypeIndex = type};
+    assert_int_equal(vkAllocateMemory(a->device, &ai, NULL, &out->memory), VK_SUCCESS);
+    assert_int_equal(vkBindBufferMemory(a->device, out->buffer, out->memory, 0), VK_SUCCESS);
+    assert_int_equal(vkMapMemory(a->device, out->memory, 0, VK_WHOLE_SIZE, 0, (void **)&out->mapped),
+                     VK_SUCCESS);
+}
+
+static void readback_destroy(app *a, readback *r)
+{
+    vkDestroyBuffer(a->device, r->buffer, NULL);
+    vkFreeMemory(a->device, r->memory, NULL);
+}
+
+static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = src,
+                          .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* One problem: inputs in vkattn tensors (GPU and CPU), the output read back. */
+typedef struct problem {
+    pair q, k, v, o;
+    readback back;
+    VkCommandBuffer cb;
+    vkattn_recording *recording;
+} problem;
+
+/* Records into a new command buffer of the application: its own fill of O, the
+ * entry barrier, vkattn's attention (by `path`), the exit barrier, its own copy
+ * of O into its read-back buffer. */
+static void record_problem(app *a, test_env *env, problem *p, int64_t T, int64_t D,
+                           vkattn_attention_path path, rng *r)
+{
+    int64_t shape[4] = {1, 2, T, D};
+    p->q = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
+    p->k = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
+    p->v = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
+    p->o = pair_output(env, 4, shape);
+    VkBuffer o_buffer;
+    VkDeviceSize o_size;
+    assert_int_equal(vkattn_tensor_vulkan_buffer(p->o.gpu, &o_buffer, &o_size), VKATTN_OK);
+    readback_create(a, o_size, &p->back);
+
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = a->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    assert_int_equal(vkAllocateCommandBuffers(a->device, &ai, &p->cb), VK_SUCCESS);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    assert_int_equal(vkBeginCommandBuffer(p->cb, &bi), VK_SUCCESS);
+    /* The application's own work on the output buffer first... */
+    vkCmdFillBuffer(p->cb, o_buffer, 0, VK_WHOLE_SIZE, 0x7fc00000u /* NaN */);
+    barrier(p->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    /* ...then vkattn's, which overwrites it... */
+    assert_int_equal(vkattn_recording_begin(env->gpu, p->cb), VKATTN_OK);
+    float scratch[4];
+    assert_int_equal(vkattn_tensor_download(p->o.gpu, scratch, VKATTN_DTYPE_F32),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_synchronize(env->gpu), VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_attention_desc d = {.causal = true, .path = path};
+    vkattn_status s = vkattn_attention(env->gpu, &d, p->q.gpu, p->k.gpu, p->v.gpu, p->o.gpu);
+    if (s != VKATTN_OK)
+        fail_msg("%s", vkattn_last_error(env->gpu));
+    assert_int_equal(vkattn_recording_end(env->gpu, &p->recording), VKATTN_OK);
+    /* ...then the application's copy of the result. */
+    barrier(p->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    VkBufferCopy region = {0, 0, o_size};
+    vkCmdCopyBuffer(p->cb, o_buffer, p->back.buffer, 1, &region);
+    barrier(p->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    assert_int_equal(vkEndCommandBuffer(p->cb), VK_SUCCESS);
+
+    assert_int_equal(vkattn_attention(env->cpu, &d, p->q.cpu, p->k.cpu, p->v.cpu, p->o.cpu),
+                     VKATTN_OK);
+}
+
+static void check_problem(app *a, test_env *env, problem *p, const char *name)
+{
+    /* What the application copied out must match the reference. */
+    float *want = malloc(p->o.count * sizeof *want);
+    assert_non_null(want);
+    assert_int_equal(vkattn_tensor_download(p->o.cpu, want, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (size_t i = 0; i < p->o.count; i++)
+        if (!(fabsf(p->back.mapped[i] - want[i]) <= 2e-5f))
+            fail_msg("%s: element %zu is %g, reference %g", name, i, (double)p->back.mapped[i],
+                     (double)want[i]);
+    free(want);
+    vkattn_recording_release(p->recording);
+    vkFreeCommandBuffers(a->device, a->pool, 1, &p->cb);
+    readback_destroy(a, &p->back);
+    pair_destroy(&p->q);
+    pair_destroy(&p->k);
+    pair_destroy(&p->v);
+    pair_destroy(&p->o);
+    (void)env;
+}
+
+static void test_recording(void **state)
+{
+    (void)state;
+    app a = {0};
+    app_create(&a);
+    vkattn_vulkan_handles handles = {
+        .instance = a.instance,
+        .physical_device = a.physical_device,
+        .device = a.device,
+        .queue_family_index = a.family,
+        .queue = a.queue,
+        .get_instance_proc_addr = vkGetInstanceProcAddr,
+    };
+    test_log log = {0};
+    test_env env = {0};
+    vkattn_context_desc cd = {.adopt = &handles, .log_fn = test_logger, .log_user_data = &log};
+    assert_int_equal(vkattn_context_create(&cd, &env.gpu), VKATTN_OK);
+    vkattn_context_desc cpu = {.backend = VKATTN_BACKEND_CPU};
+    assert_int_equal(vkattn_context_create(&cpu, &env.cpu), VKATTN_OK);
+    rng r = {51};
+
+    /* Two command buffers recorded before either runs: the second, larger
+     * unfused problem grows the scratch scores buffer the first still uses. */
+    problem small = {0}, large = {0}, fused = {0};
+    record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, &r);
+    record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, &r);
+    record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, &r);
+    VkCommandBuffer cbs[3] = {small.cb, large.cb, fused.cb};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .commandBufferCount = 3,
+                       .pCommandBuffers = cbs};
+    assert_int_equal(vkQueueSubmit(a.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+    assert_int_equal(vkQueueWaitIdle(a.queue), VK_SUCCESS);
+    check_problem(&a, &env, &small, "small unfused");
+    check_problem(&a, &env, &large, "large unfused");
+    check_problem(&a, &env, &fused, "fused");
+
+    /* vkattn's own submissions work again afterwards. */
+    int64_t shape[4] = {1, 1, 9, 8};
+    pair q = pair_random(&env, VKATTN_DTYPE_F32, 4, shape, &r, -1, 1);
+    pair o = pair_output(&env, 4, shape);
+    assert_int_equal(vkattn_attention(env.gpu, NULL, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_attention(env.cpu, NULL, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+    expect_close("after recordings", &o, 2e-5, 0, NULL);
+    pair_destroy(&q);
+    pair_destroy(&o);
+    assert_int_equal(vkattn_recording_end(env.gpu, &small.recording), VKATTN_ERROR_INVALID_ARGUMENT);
+
+    vkattn_context_destroy(env.cpu);
+    vkattn_context_destroy(env.gpu);
+    assert_int_equal(vkDeviceWaitIdle(a.device), VK_SUCCESS);
+    app_destroy(&a);
+    assert_int_equal(app_messages, 0);
+    assert_int_equal(log.validation_messages, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_recording)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
