@@ -236,6 +236,13 @@ typedef struct vkattn_context_desc {
     const vkattn_vulkan_handles *adopt; /* default NULL: vkattn creates its own instance
                                            and device; else runs in these (backend and
                                            device are then ignored) */
+    const char *pipeline_cache_dir; /* default NULL: $XDG_CACHE_HOME/vkattn, else
+                                       ~/.cache/vkattn. Compiled pipelines are kept there in
+                                       one file per device (UUID, driver version) between
+                                       runs. A corrupt or foreign file is ignored with a
+                                       log line, never trusted. */
+    bool pipeline_cache_disable;    /* default false; true: no cache file is read or written
+                                       (also with VKATTN_PIPELINE_CACHE=0 in the environment) */
 } vkattn_context_desc;
 
 /* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a

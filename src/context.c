@@ -23,7 +23,7 @@ static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc 
                                   : vk_device_create_owned(ctx, desc);
     if (s != VKATTN_OK)
         return s;
-    if ((s = vk_pipelines_init(ctx)) != VKATTN_OK)
+    if ((s = vk_pipelines_init(ctx, desc)) != VKATTN_OK)
         return s;
     return vk_cmd_init(ctx);
 }

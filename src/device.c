@@ -152,9 +152,12 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
 
     VkPhysicalDeviceDriverProperties driver = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceIDProperties ids = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+        .pNext = has_driver_props ? &driver : NULL};
     VkPhysicalDeviceMaintenance3Properties maintenance3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
-        .pNext = has_driver_props ? &driver : NULL};
+        .pNext = &ids};
     VkPhysicalDeviceSubgroupProperties subgroup = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
         .pNext = &maintenance3};
@@ -199,6 +202,9 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
                                has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     info->timestamp_period_ns = lim->timestampPeriod;
 
+    memcpy(vk->device_uuid, ids.deviceUUID, sizeof vk->device_uuid);
+    memcpy(vk->pipeline_cache_uuid, base.pipelineCacheUUID, sizeof vk->pipeline_cache_uuid);
+    vk->driver_version = base.driverVersion;
     vk->min_storage_offset_alignment = (uint32_t)lim->minStorageBufferOffsetAlignment;
     for (int i = 0; i < 3; i++)
         vk->max_workgroup_count[i] = lim->maxComputeWorkGroupCount[i];

@@ -64,6 +64,7 @@
     X(DestroyPipelineLayout)                      \
     X(CreatePipelineCache)                        \
     X(DestroyPipelineCache)                       \
+    X(GetPipelineCacheData)                       \
     X(CreateComputePipelines)                     \
     X(DestroyPipeline)                            \
     X(CreateDescriptorPool)                       \
@@ -175,6 +176,8 @@ typedef struct vk_state {
     vk_device_table vkd;
 
     VkPhysicalDeviceMemoryProperties memory_properties;
+    uint8_t device_uuid[VK_UUID_SIZE], pipeline_cache_uuid[VK_UUID_SIZE];
+    uint32_t driver_version;
     uint32_t min_storage_offset_alignment;
     uint32_t max_workgroup_count[3];
     uint64_t max_allocation_size;
@@ -184,6 +187,8 @@ typedef struct vk_state {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
     VkPipelineCache pipeline_cache;
+    char *pipeline_cache_path;      /* NULL: not persisted */
+    size_t pipeline_cache_loaded;   /* bytes of data loaded from it (0: none) */
     VkShaderModule modules[SHADER_COUNT];
     pipeline_entry *pipelines;
     uint32_t pipeline_count, pipeline_capacity;
@@ -362,7 +367,13 @@ VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format
 
 /* ------------------------------------------------------------ pipeline --- */
 
-vkattn_status vk_pipelines_init(vkattn_context *ctx);
+vkattn_status vk_pipelines_init(vkattn_context *ctx, const vkattn_context_desc *desc);
+/* The persistent pipeline cache (pipeline_cache.c): the path for this device
+ * (NULL when disabled), the validated data of its file (NULL when absent,
+ * corrupt or foreign, with a log line saying why), and saving at the end. */
+char *pipeline_cache_file(vkattn_context *ctx, const vkattn_context_desc *desc);
+void *pipeline_cache_load(vkattn_context *ctx, const char *path, size_t *size);
+void pipeline_cache_save(vkattn_context *ctx);
 void vk_pipelines_destroy(vkattn_context *ctx);
 vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out);
 

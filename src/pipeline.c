@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-vkattn_status vk_pipelines_init(vkattn_context *ctx)
+vkattn_status vk_pipelines_init(vkattn_context *ctx, const vkattn_context_desc *desc)
 {
     vk_state *vk = &ctx->vk;
     /* One layout for all kernels: set 0 with VKATTN_MAX_BINDINGS storage buffers and
@@ -39,10 +39,26 @@ vkattn_status vk_pipelines_init(vkattn_context *ctx)
     r = vk->vkd.CreatePipelineLayout(vk->device, &pli, NULL, &vk->pipeline_layout);
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreatePipelineLayout");
-    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    vk->pipeline_cache_path = pipeline_cache_file(ctx, desc);
+    size_t size = 0;
+    void *data = vk->pipeline_cache_path ? pipeline_cache_load(ctx, vk->pipeline_cache_path, &size)
+                                         : NULL;
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = size,
+                                    .pInitialData = data};
     r = vk->vkd.CreatePipelineCache(vk->device, &ci, NULL, &vk->pipeline_cache);
+    if (r != VK_SUCCESS && data) {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "pipeline cache %s refused by the driver (%s); "
+                "starting empty", vk->pipeline_cache_path, vk_result_string(r));
+        ci.initialDataSize = 0;
+        ci.pInitialData = NULL;
+        size = 0;
+        r = vk->vkd.CreatePipelineCache(vk->device, &ci, NULL, &vk->pipeline_cache);
+    }
+    free(data);
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreatePipelineCache");
+    vk->pipeline_cache_loaded = size;
     return VKATTN_OK;
 }
 
@@ -51,6 +67,8 @@ void vk_pipelines_destroy(vkattn_context *ctx)
     vk_state *vk = &ctx->vk;
     if (!vk->device || !vk->vkd.DestroyPipeline)
         return;
+    if (vk->pipeline_cache)
+        pipeline_cache_save(ctx);
     for (uint32_t i = 0; i < vk->pipeline_count; i++)
         vk->vkd.DestroyPipeline(vk->device, vk->pipelines[i].pipeline, NULL);
     free(vk->pipelines);
@@ -61,6 +79,8 @@ void vk_pipelines_destroy(vkattn_context *ctx)
             vk->vkd.DestroyShaderModule(vk->device, vk->modules[i], NULL);
     if (vk->pipeline_cache)
         vk->vkd.DestroyPipelineCache(vk->device, vk->pipeline_cache, NULL);
+    free(vk->pipeline_cache_path);
+    vk->pipeline_cache_path = NULL;
     if (vk->pipeline_layout)
         vk->vkd.DestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
     if (vk->set_layout)

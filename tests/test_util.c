@@ -13,6 +13,7 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
         fprintf(stderr, "VALIDATION: %s\n", msg);
     } else if (level >= VKATTN_LOG_WARNING) {
         log->warnings++;
+        snprintf(log->last_warning, sizeof log->last_warning, "%s", msg);
     }
     snprintf(log->last, sizeof log->last, "%s", msg);
 }

@@ -18,6 +18,7 @@ typedef struct test_log {
     int validation_messages;
     int warnings;
     char last[1024];
+    char last_warning[1024];
 } test_log;
 
 typedef struct test_env {

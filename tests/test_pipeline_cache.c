@@ -1,0 +1,123 @@
+/* The persistent pipeline cache: written where asked, reused by the next
+ * context, and a corrupt, truncated or foreign file is ignored with a warning
+ * while results stay right. Disabled, nothing is written. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The one cache file in `dir` (its path into `path`), or false. */
+static bool cache_file(const char *dir, char *path, size_t size)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".cache")) {
+            snprintf(path, size, "%s/%s", dir, e->d_name);
+            found = true;
+        }
+    closedir(d);
+    return found;
+}
+
+/* A context using `dir`, one attention checked against the reference, destroyed. */
+static void run_once(test_env *env, const char *dir, bool disable, test_log *log)
+{
+    vkattn_context_desc cd = {.backend = VKATTN_BACKEND_VULKAN,
+                              .validation = VKATTN_VALIDATION_ON,
+                              .log_fn = test_logger,
+                              .log_user_data = log,
+                              .pipeline_cache_dir = dir,
+                              .pipeline_cache_disable = disable};
+    test_env e = {.cpu = env->cpu};
+    assert_int_equal(vkattn_context_create(&cd, &e.gpu), VKATTN_OK);
+    rng r = {61};
+    int64_t shape[4] = {1, 2, 17, 16};
+    pair q = pair_random(&e, VKATTN_DTYPE_F32, 4, shape, &r, -1, 1);
+    pair o = pair_output(&e, 4, shape);
+    vkattn_attention_desc d = {.causal = true};
+    assert_int_equal(vkattn_attention(e.gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_attention(e.cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+    expect_close("attention with a pipeline cache", &o, 2e-5, 0, NULL);
+    pair_destroy(&q);
+    pair_destroy(&o);
+    vkattn_context_destroy(e.gpu);
+    assert_int_equal(log->validation_messages, 0);
+}
+
+static void overwrite(const char *path, long offset, const char *bytes, size_t n, bool truncate)
+{
+    FILE *f = fopen(path, truncate ? "wb" : "r+b");
+    assert_non_null(f);
+    fseek(f, offset, SEEK_SET);
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+}
+
+static void test_pipeline_cache(void **state)
+{
+    test_env *env = *state;
+    char dir[] = "/tmp/vkattn-cache-XXXXXX", path[512];
+    assert_non_null(mkdtemp(dir));
+
+    test_log log = {0};
+    run_once(env, dir, true, &log);
+    assert_false(cache_file(dir, path, sizeof path)); /* disabled: nothing written */
+
+    run_once(env, dir, false, &log);
+    assert_true(cache_file(dir, path, sizeof path));
+    memset(&log, 0, sizeof log);
+    run_once(env, dir, false, &log);
+    assert_int_equal(log.warnings, 0); /* a valid file loads silently */
+
+    /* Each damaged file is ignored with a warning naming the reason. */
+    struct {
+        long offset;
+        const char *bytes;
+        bool truncate;
+        const char *reason;
+    } damage[] = {
+        {90, "garbage", false, "checksum"},            /* data corrupted */
+        {20, "\x01\x02", false, "another device"},     /* the header's device id */
+        {0, "VKATTNPC", true, "shorter than its header"},
+        {0, "NOTOURS!xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+         true, "not a vkattn pipeline cache"},
+    };
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        run_once(env, dir, false, &log); /* a good file again */
+        overwrite(path, damage[i].offset, damage[i].bytes, strlen(damage[i].bytes),
+                  damage[i].truncate);
+        memset(&log, 0, sizeof log);
+        run_once(env, dir, false, &log);
+        if (log.warnings != 1 || !strstr(log.last_warning, damage[i].reason))
+            fail_msg("damage %zu: %d warnings, last \"%s\", expected \"%s\"", i, log.warnings,
+                     log.last_warning, damage[i].reason);
+    }
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static int setup(void **state)
+{
+    *state = test_env_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_env_destroy(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_pipeline_cache)};
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
