@@ -254,18 +254,6 @@ static void test_random_sweep(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,5 +264,5 @@ int main(void)
         cmocka_unit_test(test_long_sequence),
         cmocka_unit_test(test_unfused_chunking),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

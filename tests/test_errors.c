@@ -241,18 +241,6 @@ static void test_long_recording(void **state)
     vkattn_tensor_destroy(y);
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,5 +248,5 @@ int main(void)
         cmocka_unit_test(test_attention_errors),
         cmocka_unit_test(test_long_recording),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

@@ -421,18 +421,6 @@ static void test_scores_golden(void **state)
     run_scores(env->gpu, "gpu naive", VKATTN_MATMUL_NAIVE);
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,5 +428,5 @@ int main(void)
         cmocka_unit_test(test_softmax_golden),
         cmocka_unit_test(test_scores_golden),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

@@ -45,20 +45,8 @@ static void test_shapes(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes)};
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

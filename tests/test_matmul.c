@@ -169,18 +169,6 @@ static void test_square_512(void **state)
     run_case(env, &c, VKATTN_MATMUL_AUTO, &r);
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,5 +176,5 @@ int main(void)
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_square_512),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

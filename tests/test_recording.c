@@ -3,123 +3,14 @@
  * records its own commands around vkattn's, submits, and reads the results with
  * its own copy. Two recordings stay unreleased at once, the second growing the
  * scratch memory the first still uses. Validation-clean, and every result
- * matches the CPU reference. This test links the Vulkan loader itself. */
-#include <vulkan/vulkan.h>
-
+ * matches the CPU reference. */
+#include "test_app.h"
 #include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int app_messages;
-
-static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                     VkDebugUtilsMessageTypeFlagsEXT types,
-                                     const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
-{
-    (void)types;
-    (void)user;
-    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
-        app_messages++;
-        fprintf(stderr, "VALIDATION: %s\n", data->pMessage);
-    }
-    return VK_FALSE;
-}
-
-typedef struct app {
-    VkInstance instance;
-    VkDebugUtilsMessengerEXT messenger;
-    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
-    VkPhysicalDevice physical_device;
-    VkDevice device;
-    uint32_t family;
-    VkQueue queue;
-    VkCommandPool pool;
-} app;
-
-static void app_create(app *a)
-{
-    const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
-    const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
-                                VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
-    VkValidationFeatureEnableEXT enables[] = {
-        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
-    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-                                        .enabledValidationFeatureCount = 1,
-                                        .pEnabledValidationFeatures = enables};
-    VkApplicationInfo info = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-                              .apiVersion = VK_API_VERSION_1_1};
-    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pNext = &features,
-                               .pApplicationInfo = &info,
-                               .enabledLayerCount = 1,
-                               .ppEnabledLayerNames = layers,
-                               .enabledExtensionCount = 2,
-                               .ppEnabledExtensionNames = extensions};
-    VkResult r = vkCreateInstance(&ii, NULL, &a->instance);
-    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
-        fprintf(stderr, "no Vulkan driver: skipping\n");
-        exit(TEST_SKIP_CODE);
-    }
-    if (r == VK_ERROR_LAYER_NOT_PRESENT || r == VK_ERROR_EXTENSION_NOT_PRESENT)
-        fail_msg("the Khronos validation layer is not installed");
-    assert_int_equal(r, VK_SUCCESS);
-    PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
-        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(a->instance,
-                                                                  "vkCreateDebugUtilsMessengerEXT");
-    a->destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
-        a->instance, "vkDestroyDebugUtilsMessengerEXT");
-    VkDebugUtilsMessengerCreateInfoEXT mi = {
-        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
-        .pfnUserCallback = on_message,
-    };
-    assert_int_equal(create_messenger(a->instance, &mi, NULL, &a->messenger), VK_SUCCESS);
-
-    uint32_t n = 8;
-    VkPhysicalDevice devices[8];
-    vkEnumeratePhysicalDevices(a->instance, &n, devices);
-    for (uint32_t i = 0; i < n && !a->physical_device; i++) {
-        uint32_t nf = 16;
-        VkQueueFamilyProperties families[16];
-        vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &nf, families);
-        for (uint32_t f = 0; f < nf && !a->physical_device; f++)
-            if (families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-                a->physical_device = devices[i];
-                a->family = f;
-            }
-    }
-    if (!a->physical_device) {
-        fprintf(stderr, "no Vulkan device: skipping\n");
-        exit(TEST_SKIP_CODE);
-    }
-    float priority = 1.0f;
-    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                  .queueFamilyIndex = a->family,
-                                  .queueCount = 1,
-                                  .pQueuePriorities = &priority};
-    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                             .queueCreateInfoCount = 1,
-                             .pQueueCreateInfos = &qi};
-    assert_int_equal(vkCreateDevice(a->physical_device, &di, NULL, &a->device), VK_SUCCESS);
-    vkGetDeviceQueue(a->device, a->family, 0, &a->queue);
-    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                  .queueFamilyIndex = a->family};
-    assert_int_equal(vkCreateCommandPool(a->device, &pi, NULL, &a->pool), VK_SUCCESS);
-}
-
-static void app_destroy(app *a)
-{
-    vkDestroyCommandPool(a->device, a->pool, NULL);
-    vkDestroyDevice(a->device, NULL);
-    a->destroy_messenger(a->instance, a->messenger, NULL);
-    vkDestroyInstance(a->instance, NULL);
-}
 
 /* The application's own host-visible buffer, for reading results back itself. */
 typedef struct readback {
@@ -128,7 +19,7 @@ typedef struct readback {
     float *mapped;
 } readback;
 
-static void readback_create(app *a, VkDeviceSize size, readback *out)
+static void readback_create(test_app *a, VkDeviceSize size, readback *out)
 {
     VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                              .size = size,
@@ -154,7 +45,7 @@ static void readback_create(app *a, VkDeviceSize size, readback *out)
                      VK_SUCCESS);
 }
 
-static void readback_destroy(app *a, readback *r)
+static void readback_destroy(test_app *a, readback *r)
 {
     vkDestroyBuffer(a->device, r->buffer, NULL);
     vkFreeMemory(a->device, r->memory, NULL);
@@ -180,7 +71,7 @@ typedef struct problem {
 /* Records into a new command buffer of the application: its own fill of O, the
  * entry barrier, vkattn's attention (by `path`), the exit barrier, its own copy
  * of O into its read-back buffer. */
-static void record_problem(app *a, test_env *env, problem *p, int64_t T, int64_t D,
+static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, int64_t D,
                            vkattn_attention_path path, rng *r)
 {
     int64_t shape[4] = {1, 2, T, D};
@@ -229,7 +120,7 @@ static void record_problem(app *a, test_env *env, problem *p, int64_t T, int64_t
                      VKATTN_OK);
 }
 
-static void check_problem(app *a, test_env *env, problem *p, const char *name)
+static void check_problem(test_app *a, test_env *env, problem *p, const char *name)
 {
     /* What the application copied out must match the reference. */
     float *want = malloc(p->o.count * sizeof *want);
@@ -253,16 +144,9 @@ static void check_problem(app *a, test_env *env, problem *p, const char *name)
 static void test_recording(void **state)
 {
     (void)state;
-    app a = {0};
-    app_create(&a);
-    vkattn_vulkan_handles handles = {
-        .instance = a.instance,
-        .physical_device = a.physical_device,
-        .device = a.device,
-        .queue_family_index = a.family,
-        .queue = a.queue,
-        .get_instance_proc_addr = vkGetInstanceProcAddr,
-    };
+    test_app a;
+    test_app_create(&a);
+    vkattn_vulkan_handles handles = test_app_handles(&a);
     test_log log = {0};
     test_env env = {0};
     vkattn_context_desc cd = {.adopt = &handles, .log_fn = test_logger, .log_user_data = &log};
@@ -301,8 +185,8 @@ static void test_recording(void **state)
     vkattn_context_destroy(env.cpu);
     vkattn_context_destroy(env.gpu);
     assert_int_equal(vkDeviceWaitIdle(a.device), VK_SUCCESS);
-    app_destroy(&a);
-    assert_int_equal(app_messages, 0);
+    test_app_destroy(&a);
+    assert_int_equal(a.validation_messages, 0);
     assert_int_equal(log.validation_messages, 0);
 }
 

@@ -182,18 +182,6 @@ static void test_row_invariants(void **state)
     pair_destroy(&y);
 }
 
-static int setup(void **state)
-{
-    *state = test_env_create();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    test_env_destroy(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,5 +190,5 @@ int main(void)
         cmocka_unit_test(test_non_finite),
         cmocka_unit_test(test_row_invariants),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

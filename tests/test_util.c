@@ -60,6 +60,18 @@ void test_env_destroy(test_env *env)
     assert_int_equal(messages, 0);
 }
 
+int test_env_setup(void **state)
+{
+    *state = test_env_create();
+    return 0;
+}
+
+int test_env_teardown(void **state)
+{
+    test_env_destroy(*state);
+    return 0;
+}
+
 uint64_t rng_next(rng *r)
 {
     uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);

@@ -35,6 +35,9 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
 test_env *test_env_create(void);
 /* Destroys both contexts and asserts no validation message was logged. */
 void test_env_destroy(test_env *env);
+/* cmocka group setup and teardown around the two: *state is the test_env. */
+int test_env_setup(void **state);
+int test_env_teardown(void **state);
 
 /* Deterministic random numbers. */
 typedef struct rng { uint64_t state; } rng;
