@@ -1,10 +1,12 @@
 /*
  * vkattn — multi-head attention on any GPU with a Vulkan compute queue.
  *
- * vkattn computes scaled dot-product attention and the pieces it is built from
- * (tiled matmul, causal-masked scaled softmax, head transpose) with GLSL compute
- * shaders embedded in the library as SPIR-V, and with a CPU reference backend
- * (double accumulation) that computes the same ops for checking and as a fallback.
+ * vkattn computes scaled dot-product attention (a fused flash-attention kernel,
+ * or the unfused pipeline of the pieces it is built from: tiled matmul,
+ * causal-masked scaled softmax, head transpose) and the multi-head attention
+ * layer, with GLSL compute shaders embedded in the library as SPIR-V, and with
+ * a CPU reference backend (double accumulation) that computes the same ops for
+ * checking and as a fallback.
  *
  * Usage sketch
  *
@@ -12,15 +14,18 @@
  *     vkattn_context_desc cd = {0};                 // zero = defaults: best device
  *     if (vkattn_context_create(&cd, &ctx) != VKATTN_OK) ...
  *
- *     vkattn_tensor *a, *b, *c;
- *     vkattn_tensor_desc td = {.dtype = VKATTN_DTYPE_F32, .ndim = 2, .shape = {M, K}};
- *     vkattn_tensor_create(ctx, &td, &a);           // likewise b (K, N) and c (M, N)
- *     vkattn_tensor_upload(a, host_a, VKATTN_DTYPE_F32);
- *     vkattn_matmul(ctx, NULL, a, b, NULL, c);      // recorded, not yet run
- *     vkattn_tensor_download(c, host_c, VKATTN_DTYPE_F32);  // submits and waits
- *     if (status != VKATTN_OK) fprintf(stderr, "%s\n", vkattn_last_error(ctx));
+ *     // Q, K, V, O are (B, H, T, D) by default.
+ *     vkattn_tensor *q, *k, *v, *o;
+ *     vkattn_tensor_desc td = {.dtype = VKATTN_DTYPE_F32, .ndim = 4, .shape = {B, H, T, D}};
+ *     vkattn_tensor_create(ctx, &td, &q);           // likewise k, v and o
+ *     vkattn_tensor_upload(q, host_q, VKATTN_DTYPE_F32);   // likewise k, v
+ *     vkattn_attention_desc ad = {.causal = true};  // scale 1/sqrt(D), fused path
+ *     vkattn_status s = vkattn_attention(ctx, &ad, q, k, v, o);  // recorded, not yet run
+ *     if (s == VKATTN_OK)
+ *         s = vkattn_tensor_download(o, host_o, VKATTN_DTYPE_F32);  // submits and waits
+ *     if (s != VKATTN_OK) fprintf(stderr, "%s\n", vkattn_last_error(ctx));
  *
- *     vkattn_tensor_destroy(a); ...; vkattn_context_destroy(ctx);
+ *     vkattn_tensor_destroy(q); ...; vkattn_context_destroy(ctx);
  *
  * Ownership. Every object created by vkattn_*_create is owned by the caller and
  * released by the matching *_destroy, which accepts NULL. Tensors belong to the
@@ -50,10 +55,21 @@
  * backend (with a log line saying so). A device that is named (by desc or
  * VKATTN_DEVICE) but matches none is an error, never a fallback.
  *
+ * Adopted devices. An application that has its own VkInstance, VkDevice and
+ * VkQueue hands them over in vkattn_context_desc.adopt; vkattn needs Vulkan 1.1
+ * and a queue family with compute, and no device extension or feature beyond
+ * core 1.1. Ops can also be recorded into the application's own command buffer
+ * (vkattn_recording_begin).
+ *
+ * Memory. Tensors are device buffers, mapped where device memory is
+ * host-visible. Ops that need scratch memory (unfused scores, split-key partial
+ * results, mha projections) keep it in the context for later calls.
+ *
  * vkattn does not:
  *  - link libvulkan: it opens the Vulkan loader at run time (volk), or uses the
  *    application's vkGetInstanceProcAddr;
- *  - create, destroy or reconfigure an adopted VkInstance/VkDevice/VkQueue;
+ *  - create, destroy or reconfigure an adopted VkInstance/VkDevice/VkQueue, nor
+ *    submit to the adopted queue while recording into the application's buffer;
  *  - read shader files at run time: the SPIR-V is inside the library;
  *  - print anything unless a log callback is given;
  *  - keep global mutable state: everything lives in the context.

@@ -1,0 +1,196 @@
+/* vkattn-bench: command-line options. */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: vkattn-bench [options]\n"
+        "Times vkattn's ops on one device, checks each result against the CPU\n"
+        "reference backend and prints a table (and JSON lines / CSV).\n"
+        "\n"
+        "  --op LIST            attention,mha,matmul,softmax,head_transpose (comma list,\n"
+        "                       repeatable; default: every op in the sweep)\n"
+        "  --path P             auto|fused|unfused: run attention and mha by this path only\n"
+        "                       (default: the sweep's paths, and the CPU reference backend)\n"
+        "  --shape B,H,Hkv,Tq,Tk,D[,Dv]\n"
+        "                       an attention case (repeatable); these replace the sweep's\n"
+        "                       attention cases and run fused and unfused unless --path\n"
+        "  --causal             causal masking for --shape cases\n"
+        "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
+        "  --dtype f32|f16      input dtype of --shape cases; also of every sweep case when\n"
+        "                       given (outputs are always f32)\n"
+        "  --reps N             timed runs (default: up to 20, fewer for slow cases so a\n"
+        "                       case's timed runs take about 1.5 s (--full: 4 s), at least 2;\n"
+        "                       exactly N when given)\n"
+        "  --warmup N           untimed runs first, >= 1: the first run compiles (default 1)\n"
+        "  --backend B          auto|vulkan|cpu (default auto)\n"
+        "  --device N|NAME      device index or name substring\n"
+        "  --quick              the default sweep (under a minute on lavapipe)\n"
+        "  --full               also long sequences, decode with and without key splits,\n"
+        "                       GQA, f16 inputs, head sizes 80 and 96, larger matmuls\n"
+        "  --json FILE|-        JSON lines, one object per case ('-': stdout; the table\n"
+        "                       then goes to stderr)\n"
+        "  --csv FILE           CSV with a header row, the same columns as the JSON\n"
+        "  --no-verify          skip the comparison with the CPU reference\n"
+        "  --help               this text\n"
+        "\n"
+        "Shape columns (B,H,Hkv,Tq,Tk,D,Dv) for every op:\n"
+        "  attention       Q (B,H,Tq,D), K (B,Hkv,Tk,D), V (B,Hkv,Tk,Dv)\n"
+        "  mha             X (B,T,C): T = Tq = Tk, H heads of Dh = D = Dv, C = H*Dh, Hkv = H\n"
+        "  matmul          (B,M,K) @ (K,N): Tq = M, Tk = N, D = K, H = Hkv = 1, Dv = 0\n"
+        "  softmax         X (B,H,Tq,Tk) over Tk; D = Dv = 0\n"
+        "  head_transpose  (B,T,H,D) -> (B,H,T,D): Tq = T, Tk = 0, Dv = D\n"
+        "Figures: ms median and min (GPU timestamps, else host clock); GFLOP/s (attention:\n"
+        "2*(D+Dv) per unmasked score entry and query head); GB/s of compulsory traffic\n"
+        "(inputs read once at their dtype, the f32 output written once); %% of the\n"
+        "estimated peak FP32 rate; max abs error against the CPU reference (large cases:\n"
+        "blocks of 16 rows at the start, middle and end).\n"
+        "The first run of each pipeline (warm-up) compiles shaders and is never timed;\n"
+        "for a cold start, disable both caches: MESA_SHADER_CACHE_DISABLE=true\n"
+        "VKATTN_PIPELINE_CACHE=0.\n"
+        "Exit status: 0 all cases ran and verified, 1 a case failed or errored, 2 usage.\n");
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "vkattn-bench: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see --help)\n");
+    return 2;
+}
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_ops(const char *list, unsigned *mask)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf)
+        return bad("--op list too long: '%s'", list);
+    strcpy(buf, list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int op = 0;
+        while (op < OP_COUNT && strcmp(tok, bench_op_name((bench_op)op)))
+            op++;
+        if (op == OP_COUNT)
+            return bad("--op takes attention, mha, matmul, softmax or head_transpose, not '%s'",
+                       tok);
+        *mask |= 1u << op;
+    }
+    return *mask ? 0 : bad("--op needs an op name%s", "");
+}
+
+static int parse_shape(const char *text, int64_t out[7])
+{
+    char buf[256];
+    int n = 0;
+    if (strlen(text) >= sizeof buf)
+        return bad("--shape too long: '%s'", text);
+    strcpy(buf, text);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        long long v;
+        if (n == 7 || !parse_int(tok, 1, 1ll << 31, &v))
+            return bad("--shape takes B,H,Hkv,Tq,Tk,D[,Dv], positive integers, not '%s'", text);
+        out[n++] = v;
+    }
+    if (n < 6)
+        return bad("--shape takes B,H,Hkv,Tq,Tk,D[,Dv], not '%s'", text);
+    if (n == 6)
+        out[6] = out[5];
+    if (out[1] % out[2])
+        return bad("--shape '%s': H must be a multiple of Hkv", text);
+    return 0;
+}
+
+/* An option with a value. */
+static int value_option(bench_cli *c, const char *a, const char *v)
+{
+    long long n;
+    if (!strcmp(a, "--reps")) {
+        if (!parse_int(v, 1, 1000000, &n))
+            return bad("--reps takes a count >= 1, not '%s'", v);
+        c->opt.reps = (int)n;
+        c->opt.reps_given = true;
+    } else if (!strcmp(a, "--warmup")) {
+        if (!parse_int(v, 1, 1000000, &n))
+            return bad("--warmup takes a count >= 1 (the first run compiles), not '%s'", v);
+        c->opt.warmup = (int)n;
+    } else if (!strcmp(a, "--q-offset")) {
+        if (!parse_int(v, -(1ll << 31), 1ll << 31, &n))
+            return bad("--q-offset takes an integer, not '%s'", v);
+        c->has_q_offset = true;
+        c->q_offset = n;
+    } else if (!strcmp(a, "--op")) {
+        return parse_ops(v, &c->op_mask);
+    } else if (!strcmp(a, "--shape")) {
+        if (c->shape_count == BENCH_MAX_SHAPES)
+            return bad("at most 32 --shape options%s", "");
+        return parse_shape(v, c->shapes[c->shape_count++]);
+    } else if (!strcmp(a, "--path")) {
+        c->path_given = true;
+        if (!strcmp(v, "auto")) c->path = PATH_AUTO;
+        else if (!strcmp(v, "fused")) c->path = PATH_FUSED;
+        else if (!strcmp(v, "unfused")) c->path = PATH_UNFUSED;
+        else return bad("--path takes auto, fused or unfused, not '%s'", v);
+    } else if (!strcmp(a, "--dtype")) {
+        c->dtype_given = true;
+        if (!strcmp(v, "f32")) c->dtype = VKATTN_DTYPE_F32;
+        else if (!strcmp(v, "f16")) c->dtype = VKATTN_DTYPE_F16;
+        else return bad("--dtype takes f32 or f16, not '%s'", v);
+    } else if (!strcmp(a, "--backend")) {
+        if (!strcmp(v, "auto")) c->backend = VKATTN_BACKEND_AUTO;
+        else if (!strcmp(v, "vulkan")) c->backend = VKATTN_BACKEND_VULKAN;
+        else if (!strcmp(v, "cpu")) c->backend = VKATTN_BACKEND_CPU;
+        else return bad("--backend takes auto, vulkan or cpu, not '%s'", v);
+    } else if (!strcmp(a, "--device")) {
+        c->device = v;
+    } else if (!strcmp(a, "--json")) {
+        c->json_path = v;
+    } else if (!strcmp(a, "--csv")) {
+        c->csv_path = v;
+    } else {
+        return bad("unknown option '%s'", a);
+    }
+    return 0;
+}
+
+int bench_parse_args(int argc, char **argv, bench_cli *c)
+{
+    *c = (bench_cli){.opt = {.reps = 20, .warmup = 1, .verify = true}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "--quick")) {
+            c->full = false;
+        } else if (!strcmp(a, "--full")) {
+            c->full = true;
+        } else if (!strcmp(a, "--no-verify")) {
+            c->opt.verify = false;
+        } else if (!strcmp(a, "--causal")) {
+            c->causal = true;
+        } else if (strncmp(a, "--", 2) || i + 1 == argc) {
+            return bad("unknown option, or no value after it: '%s'", a);
+        } else {
+            int rc = value_option(c, a, argv[++i]);
+            if (rc)
+                return rc;
+        }
+    }
+    /* Timed runs of one case take about this long at most (see bench_time). */
+    c->opt.budget_ms = c->full ? 4000.0 : 1500.0;
+    return 0;
+}

@@ -1,0 +1,136 @@
+/* vkattn-bench: the multi-head attention layer (vkattn_mha), with C = C_out =
+ * H * Dh as in a transformer block; verified in full against the CPU reference
+ * (every output row depends on every input row through K and V, so there are
+ * no independent row blocks to check on their own: keep mha shapes moderate). */
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct mha_run {
+    vkattn_mha_desc desc;
+    vkattn_tensor *x, *w_qkv, *b_qkv, *w_out, *b_out, *y;
+} mha_run;
+
+static vkattn_status record_mha(vkattn_context *ctx, void *user)
+{
+    mha_run *m = user;
+    return vkattn_mha(ctx, &m->desc, m->x, m->w_qkv, m->b_qkv, m->w_out, m->b_out, m->y);
+}
+
+/* Host copies of the layer's inputs. */
+typedef struct mha_data {
+    float *x, *w_qkv, *b_qkv, *w_out, *b_out;
+    size_t xn, wqn, bqn, won, bon, yn;
+} mha_data;
+
+static vkattn_status make_tensors(vkattn_context *ctx, const bench_case *c, const mha_data *h,
+                                  bench_tensors *ts, mha_run *run)
+{
+    int64_t T = c->Tq, width = c->H * c->D, C = width;
+    int64_t xs[3] = {c->B, T, C}, wq[2] = {3 * width, C}, bq[1] = {3 * width};
+    int64_t wo[2] = {C, width}, bo[1] = {C};
+    vkattn_status s;
+    if ((s = bench_tensor(ctx, ts, c->dtype, 3, xs, h->x, &run->x)) ||
+        (s = bench_tensor(ctx, ts, c->dtype, 2, wq, h->w_qkv, &run->w_qkv)) ||
+        (s = bench_tensor(ctx, ts, c->dtype, 1, bq, h->b_qkv, &run->b_qkv)) ||
+        (s = bench_tensor(ctx, ts, c->dtype, 2, wo, h->w_out, &run->w_out)) ||
+        (s = bench_tensor(ctx, ts, c->dtype, 1, bo, h->b_out, &run->b_out)))
+        return s;
+    return bench_tensor(ctx, ts, VKATTN_DTYPE_F32, 3, xs, NULL, &run->y);
+}
+
+static void verify(const bench_env *env, const bench_case *c, const mha_data *h, const float *y,
+                   const mha_run *gpu_run, bench_result *r)
+{
+    bench_tensors ts = {0};
+    mha_run run = {.desc = gpu_run->desc};
+    float *want = malloc(h->yn * sizeof *want);
+    vkattn_status s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    if (want && !(s = make_tensors(env->cpu, c, h, &ts, &run)) &&
+        !(s = record_mha(env->cpu, &run)))
+        s = vkattn_tensor_download(run.y, want, VKATTN_DTYPE_F32);
+    if (s == VKATTN_OK) {
+        /* As tests/test_mha.c: the attention output is off by about 1e-5 of |v|
+         * (see bench_attention.c), and the output projection sums that over a
+         * row of W_out. */
+        int64_t width = c->H * c->D, C_out = width;
+        double row_sum = 0.0;
+        for (int64_t n = 0; n < C_out; n++) {
+            double sum = 0.0;
+            for (int64_t j = 0; j < width; j++)
+                sum += fabs((double)h->w_out[n * width + j]);
+            row_sum = sum > row_sum ? sum : row_sum;
+        }
+        bench_compare(y, want, h->yn, 1e-5 * (1.0 + row_sum), 0.0, NULL, r);
+        snprintf(r->note, sizeof r->note, "all rows");
+    } else {
+        bench_fail(r, env->cpu, s, "reference");
+    }
+    bench_tensors_release(&ts);
+    free(want);
+}
+
+void bench_run_mha(const bench_env *env, const bench_case *c, bench_result *r)
+{
+    int64_t T = c->Tq, width = c->H * c->D, C = width;
+    mha_data h = {
+        .xn = (size_t)(c->B * T * C), .wqn = (size_t)(3 * width * C), .bqn = (size_t)(3 * width),
+        .won = (size_t)(C * width), .bon = (size_t)C, .yn = (size_t)(c->B * T * C),
+    };
+    double esize = c->dtype == VKATTN_DTYPE_F16 ? 2.0 : 4.0;
+    /* The QKV projection, attention (2*(Dh+Dh) per unmasked entry and head,
+     * causal top-left since Tq = Tk) and the output projection. */
+    r->flops = 2.0 * (double)(c->B * T) * (double)C * (double)(3 * width) +
+               4.0 * (double)c->D * (double)(c->B * c->H) *
+                   bench_unmasked_pairs(T, T, c->causal, 0) +
+               2.0 * (double)(c->B * T) * (double)width * (double)C;
+    r->bytes = (double)(h.xn + h.wqn + h.bqn + h.won + h.bon) * esize + (double)h.yn * 4.0;
+
+    vkattn_context *ctx = c->path == PATH_REFERENCE ? env->cpu : env->main;
+    bench_tensors ts = {0};
+    mha_run run = {
+        .desc = {
+            .heads = (int32_t)c->H, .causal = c->causal,
+            .path = c->path == PATH_FUSED ? VKATTN_PATH_FUSED
+                    : c->path == PATH_UNFUSED ? VKATTN_PATH_UNFUSED
+                                              : VKATTN_PATH_AUTO,
+        },
+    };
+    h.x = malloc(h.xn * sizeof *h.x);
+    h.w_qkv = malloc(h.wqn * sizeof *h.w_qkv);
+    h.b_qkv = malloc(h.bqn * sizeof *h.b_qkv);
+    h.w_out = malloc(h.won * sizeof *h.w_out);
+    h.b_out = malloc(h.bon * sizeof *h.b_out);
+    float *y = malloc(h.yn * sizeof *y);
+    vkattn_status s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    if (!h.x || !h.w_qkv || !h.b_qkv || !h.w_out || !h.b_out || !y)
+        goto done;
+    /* nn.Linear's initialisation range: U(-1/sqrt(in), 1/sqrt(in)). */
+    float lq = 1.0f / sqrtf((float)C), lo = 1.0f / sqrtf((float)width);
+    bench_fill(h.x, h.xn, 21, -1.0f, 1.0f);
+    bench_fill(h.w_qkv, h.wqn, 22, -lq, lq);
+    bench_fill(h.b_qkv, h.bqn, 23, -lq, lq);
+    bench_fill(h.w_out, h.won, 24, -lo, lo);
+    bench_fill(h.b_out, h.bon, 25, -lo, lo);
+    if ((s = make_tensors(ctx, c, &h, &ts, &run)) ||
+        (s = bench_time(ctx, &env->opt, record_mha, &run, r)))
+        goto done;
+    if (c->path == PATH_REFERENCE) {
+        snprintf(r->note, sizeof r->note, "is the reference");
+    } else if (env->opt.verify) {
+        if ((s = vkattn_tensor_download(run.y, y, VKATTN_DTYPE_F32)))
+            goto done;
+        verify(env, c, &h, y, &run, r);
+    }
+done:
+    if (s)
+        bench_fail(r, ctx, s, "mha");
+    bench_tensors_release(&ts);
+    free(h.x);
+    free(h.w_qkv);
+    free(h.b_qkv);
+    free(h.w_out);
+    free(h.b_out);
+    free(y);
+}

@@ -1,0 +1,152 @@
+/* vkattn-bench: the sweeps. --quick (the default) is sized for lavapipe, a CPU
+ * Vulkan driver, to finish in under a minute with a cold shader cache; --full
+ * adds long sequences, decode, GQA, f16 and odd head sizes. The options --op,
+ * --path, --dtype and --shape then filter and change the list. */
+#include "bench.h"
+
+#include <string.h>
+
+#define F32 VKATTN_DTYPE_F32
+#define F16 VKATTN_DTYPE_F16
+
+/* attention: B, H, Hkv, Tq, Tk, D, Dv, causal, dtype, kv_splits */
+#define ATT(path_, b, h, hkv, tq, tk, d, dv, causal_, dt, splits)                              \
+    {.op = OP_ATTENTION, .path = PATH_##path_, .B = b, .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, \
+     .D = d, .Dv = dv, .causal = causal_, .dtype = dt, .kv_splits = splits}
+/* mha: B, H, T, Dh (C = H * Dh) */
+#define MHA(path_, b, h, t, dh, causal_, dt)                                                    \
+    {.op = OP_MHA, .path = PATH_##path_, .B = b, .H = h, .Hkv = h, .Tq = t, .Tk = t, .D = dh,  \
+     .Dv = dh, .causal = causal_, .dtype = dt}
+/* matmul: batch, M, N, K */
+#define MATMUL(variant_, b, m, n, k, dt)                                                      \
+    {.op = OP_MATMUL, .path = PATH_NONE, .variant = VKATTN_MATMUL_##variant_, .B = b, .H = 1, \
+     .Hkv = 1, .Tq = m, .Tk = n, .D = k, .dtype = dt}
+/* softmax: B, H, Tq, Tk */
+#define SOFTMAX(variant_, b, h, tq, tk, causal_)                                               \
+    {.op = OP_SOFTMAX, .path = PATH_NONE, .variant = VKATTN_SOFTMAX_##variant_, .B = b,       \
+     .H = h, .Hkv = h, .Tq = tq, .Tk = tk, .causal = causal_, .dtype = F32}
+/* head transpose: B, T, H, D */
+#define TRANSPOSE(b, t, h, d)                                                                 \
+    {.op = OP_TRANSPOSE, .path = PATH_NONE, .B = b, .H = h, .Hkv = h, .Tq = t, .D = d,       \
+     .Dv = d, .dtype = F32}
+
+/* Times on lavapipe (2 cores) for scale: matmul 1024^3 ~60 ms auto (texel),
+ * ~1.2 s naive, ~0.9 s tiled (so tiled runs at 512^3 here); attention T=2048
+ * causal ~0.18 s fused, ~1.1 s unfused. Slow cases get fewer timed runs
+ * (bench_time's budget). */
+static const bench_case quick[] = {
+    MATMUL(AUTO, 1, 1024, 1024, 1024, F32),
+    MATMUL(NAIVE, 1, 1024, 1024, 1024, F32),
+    MATMUL(TILED, 1, 512, 512, 512, F32),
+    MATMUL(AUTO, 8, 256, 64, 64, F32),
+    MATMUL(AUTO, 1, 999, 1001, 99, F16),
+    SOFTMAX(AUTO, 8, 1, 1024, 1024, false),
+    SOFTMAX(AUTO, 8, 1, 1024, 1024, true),
+    SOFTMAX(SHARED, 8, 1, 1024, 1024, false),
+    TRANSPOSE(4, 1024, 8, 64),
+    ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
+    ATT(REFERENCE, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
+    ATT(FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32, 0),           /* decode */
+    MHA(AUTO, 1, 4, 256, 64, true, F32),
+};
+
+static const bench_case full[] = {
+    MATMUL(AUTO, 1, 2048, 2048, 2048, F32),
+    MATMUL(TILED, 1, 1024, 1024, 1024, F32),
+    MATMUL(AUTO, 1, 1024, 1024, 1024, F16),
+    MATMUL(AUTO, 32, 512, 512, 64, F32),
+    SOFTMAX(AUTO, 4, 1, 2048, 2048, true),
+    TRANSPOSE(2, 2048, 32, 128),
+    /* causal prefill vs sequence length */
+    ATT(FUSED, 1, 8, 8, 1024, 1024, 64, 64, true, F32, 0),
+    ATT(FUSED, 1, 8, 8, 4096, 4096, 64, 64, true, F32, 0),
+    ATT(FUSED, 1, 8, 8, 8192, 8192, 64, 64, true, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 1024, 1024, 64, 64, true, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 4096, 4096, 64, 64, true, F32, 0),
+    ATT(REFERENCE, 1, 8, 8, 1024, 1024, 64, 64, true, F32, 0),
+    ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),
+    /* decode against a KV cache (GQA 32/8), keys split (flash-decoding) or not */
+    ATT(FUSED, 1, 32, 8, 1, 4096, 128, 128, false, F32, 0),
+    ATT(FUSED, 1, 32, 8, 1, 4096, 128, 128, false, F32, 1),
+    ATT(FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32, 0),
+    ATT(FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32, 1),
+    ATT(UNFUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32, 0),
+    /* GQA prefill */
+    ATT(FUSED, 1, 32, 8, 1024, 1024, 128, 128, true, F32, 0),
+    ATT(UNFUSED, 1, 32, 8, 1024, 1024, 128, 128, true, F32, 0),
+    /* f16 inputs */
+    ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
+    ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
+    /* head sizes that are not powers of two */
+    ATT(FUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),
+    ATT(FUSED, 1, 8, 8, 1024, 1024, 96, 96, true, F32, 0),
+    ATT(UNFUSED, 1, 8, 8, 1024, 1024, 96, 96, true, F32, 0),
+    MHA(FUSED, 1, 8, 512, 64, true, F32),
+    MHA(UNFUSED, 1, 8, 512, 64, true, F32),
+};
+
+static bool same_case(const bench_case *a, const bench_case *b)
+{
+    return a->op == b->op && a->path == b->path && a->variant == b->variant &&
+           a->kv_splits == b->kv_splits && a->B == b->B && a->H == b->H && a->Hkv == b->Hkv &&
+           a->Tq == b->Tq && a->Tk == b->Tk && a->D == b->D && a->Dv == b->Dv &&
+           a->causal == b->causal && a->has_q_offset == b->has_q_offset &&
+           a->q_offset == b->q_offset && a->dtype == b->dtype;
+}
+
+/* Appends c unless its op is filtered out or the list has it already. */
+static void add(const bench_cli *cli, bench_case c, bench_case *out, int capacity, int *n)
+{
+    if (cli->op_mask && !(cli->op_mask & (1u << c.op)))
+        return;
+    bool has_path = c.op == OP_ATTENTION || c.op == OP_MHA;
+    if (has_path && cli->path_given) {
+        if (c.path == PATH_REFERENCE)
+            return;
+        c.path = cli->path;
+    }
+    if (c.path == PATH_UNFUSED || c.path == PATH_REFERENCE)
+        c.kv_splits = 0; /* a fused-path setting */
+    for (int i = 0; i < *n; i++)
+        if (same_case(&out[i], &c))
+            return;
+    if (*n < capacity)
+        out[(*n)++] = c;
+}
+
+static void add_table(const bench_cli *cli, const bench_case *table, size_t count, bench_case *out,
+                      int capacity, int *n)
+{
+    for (size_t i = 0; i < count; i++) {
+        bench_case c = table[i];
+        if (c.op == OP_ATTENTION && cli->shape_count)
+            continue; /* replaced by the --shape cases */
+        if (cli->dtype_given)
+            c.dtype = cli->dtype;
+        add(cli, c, out, capacity, n);
+    }
+}
+
+int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
+{
+    int n = 0;
+    add_table(cli, quick, sizeof quick / sizeof quick[0], out, capacity, &n);
+    if (cli->full)
+        add_table(cli, full, sizeof full / sizeof full[0], out, capacity, &n);
+    for (int i = 0; i < cli->shape_count; i++) {
+        const int64_t *s = cli->shapes[i];
+        bench_case c = {
+            .op = OP_ATTENTION, .B = s[0], .H = s[1], .Hkv = s[2], .Tq = s[3], .Tk = s[4],
+            .D = s[5], .Dv = s[6], .causal = cli->causal, .has_q_offset = cli->has_q_offset,
+            .q_offset = cli->q_offset, .dtype = cli->dtype_given ? cli->dtype : F32,
+        };
+        c.path = PATH_FUSED;
+        add(cli, c, out, capacity, &n);
+        c.path = PATH_UNFUSED;
+        add(cli, c, out, capacity, &n); /* the same as the first under --path */
+    }
+    return n;
+}

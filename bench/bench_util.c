@@ -1,0 +1,166 @@
+/* vkattn-bench: test data, tensors, the timing loop, row blocks and comparison. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void bench_fill(float *v, size_t n, uint64_t seed, float lo, float hi)
+{
+    uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        double unit = (double)(state >> 40) / 16777216.0; /* [0, 1) from 24 bits */
+        v[i] = (float)(lo + (hi - lo) * unit);
+    }
+}
+
+double bench_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+vkattn_status bench_tensor(vkattn_context *ctx, bench_tensors *ts, vkattn_dtype dtype, int ndim,
+                           const int64_t *shape, const float *data, vkattn_tensor **out)
+{
+    if (ts->n == BENCH_MAX_TENSORS)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vkattn_tensor_desc d = {.dtype = dtype, .ndim = ndim};
+    memcpy(d.shape, shape, (size_t)ndim * sizeof shape[0]);
+    vkattn_status s = vkattn_tensor_create(ctx, &d, out);
+    if (s != VKATTN_OK)
+        return s;
+    ts->t[ts->n++] = *out;
+    return data ? vkattn_tensor_upload(*out, data, VKATTN_DTYPE_F32) : VKATTN_OK;
+}
+
+void bench_tensors_release(bench_tensors *ts)
+{
+    for (int i = 0; i < ts->n; i++)
+        vkattn_tensor_destroy(ts->t[i]);
+    ts->n = 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
+                         void *user, bench_result *r)
+{
+    vkattn_status s = VKATTN_OK;
+    double ms = 0.0;
+    /* The first run of a pipeline compiles its shaders: never time it. */
+    int warmup = opt->warmup < 1 ? 1 : opt->warmup;
+    for (int i = 0; i < warmup; i++)
+        if ((s = vkattn_synchronize(ctx)) || (s = vkattn_timer_begin(ctx)) ||
+            (s = record(ctx, user)) || (s = vkattn_timer_end(ctx, &ms)))
+            return s;
+    double *times = calloc((size_t)opt->reps, sizeof *times);
+    if (!times)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    /* Exactly --reps runs when given; otherwise up to --reps, stopping once
+     * another run would take the case past its time budget (wall clock), but
+     * never fewer than 2, so that median and minimum mean something. */
+    double start = bench_now_s(), last_s = 0.0;
+    int reps = 0;
+    while (reps < opt->reps) {
+        if (!opt->reps_given && reps >= 2 &&
+            (bench_now_s() - start + last_s) * 1e3 > opt->budget_ms)
+            break;
+        double before = bench_now_s();
+        if ((s = vkattn_synchronize(ctx)) || (s = vkattn_timer_begin(ctx)) ||
+            (s = record(ctx, user)) || (s = vkattn_timer_end(ctx, &times[reps])))
+            goto done;
+        last_s = bench_now_s() - before;
+        reps++;
+    }
+    qsort(times, (size_t)reps, sizeof *times, cmp_double);
+    r->reps = reps;
+    r->ms_min = times[0];
+    r->ms_median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+done:
+    free(times);
+    return s;
+}
+
+void bench_row_blocks(int64_t rows, bench_blocks *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rows <= 3 * BENCH_BLOCK_ROWS) {
+        out->first[0] = 0;
+        out->count[0] = rows;
+        out->n = 1;
+        return;
+    }
+    out->first[0] = 0;
+    out->first[1] = rows / 2 - BENCH_BLOCK_ROWS / 2;
+    out->first[2] = rows - BENCH_BLOCK_ROWS;
+    for (int i = 0; i < 3; i++)
+        out->count[i] = BENCH_BLOCK_ROWS;
+    out->n = 3;
+}
+
+void bench_blocks_note(const bench_blocks *b, int64_t rows, char *buf, size_t size)
+{
+    if (b->n == 1 && b->count[0] == rows) {
+        snprintf(buf, size, "all rows");
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, size, "rows");
+    for (int i = 0; i < b->n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s %lld-%lld", i ? "," : "",
+                                 (long long)b->first[i],
+                                 (long long)(b->first[i] + b->count[i] - 1));
+    if (used < size)
+        snprintf(buf + used, size - used, " of %lld", (long long)rows);
+}
+
+void bench_compare(const float *got, const float *want, size_t n, double atol, double rtol,
+                   const float *scale, bench_result *r)
+{
+    r->verified = true;
+    for (size_t i = 0; i < n; i++) {
+        double bound = atol + rtol * (scale ? fabs((double)scale[i]) : 0.0);
+        if (bound > r->tolerance)
+            r->tolerance = bound;
+        double err;
+        if (!isfinite(want[i]))
+            /* The reference is NaN/Inf: the same value in the same place is right. */
+            err = (isnan(want[i]) && isnan(got[i])) || want[i] == got[i] ? 0.0 : INFINITY;
+        else
+            err = isnan(got[i]) ? INFINITY : fabs((double)got[i] - (double)want[i]);
+        if (err > r->max_abs_err)
+            r->max_abs_err = err;
+        if (!(err <= bound))
+            r->ok = false;
+    }
+}
+
+void bench_fail(bench_result *r, vkattn_context *ctx, vkattn_status s, const char *what)
+{
+    if (r->error[0])
+        return; /* keep the first error */
+    snprintf(r->error, sizeof r->error, "%s: %s: %s", what, vkattn_status_string(s),
+             ctx ? vkattn_last_error(ctx) : "");
+    r->ok = false;
+}
+
+double bench_unmasked_pairs(int64_t Tq, int64_t Tk, bool causal, int64_t q_offset)
+{
+    if (!causal)
+        return (double)Tq * (double)Tk;
+    /* Query i sees keys 0..min(i + q_offset, Tk - 1): clamp(i + q_offset + 1, 0, Tk). */
+    double total = 0.0;
+    for (int64_t i = 0; i < Tq; i++) {
+        int64_t allowed = i + q_offset + 1;
+        total += (double)(allowed < 0 ? 0 : allowed > Tk ? Tk : allowed);
+    }
+    return total;
+}
