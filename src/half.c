@@ -67,3 +67,22 @@ double host_element(const void *data, vkattn_dtype dtype, size_t i)
     }
     return 0.0;
 }
+
+void host_to_double(const void *data, vkattn_dtype dtype, size_t count, double *out)
+{
+    /* One loop per dtype: this runs over whole tensors in the CPU reference. */
+    switch (dtype) {
+    case VKATTN_DTYPE_F32:
+        for (size_t i = 0; i < count; i++)
+            out[i] = ((const float *)data)[i];
+        break;
+    case VKATTN_DTYPE_F16:
+        for (size_t i = 0; i < count; i++)
+            out[i] = half_to_float(((const uint16_t *)data)[i]);
+        break;
+    case VKATTN_DTYPE_I32:
+        for (size_t i = 0; i < count; i++)
+            out[i] = ((const int32_t *)data)[i];
+        break;
+    }
+}

@@ -426,6 +426,8 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 /* Element i of a tensor's host data as double (F32, F16 or I32). */
 double host_element(const void *data, vkattn_dtype dtype, size_t i);
+/* count elements of a tensor's host data as doubles. */
+void host_to_double(const void *data, vkattn_dtype dtype, size_t count, double *out);
 
 /* ------------------------------------------------------ CPU reference --- */
 

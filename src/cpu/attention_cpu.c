@@ -55,13 +55,15 @@ static bool attend(const attention_dims *d, const int32_t *kv_len, const dense_a
                     p[j] = exp(p[j] - max);
                     sum += p[j];
                 }
-                for (int64_t c = 0; c < d->Dv; c++) {
-                    double acc = 0.0;
-                    for (int64_t j = 0; j < limit; j++)
-                        acc += p[j] * a->v[b * a->v_stride[0] + g * a->v_stride[1] +
-                                           j * a->v_stride[2] + c];
-                    o[c] = limit ? acc / sum : 0.0;
+                for (int64_t c = 0; c < d->Dv; c++)
+                    o[c] = 0.0;
+                for (int64_t j = 0; j < limit; j++) {
+                    const double *v = a->v + b * a->v_stride[0] + g * a->v_stride[1] + j * a->v_stride[2];
+                    for (int64_t c = 0; c < d->Dv; c++)
+                        o[c] += p[j] * v[c];
                 }
+                for (int64_t c = 0; c < d->Dv && limit; c++)
+                    o[c] /= sum;
             }
     free(p);
     return true;
@@ -83,8 +85,7 @@ static double *to_double(const vkattn_tensor *t)
 {
     double *out = malloc(t->count * sizeof *out);
     if (out)
-        for (size_t i = 0; i < t->count; i++)
-            out[i] = host_element(t->host, t->dtype, i);
+        host_to_double(t->host, t->dtype, t->count, out);
     return out;
 }
 
@@ -114,16 +115,21 @@ vkattn_status cpu_attention(vkattn_context *ctx, const attention_dims *d, const 
 }
 
 /* y[r, n] = sum_c x[r, c] * w[n, c] + bias[n] (nn.Linear), rows r of x. */
-static void linear(const double *x, int64_t rows, int64_t in, const vkattn_tensor *w,
+static bool linear(const double *x, int64_t rows, int64_t in, const vkattn_tensor *w,
                    const vkattn_tensor *bias, int64_t out, double *y)
 {
-    for (int64_t r = 0; r < rows; r++)
+    double *wd = to_double(w), *bd = bias ? to_double(bias) : NULL;
+    bool ok = wd && (!bias || bd);
+    for (int64_t r = 0; ok && r < rows; r++)
         for (int64_t n = 0; n < out; n++) {
             double acc = 0.0;
             for (int64_t c = 0; c < in; c++)
-                acc += x[r * in + c] * host_element(w->host, w->dtype, (size_t)(n * in + c));
-            y[r * out + n] = acc + (bias ? host_element(bias->host, bias->dtype, (size_t)n) : 0.0);
+                acc += x[r * in + c] * wd[n * in + c];
+            y[r * out + n] = acc + (bd ? bd[n] : 0.0);
         }
+    free(wd);
+    free(bd);
+    return ok;
 }
 
 vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *x,
@@ -137,8 +143,9 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
     double *o = malloc((size_t)(B * T * width) * sizeof *o);
     double *out = malloc((size_t)(B * T * C_out) * sizeof *out);
     bool ok = xd && qkv && o && out;
+    if (ok)
+        ok = linear(xd, B * T, C, w_qkv, b_qkv, 3 * width, qkv);
     if (ok) {
-        linear(xd, B * T, C, w_qkv, b_qkv, 3 * width, qkv);
         /* q, k, v are column blocks of qkv, each (B, T, H, Dh): BSHD with row stride 3*H*Dh. */
         dense_attention a = {.q = qkv, .k = qkv + width, .v = qkv + 2 * width, .o = o};
         int64_t in_strides[3] = {T * 3 * width, d->D, 3 * width};
@@ -149,8 +156,9 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
         }
         ok = attend(d, NULL, &a);
     }
+    if (ok)
+        ok = linear(o, B * T, width, w_out, b_out, C_out, out);
     if (ok) {
-        linear(o, B * T, width, w_out, b_out, C_out, out);
         for (size_t i = 0; i < y->count; i++)
             ((float *)y->host)[i] = (float)out[i];
     }
