@@ -4,36 +4,53 @@
 // read through texel fetches (one vector gather each; storage-buffer loads there
 // are a loop over the lanes).
 //
-// Each invocation owns one packed query row of one problem (b, kv head g; see
-// attention_push.glsl) and one range of keys (split). The lanes of a SIMD vector
-// hold neighbouring rows, so they fetch the same K and V texels. An invocation
-// keeps its row of Q (pre-scaled into the exp2 domain) and of O in registers and
-// walks its keys KB at a time: KB scores, the online softmax update (running
-// maximum m and sum l, O rescaled as m grows), then O += P V. Keys past the
-// row's causal limit or kv_len are never used: steps wholly above the diagonal
-// are not visited, so causal attention does about half the work. With SPLIT the
-// unnormalised O, m and l go to the partial buffer for attention_combine.comp;
-// otherwise O / l is written (zeros for a row with no allowed key).
+// Each invocation owns TM packed query rows of one problem (b, kv head g; see
+// attention_push.glsl) and one range of keys (split); the lanes of a SIMD vector
+// hold neighbouring rows and fetch the same K and V texels, so the gathers, not
+// the arithmetic, bound the kernel, and TM rows per invocation divide them by
+// TM. An invocation keeps its rows of Q (pre-scaled into the exp2 domain) and O
+// in registers and walks its keys KB at a time: KB scores per row, the online
+// softmax update (running maximum m and sum l, O rescaled as m grows), then
+// O += P V. Keys past a row's causal limit or kv_len are never used: steps
+// wholly above every row's diagonal are not visited, so causal attention does
+// about half the work. With SPLIT the unnormalised O, m and l go to the partial
+// buffer for attention_combine.comp; otherwise O / l is written (zeros for a
+// row with no allowed key).
 //
-// Every loop over the head dimension has a constant trip count and is unrolled,
-// so Q and O stay in (spilled) registers: lavapipe turns a dynamically indexed
-// local array into a ladder of selects, which costs more than the arithmetic.
-// Several rows per invocation were measured slower on lavapipe (compile time
-// grows steeply and the spills cost more than the shared fetches save).
+// Q and O stay in registers only if every index into them is a constant:
+// lavapipe turns a dynamically indexed local array into a ladder of selects,
+// and its loop unroller gives up on the loops over the head dimension once a
+// kernel holds more than a row or two. So with UNROLL those loops are unrolled
+// here, by REPEAT32 over every possible d4 with the unused ones folded away at
+// specialisation. Without UNROLL (head sizes past 128, where the unrolled kernel
+// takes seconds to compile) they stay loops.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KB = 4;        // keys per step
-layout(constant_id = 2) const uint D = 64;        // head size of Q and K
-layout(constant_id = 3) const uint DV = 64;       // head size of V and O
+layout(constant_id = 2) const uint D = 64;        // head size of Q and K, at most 256
+layout(constant_id = 3) const uint DV = 64;       // head size of V and O, at most 256
 layout(constant_id = 4) const bool VEC4 = true;   // D, DV % 4 == 0: RGBA views, vec4 stores
 layout(constant_id = 5) const bool CAUSAL = false;
 layout(constant_id = 6) const bool HAS_KV_LEN = false;
 layout(constant_id = 7) const bool SPLIT = false;
+layout(constant_id = 8) const uint TM = 1;        // query rows per invocation
+layout(constant_id = 9) const bool UNROLL = true;   // only with D, DV <= 128
 
 const uint D4 = (D + 3) / 4;
 const uint DV4 = (DV + 3) / 4;
+
+// STEP(d4) for d4 = 0 .. D4-1 (or DV4-1): unrolled (head sizes up to 128), or a loop.
+#define REPEAT8(X, b) X((b + 0u)) X((b + 1u)) X((b + 2u)) X((b + 3u)) X((b + 4u)) X((b + 5u)) X((b + 6u)) X((b + 7u))
+#define REPEAT32(X) REPEAT8(X, 0u) REPEAT8(X, 8u) REPEAT8(X, 16u) REPEAT8(X, 24u)
+#define FOR_EACH_D4(STEP, COUNT)                        \
+    if (UNROLL) {                                       \
+        REPEAT32(STEP)                                  \
+    } else {                                            \
+        for (uint d4_ = 0; d4_ < COUNT; d4_++)          \
+            STEP(d4_)                                   \
+    }
 
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
@@ -60,90 +77,135 @@ void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     uint rows = p.group * p.Tq;
-    uint row = gl_GlobalInvocationID.x % rows;
-    uint split = gl_GlobalInvocationID.x / rows;
+    uint blocks = (rows + TM - 1) / TM;
+    uint block = gl_GlobalInvocationID.x % blocks;
+    uint split = gl_GlobalInvocationID.x / blocks;
     if (split >= p.splits)
         return;
-    uint h = g * p.group + row / p.Tq, i = row % p.Tq;
     uint key_begin = split * p.keys_per_split;
-    uint limit = min(p.Tk, key_begin + p.keys_per_split);
+    uint key_end = min(p.Tk, key_begin + p.keys_per_split);
     if (HAS_KV_LEN)
-        limit = min(limit, uint(max(kv_len[b], 0)));
-    if (CAUSAL)
-        limit = min(limit, uint(max(int(i) + p.q_offset + 1, 0)));
+        key_end = min(key_end, uint(max(kv_len[b], 0)));
 
-    vec4 q[D4];
-    uint q_base = b * p.q_sb + h * p.q_sh + i * p.q_ss;
-    for (uint d4 = 0; d4 < D4; d4++)
-        q[d4] = fetch4(q_tex, q_base, d4, D) * p.scale_log2e;
+    // This invocation's rows (past the last row: the last row again, not
+    // stored): where they read and write, and how far each may look.
+    uint q_base[TM], out_base[TM], limit[TM];
+    uint max_limit = 0, min_limit = key_end;
+    for (uint t = 0; t < TM; t++) {
+        uint r = min(block * TM + t, rows - 1);
+        uint h = g * p.group + r / p.Tq, i = r % p.Tq;
+        q_base[t] = b * p.q_sb + h * p.q_sh + i * p.q_ss;
+        out_base[t] = b * p.o_sb + h * p.o_sh + i * p.o_ss;
+        uint lim = key_end;
+        if (CAUSAL)
+            lim = min(lim, uint(max(int(i) + p.q_offset + 1, 0)));
+        limit[t] = lim;
+        max_limit = max(max_limit, lim);
+        min_limit = min(min_limit, lim);
+    }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
 
-    float m = NEG_INF, l = 0.0;
-    vec4 o[DV4];
-    for (uint d4 = 0; d4 < DV4; d4++)
-        o[d4] = vec4(0.0);
+    vec4 q[TM * D4];
+    vec4 o[TM * DV4];
+    float m[TM], l[TM];
+#define LOAD_Q(d4)                                                              \
+    if (d4 < D4)                                                                \
+        for (uint t = 0; t < TM; t++)                                           \
+            q[t * D4 + d4] = fetch4(q_tex, q_base[t], d4, D) * p.scale_log2e;
+#define CLEAR_O(d4)                                                             \
+    if (d4 < DV4)                                                               \
+        for (uint t = 0; t < TM; t++)                                           \
+            o[t * DV4 + d4] = vec4(0.0);
+    FOR_EACH_D4(LOAD_Q, D4)
+    FOR_EACH_D4(CLEAR_O, DV4)
+    for (uint t = 0; t < TM; t++) {
+        m[t] = NEG_INF;
+        l[t] = 0.0;
+    }
 
-    for (uint j0 = key_begin; j0 < limit; j0 += KB) {
+    for (uint j0 = key_begin; j0 < max_limit; j0 += KB) {
         // Keys past the limit in the last step re-read the last allowed key and
         // are masked below.
-        float s[KB];
-        for (uint c = 0; c < KB; c++)
-            s[c] = 0.0;
-        for (uint d4 = 0; d4 < D4; d4++)
-            for (uint c = 0; c < KB; c++)
-                s[c] += dot(q[d4], fetch4(k_tex, k_base + min(j0 + c, limit - 1) * p.k_ss, d4, D));
+        float s[TM * KB];
+        for (uint x = 0; x < TM * KB; x++)
+            s[x] = 0.0;
+#define SCORE_STEP(d4)                                                          \
+        if (d4 < D4)                                                            \
+            for (uint c = 0; c < KB; c++) {                                     \
+                vec4 k = fetch4(k_tex, k_base + min(j0 + c, max_limit - 1) * p.k_ss, d4, D); \
+                for (uint t = 0; t < TM; t++)                                   \
+                    s[t * KB + c] += dot(q[t * D4 + d4], k);                    \
+            }
+        FOR_EACH_D4(SCORE_STEP, D4)
 
         // Online softmax. Masked scores become -inf and so weights of exactly 0;
-        // while the row has seen nothing but -inf, shifting by 0 keeps exp2 finite.
-        float step_max = NEG_INF;
-        for (uint c = 0; c < KB; c++) {
-            s[c] = j0 + c < limit ? s[c] : NEG_INF;
-            step_max = max(step_max, s[c]);
-        }
-        float m_new = max(m, step_max);
-        float shift = m_new == NEG_INF ? 0.0 : m_new;
-        float alpha = exp2(m - shift);
-        float sum = 0.0;
-        for (uint c = 0; c < KB; c++) {
-            s[c] = exp2(s[c] - shift);
-            sum += s[c];
-        }
-        l = l * alpha + sum;
-        m = m_new;
-
-        // O = alpha O + P V. Keys past the limit are skipped rather than weighted
-        // by 0, so a NaN or Inf in V there cannot reach the row.
-        bool whole_step = j0 + KB <= limit;
-        for (uint d4 = 0; d4 < DV4; d4++) {
-            vec4 acc = o[d4] * alpha;
+        // while a row has seen nothing but -inf, shifting by 0 keeps exp2 finite.
+        float alpha[TM];
+        for (uint t = 0; t < TM; t++) {
+            float step_max = NEG_INF;
             for (uint c = 0; c < KB; c++) {
-                vec4 v = fetch4(v_tex, v_base + min(j0 + c, limit - 1) * p.v_ss, d4, DV);
-                vec4 updated = fma(vec4(s[c]), v, acc);
-                acc = whole_step || j0 + c < limit ? updated : acc;
+                s[t * KB + c] = j0 + c < limit[t] ? s[t * KB + c] : NEG_INF;
+                step_max = max(step_max, s[t * KB + c]);
             }
-            o[d4] = acc;
+            float m_new = max(m[t], step_max);
+            float shift = m_new == NEG_INF ? 0.0 : m_new;
+            alpha[t] = exp2(m[t] - shift);
+            float sum = 0.0;
+            for (uint c = 0; c < KB; c++) {
+                s[t * KB + c] = exp2(s[t * KB + c] - shift);
+                sum += s[t * KB + c];
+            }
+            l[t] = l[t] * alpha[t] + sum;
+            m[t] = m_new;
         }
+
+        // O = alpha O + P V. Keys past a row's limit are skipped rather than
+        // weighted by 0, so a NaN or Inf in V there cannot reach the row.
+        bool whole_step = j0 + KB <= min_limit;
+#define VALUE_STEP(d4)                                                          \
+        if (d4 < DV4) {                                                         \
+            vec4 v[KB];                                                         \
+            for (uint c = 0; c < KB; c++)                                       \
+                v[c] = fetch4(v_tex, v_base + min(j0 + c, max_limit - 1) * p.v_ss, d4, DV); \
+            for (uint t = 0; t < TM; t++) {                                     \
+                vec4 acc = o[t * DV4 + d4] * alpha[t];                          \
+                for (uint c = 0; c < KB; c++) {                                 \
+                    vec4 updated = fma(vec4(s[t * KB + c]), v[c], acc);         \
+                    acc = whole_step || j0 + c < limit[t] ? updated : acc;      \
+                }                                                               \
+                o[t * DV4 + d4] = acc;                                          \
+            }                                                                   \
+        }
+        FOR_EACH_D4(VALUE_STEP, DV4)
     }
 
-    if (SPLIT) {
-        uint record = partial_record(b * p.Hkv + g, split, row);
-        for (uint d4 = 0; d4 < DV4; d4++)
-            o4[record * DV4 + d4] = o[d4];
-        o32[p.ml_offset + 2 * record] = m;
-        o32[p.ml_offset + 2 * record + 1] = l;
-        return;
-    }
-    float inv = l == 0.0 ? 0.0 : 1.0 / l;
-    uint out_base = b * p.o_sb + h * p.o_sh + i * p.o_ss;
-    for (uint d4 = 0; d4 < DV4; d4++) {
-        vec4 v = o[d4] * inv;
-        if (VEC4) {
-            o4[(out_base >> 2) + d4] = v;
-        } else {
-            for (uint c = 0; c < 4; c++)
-                if (4 * d4 + c < DV)
-                    o32[out_base + 4 * d4 + c] = v[c];
+    // Unnormalised O with m and l for the combine pass, or O / l.
+    float scale_out[TM];
+    uint record_base = partial_record(b * p.Hkv + g, split, 0);
+    for (uint t = 0; t < TM; t++) {
+        uint row = block * TM + t;
+        scale_out[t] = SPLIT ? 1.0 : l[t] == 0.0 ? 0.0 : 1.0 / l[t];
+        if (SPLIT && row < rows) {
+            o32[p.ml_offset + 2 * (record_base + row)] = m[t];
+            o32[p.ml_offset + 2 * (record_base + row) + 1] = l[t];
         }
     }
+#define STORE_O(d4)                                                             \
+    if (d4 < DV4)                                                               \
+        for (uint t = 0; t < TM; t++) {                                         \
+            uint row = block * TM + t;                                          \
+            vec4 v = o[t * DV4 + d4] * scale_out[t];                            \
+            if (row >= rows)                                                    \
+                continue;                                                       \
+            if (SPLIT)                                                          \
+                o4[(record_base + row) * DV4 + d4] = v;                         \
+            else if (VEC4)                                                      \
+                o4[(out_base[t] >> 2) + d4] = v;                                \
+            else                                                                \
+                for (uint c = 0; c < 4; c++)                                    \
+                    if (4 * d4 + c < DV)                                        \
+                        o32[out_base[t] + 4 * d4 + c] = v[c];                   \
+        }
+    FOR_EACH_D4(STORE_O, DV4)
 }

@@ -21,7 +21,7 @@ _Static_assert(sizeof(attention_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push const
 
 enum rows_spec { /* constant_id values in attention_rows.comp */
     AR_SPEC_WORKGROUP = 0, AR_SPEC_KB, AR_SPEC_D, AR_SPEC_DV, AR_SPEC_VEC4, AR_SPEC_CAUSAL,
-    AR_SPEC_HAS_KV_LEN, AR_SPEC_SPLIT, AR_SPEC_COUNT
+    AR_SPEC_HAS_KV_LEN, AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_COUNT
 };
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
@@ -55,7 +55,8 @@ typedef struct fused_plan {
     vkattn_fused_variant variant;
     uint32_t workgroup;
     uint32_t rows_per_workgroup;  /* rows: 8 (one per invocation); tiled: workgroup / tpr */
-    uint32_t kb;                  /* rows: keys per step */
+    uint32_t kb, tm;              /* rows: keys per step, rows per invocation */
+    bool unroll;                  /* rows: head-dimension loops unrolled */
     uint32_t tpr, bc;             /* tiled: invocations per row, keys per tile */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
@@ -79,11 +80,21 @@ static bool plan_rows(vkattn_context *ctx, const attention_call *c, fused_plan *
                      "which this device does not offer for them (format or maxTexelBufferElements)");
             return false;
         }
-    plan->workgroup = plan->rows_per_workgroup = ROWS_WORKGROUP;
-    /* Four keys per step measured best on lavapipe for head sizes up to 128
-     * (D=64: 180 ms against 200 for one key, B=1 H=8 T=2048 causal); past that
-     * one key keeps the unrolled kernel small. */
-    plan->kb = d->D <= 128 && d->Dv <= 128 ? 4 : 1;
+    plan->workgroup = ROWS_WORKGROUP;
+    /* Measured on lavapipe, B=1 H=8 T=2048 causal: the kernel is bound by its
+     * K/V gathers, which TM rows per invocation share. D=64: 177 ms with one row
+     * and 4 keys per step, 87 ms with 4 rows and 4 keys; D=128: 350 ms against
+     * 198 ms with 4 rows and 1 key (more keys, or 8 rows, spill and compile
+     * for seconds). Past 128 the unrolled kernel takes seconds to compile
+     * (60 s at D=256 with 4 rows): one row, loops. */
+    uint64_t width = (uint64_t)(d->D > d->Dv ? d->D : d->Dv);
+    plan->unroll = width <= 128;
+    plan->tm = plan->unroll ? 4 : 1;
+    plan->kb = width <= 64 ? 4 : 1;
+    uint64_t rows = (uint64_t)(d->H / d->Hkv) * (uint64_t)d->Tq;
+    while (plan->tm > rows) /* decoding: do not compute copies of the last row */
+        plan->tm /= 2;
+    plan->rows_per_workgroup = plan->workgroup * plan->tm;
     return true;
 }
 
@@ -158,7 +169,7 @@ static bool make_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     plan->splits = div_up((uint64_t)d->Tk, keys);
 
     uint64_t grid_x = variant == VKATTN_FUSED_ROWS
-                          ? div_up(rows * plan->splits, plan->workgroup)
+                          ? div_up(div_up(rows, plan->tm) * (uint64_t)plan->splits, plan->workgroup)
                           : (uint64_t)plan->blocks * plan->splits;
     if (grid_x > ctx->vk.max_workgroup_count[0] ||
         (uint64_t)d->Hkv > ctx->vk.max_workgroup_count[1] ||
@@ -212,7 +223,9 @@ static vk_dispatch fused_dispatch(const attention_call *c, const fused_plan *pla
         spec[AR_SPEC_CAUSAL] = d->causal;
         spec[AR_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
         spec[AR_SPEC_SPLIT] = split;
-        dispatch.groups[0] = div_up(rows * plan->splits, plan->workgroup);
+        spec[AR_SPEC_TM] = plan->tm;
+        spec[AR_SPEC_UNROLL] = plan->unroll;
+        dispatch.groups[0] = div_up(div_up(rows, plan->tm) * (uint64_t)plan->splits, plan->workgroup);
     } else {
         dispatch.key.shader = SHADER_ATTENTION_TILED;
         dispatch.key.spec_count = AT_SPEC_COUNT;
