@@ -583,6 +583,10 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
 void vk_device_query(vk_state *vk, vkattn_device_info *info)
 {
     query_physical_device(&vk->vki, vk->physical_device, vk, info);
+    const char *env = getenv("VKATTN_PREFER_TEXELS");
+    vk->prefer_texels = env && (!strcmp(env, "0") || !strcmp(env, "1"))
+                            ? env[0] == '1'
+                            : info->type == VKATTN_DEVICE_TYPE_CPU;
 }
 
 void vk_device_destroy(vkattn_context *ctx)

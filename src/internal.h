@@ -183,6 +183,10 @@ typedef struct vk_state {
     uint64_t max_allocation_size;
     uint32_t timestamp_valid_bits;
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
+    /* Kernels read through texel views and pick the CPU-friendly variants: on
+     * CPU devices, or as VKATTN_PREFER_TEXELS=0|1 says (tests run the GPU
+     * variants on lavapipe that way). */
+    bool prefer_texels;
 
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;

@@ -123,7 +123,7 @@ static bool plan_tiled(vkattn_context *ctx, const attention_call *c, fused_plan 
     plan->workgroup = br * plan->tpr;
     uint64_t tile_bytes_per_key = 4 * (uint64_t)(d->D + d->Dv);
     uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
-    uint64_t max_tile = vk_prefers_texels(ctx) ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
+    uint64_t max_tile = info->type == VKATTN_DEVICE_TYPE_CPU ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
     bc = bc > max_tile ? max_tile : bc / 4 * 4;
     if (bc < 4) {
         snprintf(why, why_size, "K and V tiles of head sizes %lld and %lld do not fit in %u bytes "

@@ -38,5 +38,5 @@ vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint
 
 bool vk_prefers_texels(const vkattn_context *ctx)
 {
-    return ctx->info.type == VKATTN_DEVICE_TYPE_CPU;
+    return ctx->vk.prefer_texels;
 }
