@@ -42,13 +42,9 @@ static int parse(int argc, char **argv, attention_options *o)
     for (; a.i < argc; a.i++) {
         const char *value;
         int r;
-        if (!strcmp(argv[a.i], "--help") || !strcmp(argv[a.i], "-h")) {
-            fputs(usage, stdout);
-            return -2;
-        }
-        if ((r = take_common(&a, &o->common)) != 0) {
+        if ((r = take_common(&a, &o->common, usage)) != 0) {
             if (r < 0)
-                return -1;
+                return r;
         } else if ((r = take_value(&a, "-q", "--q", &o->q)) || (r = take_value(&a, "-k", "--k", &o->k)) ||
                    (r = take_value(&a, "-v", "--v", &o->v)) || (r = take_value(&a, "-o", "--out", &o->o)) ||
                    (r = take_value(&a, "--kv-len", NULL, &o->kv_len))) {

@@ -66,10 +66,14 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
     return 0;
 }
 
-int take_common(args *a, common_options *o)
+int take_common(args *a, common_options *o, const char *usage)
 {
     const char *value;
     int r;
+    if (!strcmp(a->argv[a->i], "--help") || !strcmp(a->argv[a->i], "-h")) {
+        fputs(usage, stdout);
+        return -2;
+    }
     if ((r = take_value(a, "--backend", NULL, &value)) != 0) {
         if (r < 0)
             return -1;

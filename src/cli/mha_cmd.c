@@ -36,13 +36,9 @@ static int parse(int argc, char **argv, mha_options *o)
     for (; a.i < argc; a.i++) {
         const char *value;
         int r;
-        if (!strcmp(argv[a.i], "--help") || !strcmp(argv[a.i], "-h")) {
-            fputs(usage, stdout);
-            return -2;
-        }
-        if ((r = take_common(&a, &o->common)) != 0) {
+        if ((r = take_common(&a, &o->common, usage)) != 0) {
             if (r < 0)
-                return -1;
+                return r;
         } else if ((r = take_value(&a, "-x", "--x", &o->x)) ||
                    (r = take_value(&a, "--w-qkv", NULL, &o->w_qkv)) ||
                    (r = take_value(&a, "--b-qkv", NULL, &o->b_qkv)) ||
