@@ -210,6 +210,13 @@ typedef struct vkattn_device_info {
     bool host_visible_device_memory;   /* tensors are mapped, not staged */
     bool validation_enabled;           /* Khronos validation layer active (owned instances) */
     bool adopted;                      /* running in the application's VkDevice */
+    /* The subgroup sizes a compute pipeline may get (min == max where the size
+     * is fixed; subgroup_size is the default within them). */
+    uint32_t subgroup_size_min, subgroup_size_max;
+    bool subgroup_size_required;       /* kernels whose tiling depends on the subgroup
+                                          size require it (Vulkan 1.3 or
+                                          VK_EXT_subgroup_size_control, full subgroups);
+                                          false on adopted devices */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),
@@ -478,6 +485,12 @@ typedef enum vkattn_fused_variant {
     VKATTN_FUSED_ROWS,       /* rows per invocation, K/V read through texel fetches, no
                                 shared memory or barriers: for CPU devices (lavapipe) */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
+    VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
+                                f16 Q, K, V, f32 accumulation). Opt-in until verified on a
+                                GPU: AUTO takes it only with VKATTN_COOPMAT=1 */
+    VKATTN_FUSED_COOPMAT_EMULATED, /* the same kernel with the matrix operations done in
+                                plain code (needs shaderFloat16): for tests on devices
+                                without matrix units, never chosen by AUTO */
 } vkattn_fused_variant;
 
 typedef struct vkattn_attention_desc {

@@ -34,6 +34,7 @@ static void load_instance_table(vk_instance_table *t, PFN_vkGetInstanceProcAddr 
 #define LOAD_(name) t->name = (PFN_vk##name)gipa(instance, "vk" #name);
     VKATTN_INSTANCE_FUNCS(LOAD_)
     VKATTN_INSTANCE_DEBUG_FUNCS(LOAD_)
+    VKATTN_INSTANCE_OPTIONAL_FUNCS(LOAD_)
 #undef LOAD_
 }
 
@@ -201,6 +202,10 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     info->cooperative_matrix = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix") ||
                                has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     info->timestamp_period_ns = lim->timestampPeriod;
+    device_caps_query(vki, pd, base.apiVersion, exts, ext_count, &vk->caps);
+    info->subgroup_size_min = vk->caps.subgroup_min;
+    info->subgroup_size_max = vk->caps.subgroup_max;
+    info->subgroup_size_required = vk->caps.subgroup_size_control;
 
     memcpy(vk->device_uuid, ids.deviceUUID, sizeof vk->device_uuid);
     memcpy(vk->pipeline_cache_uuid, base.pipelineCacheUUID, sizeof vk->pipeline_cache_uuid);
@@ -451,10 +456,13 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
     };
+    device_feature_chain chain;
+    device_caps_chain(&vk->caps, &chain, &info);
     VkResult r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreateDevice");
     vk->owns_device = true;
+    vk->enabled = vk->caps;
     return VKATTN_OK;
 }
 
@@ -574,6 +582,10 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
                         "adopt: queue family %u does not support compute", h->queue_family_index);
 
     vk_device_query(vk, &ctx->info);
+    /* The application chose the device's features: use none beyond core 1.1. */
+    vk->enabled = (device_caps){.subgroup_min = vk->caps.subgroup_min,
+                                .subgroup_max = vk->caps.subgroup_max};
+    ctx->info.subgroup_size_required = false;
     vk->timestamp_valid_bits = families[h->queue_family_index].timestampValidBits;
     ctx->info.timestamps = vk->timestamp_valid_bits > 0 && ctx->info.timestamp_period_ns > 0;
     ctx->info.adopted = true;

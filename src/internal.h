@@ -40,6 +40,10 @@
     X(CreateDebugUtilsMessengerEXT)               \
     X(DestroyDebugUtilsMessengerEXT)
 
+/* Optional: present only where the device extension exists. */
+#define VKATTN_INSTANCE_OPTIONAL_FUNCS(X)         \
+    X(GetPhysicalDeviceCooperativeMatrixPropertiesNV)
+
 #define VKATTN_DEVICE_FUNCS(X)                    \
     X(DestroyDevice)                              \
     X(GetDeviceQueue)                             \
@@ -98,6 +102,7 @@
 typedef struct vk_instance_table {
     VKATTN_INSTANCE_FUNCS(VKATTN_DECLARE_PFN_)
     VKATTN_INSTANCE_DEBUG_FUNCS(VKATTN_DECLARE_PFN_)
+    VKATTN_INSTANCE_OPTIONAL_FUNCS(VKATTN_DECLARE_PFN_)
 } vk_instance_table;
 typedef struct vk_device_table {
     VKATTN_DEVICE_FUNCS(VKATTN_DECLARE_PFN_)
@@ -115,6 +120,8 @@ typedef enum shader_id {
     SHADER_HEAD_TRANSPOSE,
     SHADER_ATTENTION_ROWS,
     SHADER_ATTENTION_TILED,
+    SHADER_ATTENTION_COOPMAT,
+    SHADER_ATTENTION_COOPMAT_EMULATED,
     SHADER_ATTENTION_COMBINE,
     SHADER_COUNT
 } shader_id;
@@ -142,6 +149,11 @@ const shader_code *shader_get(shader_id id);
 
 typedef struct pipeline_key {
     shader_id shader;
+    /* 0: the kernel is correct for any subgroup size the device may pick (its
+     * comment says why). Else the size the kernel's tiling was specialized for,
+     * required of the pipeline with full subgroups; set only where the device
+     * allows it (device_caps.subgroup_size_control), see subgroup_size_for(). */
+    uint32_t subgroup_size;
     uint32_t spec_count;
     uint32_t spec[VKATTN_MAX_SPEC_CONSTANTS]; /* constant_id i = spec[i] */
 } pipeline_key;
@@ -150,6 +162,42 @@ typedef struct pipeline_entry {
     pipeline_key key;
     VkPipeline pipeline;
 } pipeline_entry;
+
+/* ------------------------------------------------ device capabilities --- */
+
+typedef struct coopmat_shape {
+    uint32_t m, n, k; /* A is m x k, B k x n, the accumulator m x n */
+} coopmat_shape;
+#define VKATTN_MAX_COOPMAT_SHAPES 8
+
+/* What a device offers beyond core Vulkan 1.1 that kernels can use
+ * (device_caps.c). */
+typedef struct device_caps {
+    bool ext_float16_int8;          /* the extension must be enabled (before 1.2) */
+    bool ext_subgroup_size_control; /* likewise (before 1.3) */
+    bool float16;                   /* shaderFloat16: float16_t in shaders */
+    /* requiredSubgroupSize and full subgroups for compute pipelines. Without it
+     * a pipeline may run with any size from subgroup_min to subgroup_max. */
+    bool subgroup_size_control;
+    uint32_t subgroup_min, subgroup_max;
+    bool coopmat;                   /* VK_NV_cooperative_matrix, f16 shapes below */
+    coopmat_shape coopmat_shapes[VKATTN_MAX_COOPMAT_SHAPES]; /* f16 A, B; f32 C; subgroup scope */
+    uint32_t coopmat_shape_count;
+} device_caps;
+
+/* The pNext chain and extension names that enable `caps` on vkCreateDevice. */
+typedef struct device_feature_chain {
+    VkPhysicalDeviceShaderFloat16Int8Features f16;
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat;
+    const char *extensions[4];
+    uint32_t extension_count;
+} device_feature_chain;
+
+void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,
+                       const VkExtensionProperties *exts, uint32_t ext_count, device_caps *caps);
+void device_caps_chain(const device_caps *caps, device_feature_chain *chain,
+                       VkDeviceCreateInfo *info);
 
 /* ---------------------------------------------------- command stream --- */
 
@@ -183,6 +231,9 @@ typedef struct vk_state {
     uint64_t max_allocation_size;
     uint32_t timestamp_valid_bits;
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
+    device_caps caps;       /* what the physical device offers */
+    device_caps enabled;    /* what is enabled on the VkDevice (adopted: none of the
+                               features; subgroup_min/max still describe the device) */
     /* Kernels read through texel views and pick the CPU-friendly variants: on
      * CPU devices, or as VKATTN_PREFER_TEXELS=0|1 says (tests run the GPU
      * variants on lavapipe that way). */

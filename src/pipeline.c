@@ -89,7 +89,8 @@ void vk_pipelines_destroy(vkattn_context *ctx)
 
 static bool key_equal(const pipeline_key *a, const pipeline_key *b)
 {
-    return a->shader == b->shader && a->spec_count == b->spec_count &&
+    return a->shader == b->shader && a->subgroup_size == b->subgroup_size &&
+           a->spec_count == b->spec_count &&
            memcmp(a->spec, b->spec, a->spec_count * sizeof a->spec[0]) == 0;
 }
 
@@ -142,10 +143,17 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
         .dataSize = key->spec_count * sizeof(uint32_t),
         .pData = key->spec,
     };
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required_size = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = key->subgroup_size,
+    };
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .pNext = key->subgroup_size ? &required_size : NULL,
+            .flags = key->subgroup_size ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
+                                        : 0,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
             .module = module,
             .pName = "main",

@@ -2,6 +2,8 @@
 #include "internal.h"
 
 #include "attention_combine_spv.h"
+#include "attention_coopmat_emulated_spv.h"
+#include "attention_coopmat_spv.h"
 #include "attention_rows_spv.h"
 #include "attention_tiled_spv.h"
 #include "head_transpose_spv.h"
@@ -22,6 +24,9 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),
     ENTRY_(SHADER_ATTENTION_ROWS, "attention_rows", attention_rows_spv),
     ENTRY_(SHADER_ATTENTION_TILED, "attention_tiled", attention_tiled_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT, "attention_coopmat", attention_coopmat_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT_EMULATED, "attention_coopmat_emulated",
+           attention_coopmat_emulated_spv),
     ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
 };
 

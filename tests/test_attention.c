@@ -1,4 +1,5 @@
 /* Attention on the GPU, fused and unfused, against the CPU reference. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_util.h"
 
 #include <math.h>
@@ -26,6 +27,17 @@ typedef struct at_path {
     uint32_t kv_splits;
 } at_path;
 
+/* Added to the tolerance of the coopmat kernels: they round P to f16 before
+ * P V (half an ulp of f16 at 1 is 4.9e-4, times sum_j P_j |V_j| <= 1). */
+#define COOPMAT_P_ROUNDING 1e-3
+
+static double extra_tolerance(const at_path *p)
+{
+    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED
+               ? COOPMAT_P_ROUNDING
+               : 0.0;
+}
+
 static void shape_of(const at_case *c, int64_t heads, int64_t T, int64_t width, int64_t out[4])
 {
     bool bshd = c->layout == VKATTN_LAYOUT_BSHD;
@@ -38,7 +50,7 @@ static void shape_of(const at_case *c, int64_t heads, int64_t T, int64_t width, 
 static void describe(const at_case *c, const at_path *p, char *buf, size_t size)
 {
     static const char *paths[] = {"auto", "fused", "unfused"};
-    static const char *variants[] = {"auto", "rows", "tiled"};
+    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
     snprintf(buf, size,
              "%s [B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld Dv%lld %s%s%s, %s/%s splits %u]",
              c->name, (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq,
@@ -97,7 +109,7 @@ static void run_case(test_env *env, const at_case *c, const at_path *paths, int 
         vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
-        expect_close(name, &o, atol, 0.0, NULL);
+        expect_close(name, &o, atol + extra_tolerance(&paths[i]), 0.0, NULL);
     }
     vkattn_tensor_destroy(kv_gpu);
     vkattn_tensor_destroy(kv_cpu);
@@ -254,12 +266,55 @@ static void test_random_sweep(void **state)
     }
 }
 
+/* The cooperative-matrix kernel, built with its matrix operations emulated,
+ * on every shape above in f16 (the kernel's input type), with the matrix shapes
+ * GPUs report: 16x16x16 and NVIDIA's 16x8x16. */
+static const at_path coopmat_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
+};
+
+static void run_coopmat_cases(test_env *env, const char *shape, rng *r)
+{
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+        at_case c = fixed_cases[i];
+        c.dtype = F16;
+        c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T of f16 stays finite */
+        run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), r);
+    }
+    static const at_case cases[] = {
+        {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
+        {"D=160 Dv=128",     1, 2, 1, 19,   45, 160, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"D=96 Dv=40",       1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], coopmat_paths, NPATHS(coopmat_paths), r);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+}
+
+static void test_coopmat_emulated(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (!info.float16_arithmetic) {
+        print_message("skipped: %s has no shaderFloat16\n", info.name);
+        return;
+    }
+    rng r = {16};
+    run_coopmat_cases(env, "16x16x16", &r);
+    run_coopmat_cases(env, "16x8x16", &r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_cases),
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_long_sequence),
         cmocka_unit_test(test_unfused_chunking),

@@ -32,7 +32,7 @@ static vkattn_status check_tensors(vkattn_context *ctx, const vkattn_attention_d
     if (d->kv_len && (s = check_tensor(ctx, d->kv_len, "attention", "kv_len")))
         return s;
     if ((unsigned)d->layout > VKATTN_LAYOUT_BSHD || (unsigned)d->path > VKATTN_PATH_UNFUSED ||
-        (unsigned)d->fused_variant > VKATTN_FUSED_TILED)
+        (unsigned)d->fused_variant > VKATTN_FUSED_COOPMAT_EMULATED)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "attention: layout %d, path %d or fused_variant %d is not a valid value",
                         (int)d->layout, (int)d->path, (int)d->fused_variant);

@@ -28,6 +28,10 @@ static inline uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b
  * a storage-buffer load is a loop over the lanes. */
 bool vk_prefers_texels(const vkattn_context *ctx);
 
+/* The subgroup size a kernel whose tiling depends on it is specialized for;
+ * `*required` says whether its pipeline can require that size (pipeline_key). */
+uint32_t kernel_subgroup_size(const vkattn_context *ctx, bool *required);
+
 /* ---------------------------------------------------------------- matmul -- */
 
 /* C[z] = alpha * A[z] @ op(B[z / b_group]) + bias for z in [0, batch), every

@@ -1,0 +1,133 @@
+/* Optional device capabilities: what a physical device offers beyond core
+ * Vulkan 1.1 that vkattn's kernels can use (fp16 arithmetic, a required
+ * subgroup size, cooperative matrices), and the feature chain that enables them
+ * on a device vkattn creates. An adopted device enables none of them as far as
+ * vkattn knows: the application chose its features. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool has_ext(const VkExtensionProperties *exts, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(exts[i].extensionName, name) == 0)
+            return true;
+    return false;
+}
+
+/* The f16 x f16 + f32 -> f32 subgroup shapes of VK_NV_cooperative_matrix, the
+ * only kind the coopmat kernels are written for. */
+static void query_coopmat_shapes(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                 device_caps *caps)
+{
+    if (!vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV)
+        return;
+    uint32_t n = 0;
+    if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, NULL) != VK_SUCCESS || n == 0)
+        return;
+    VkCooperativeMatrixPropertiesNV *props = calloc(n, sizeof *props);
+    if (!props)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        props[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && caps->coopmat_shape_count < VKATTN_MAX_COOPMAT_SHAPES; i++) {
+            const VkCooperativeMatrixPropertiesNV *p = &props[i];
+            if (p->AType == VK_COMPONENT_TYPE_FLOAT16_NV && p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                p->CType == VK_COMPONENT_TYPE_FLOAT32_NV && p->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                p->scope == VK_SCOPE_SUBGROUP_NV)
+                caps->coopmat_shapes[caps->coopmat_shape_count++] =
+                    (coopmat_shape){p->MSize, p->NSize, p->KSize};
+        }
+    free(props);
+}
+
+void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,
+                       const VkExtensionProperties *exts, uint32_t ext_count, device_caps *caps)
+{
+    memset(caps, 0, sizeof *caps);
+    bool v12 = api_version >= VK_API_VERSION_1_2, v13 = api_version >= VK_API_VERSION_1_3;
+    caps->ext_float16_int8 = !v12 && has_ext(exts, ext_count, "VK_KHR_shader_float16_int8");
+    caps->ext_subgroup_size_control =
+        !v13 && has_ext(exts, ext_count, "VK_EXT_subgroup_size_control");
+    bool has_float16 = v12 || caps->ext_float16_int8;
+    bool has_size_control = v13 || caps->ext_subgroup_size_control;
+    bool has_coopmat = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
+
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
+        .pNext = has_coopmat ? &coopmat_props : NULL};
+    VkPhysicalDeviceSubgroupProperties subgroup = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        .pNext = has_size_control ? (void *)&size_props : (has_coopmat ? (void *)&coopmat_props : NULL)};
+    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                         .pNext = &subgroup};
+    vki->GetPhysicalDeviceProperties2(pd, &props);
+
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+        .pNext = has_coopmat ? &coopmat : NULL};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .pNext = has_size_control ? (void *)&size_control : (has_coopmat ? (void *)&coopmat : NULL)};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                          .pNext = has_float16 ? (void *)&f16
+                                                   : has_size_control ? (void *)&size_control
+                                                   : has_coopmat ? (void *)&coopmat : NULL};
+    vki->GetPhysicalDeviceFeatures2(pd, &features);
+
+    caps->float16 = has_float16 && f16.shaderFloat16;
+    /* Without size control every size from min to max may occur; the subgroup
+     * size reported is only the default. */
+    caps->subgroup_min = subgroup.subgroupSize;
+    caps->subgroup_max = subgroup.subgroupSize;
+    if (has_size_control && size_props.minSubgroupSize) {
+        caps->subgroup_min = size_props.minSubgroupSize;
+        caps->subgroup_max = size_props.maxSubgroupSize;
+        caps->subgroup_size_control =
+            size_control.subgroupSizeControl && size_control.computeFullSubgroups &&
+            (size_props.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    }
+    caps->coopmat = has_coopmat && coopmat.cooperativeMatrix && caps->float16 &&
+                    (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    if (caps->coopmat)
+        query_coopmat_shapes(vki, pd, caps);
+    caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
+}
+
+void device_caps_chain(const device_caps *caps, device_feature_chain *c, VkDeviceCreateInfo *info)
+{
+    memset(c, 0, sizeof *c);
+    void *next = NULL;
+    if (caps->coopmat) {
+        c->coopmat = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+            .pNext = next, .cooperativeMatrix = VK_TRUE};
+        next = &c->coopmat;
+        c->extensions[c->extension_count++] = "VK_NV_cooperative_matrix";
+    }
+    if (caps->subgroup_size_control) {
+        c->size_control = (VkPhysicalDeviceSubgroupSizeControlFeatures){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+            .pNext = next, .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
+        next = &c->size_control;
+        if (caps->ext_subgroup_size_control)
+            c->extensions[c->extension_count++] = "VK_EXT_subgroup_size_control";
+    }
+    if (caps->float16) {
+        c->f16 = (VkPhysicalDeviceShaderFloat16Int8Features){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+            .pNext = next, .shaderFloat16 = VK_TRUE};
+        next = &c->f16;
+        if (caps->ext_float16_int8)
+            c->extensions[c->extension_count++] = "VK_KHR_shader_float16_int8";
+    }
+    info->pNext = next;
+    info->enabledExtensionCount = c->extension_count;
+    info->ppEnabledExtensionNames = c->extension_count ? c->extensions : NULL;
+}

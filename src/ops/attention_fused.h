@@ -1,0 +1,60 @@
+/* The fused attention variants. attention_fused.c holds their table and the one
+ * function that chooses from it; each variant's file says what it needs from
+ * the device and the problem (its planner fails with the reason) and how its
+ * kernel is specialized. A new kernel is a new row. */
+#ifndef VKATTN_ATTENTION_FUSED_H
+#define VKATTN_ATTENTION_FUSED_H
+
+#include "ops_common.h"
+
+/* Head sizes the fused kernels keep in registers or shared memory. */
+#define FUSED_MAX_HEAD_SIZE 256
+
+typedef struct fused_plan {
+    uint32_t workgroup;
+    uint32_t rows_per_workgroup;  /* packed query rows one workgroup owns */
+    uint32_t step;                /* keys per step: split ranges are whole steps */
+    uint32_t target_workgroups;   /* keys are split until about this many run */
+    uint32_t subgroup_size;       /* required of the pipeline; 0: any */
+    bool vec4;                    /* the combine pass moves vec4s (Dv % 4 == 0) */
+    /* rows */
+    uint32_t kb, tm;              /* keys per step, rows per invocation */
+    bool unroll;                  /* head-dimension loops unrolled */
+    /* tiled */
+    uint32_t tpr;                 /* invocations per row */
+    /* tiled and coopmat */
+    uint32_t bc;                  /* keys per shared-memory tile */
+    /* coopmat */
+    coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
+    /* set by the chooser */
+    uint32_t blocks;              /* workgroups per split */
+    uint32_t splits, keys_per_split;
+} fused_plan;
+
+typedef struct fused_variant_row {
+    vkattn_fused_variant variant;
+    const char *name;
+    /* What it is good at: how much AUTO wants it for this call on this device,
+     * 0 never (forced only); the highest rank whose planner succeeds runs. */
+    int (*auto_rank)(const vkattn_context *ctx, const attention_call *c);
+    /* What it needs: fills the plan, or says in `why` what is missing. */
+    bool (*plan)(vkattn_context *ctx, const attention_call *c, fused_plan *plan, char *why,
+                 size_t why_size);
+    /* Its pipeline key and workgroup grid (x; y = Hkv and z = B for all). */
+    void (*specialize)(const attention_call *c, const fused_plan *plan, bool split,
+                       vk_dispatch *d);
+} fused_variant_row;
+
+extern const fused_variant_row fused_rows_variant, fused_tiled_variant, fused_coopmat_variant,
+    fused_coopmat_emulated_variant;
+
+/* Packed query rows of one (batch, kv head) problem: group * Tq. */
+static inline uint64_t fused_rows(const attention_dims *d)
+{
+    return (uint64_t)(d->H / d->Hkv) * (uint64_t)d->Tq;
+}
+
+static inline uint32_t pow2_floor(uint64_t v) { uint32_t p = 1; while ((uint64_t)p * 2 <= v) p *= 2; return p; }
+static inline uint32_t pow2_ceil(uint64_t v) { uint32_t p = 1; while (p < v) p *= 2; return p; }
+
+#endif

@@ -1,0 +1,87 @@
+/* Fused variant "rows" (attention_rows.comp): query rows per invocation, K and
+ * V read through texel fetches, no shared memory or barriers. Good at: CPU
+ * devices (lavapipe), where a texel fetch is one vector gather and a storage or
+ * shared load a loop over SIMD lanes. Needs: texel views of Q, K and V. Uses no
+ * subgroup operations, so any subgroup size is correct. */
+#include "attention_fused.h"
+
+#include <stdio.h>
+
+enum rows_spec { /* constant_id values in attention_rows.comp */
+    AR_SPEC_WORKGROUP = 0, AR_SPEC_KB, AR_SPEC_D, AR_SPEC_DV, AR_SPEC_VEC4, AR_SPEC_CAUSAL,
+    AR_SPEC_HAS_KV_LEN, AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_COUNT
+};
+
+/* One SIMD vector of lavapipe per workgroup. */
+#define ROWS_WORKGROUP 8
+/* Keys are split until this many workgroups run: enough for the cores of a
+ * CPU device. */
+#define ROWS_TARGET_WORKGROUPS 64
+
+static int rows_rank(const vkattn_context *ctx, const attention_call *c)
+{
+    (void)c;
+    return vk_prefers_texels(ctx) ? 3 : 0;
+}
+
+static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *plan, char *why,
+                      size_t why_size)
+{
+    const attention_dims *d = &c->dims;
+    (void)ctx;
+    plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    for (int i = 0; i < 3; i++)
+        if (!(plan->vec4 ? in[i]->texels4 : in[i]->texels)) {
+            snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
+                     "which this device does not offer for them (format or maxTexelBufferElements)");
+            return false;
+        }
+    plan->workgroup = ROWS_WORKGROUP;
+    /* Measured on lavapipe, B=1 H=8 T=2048 causal: the kernel is bound by its
+     * K/V gathers, which TM rows per invocation share. D=64: 177 ms with one row
+     * and 4 keys per step, 87 ms with 4 rows and 4 keys; D=128: 350 ms against
+     * 198 ms with 4 rows and 1 key (more keys, or 8 rows, spill and compile
+     * for seconds). Past 128 the unrolled kernel takes seconds to compile
+     * (60 s at D=256 with 4 rows): one row, loops. */
+    uint64_t width = (uint64_t)(d->D > d->Dv ? d->D : d->Dv);
+    plan->unroll = width <= 128;
+    plan->tm = plan->unroll ? 4 : 1;
+    plan->kb = width <= 64 ? 4 : 1;
+    uint64_t rows = fused_rows(d);
+    while (plan->tm > rows) /* decoding: do not compute copies of the last row */
+        plan->tm /= 2;
+    plan->rows_per_workgroup = plan->workgroup * plan->tm;
+    plan->step = plan->kb;
+    plan->target_workgroups = ROWS_TARGET_WORKGROUPS;
+    return true;
+}
+
+static void rows_specialize(const attention_call *c, const fused_plan *plan, bool split,
+                            vk_dispatch *dispatch)
+{
+    const attention_dims *d = &c->dims;
+    if (plan->vec4)
+        for (int i = 0; i < 3; i++)
+            dispatch->bindings[i].texels = (i == 0 ? c->q : i == 1 ? c->k : c->v)->texels4;
+    uint32_t *spec = dispatch->key.spec;
+    dispatch->key.shader = SHADER_ATTENTION_ROWS;
+    dispatch->key.spec_count = AR_SPEC_COUNT;
+    spec[AR_SPEC_WORKGROUP] = plan->workgroup;
+    spec[AR_SPEC_KB] = plan->kb;
+    spec[AR_SPEC_D] = (uint32_t)d->D;
+    spec[AR_SPEC_DV] = (uint32_t)d->Dv;
+    spec[AR_SPEC_VEC4] = plan->vec4;
+    spec[AR_SPEC_CAUSAL] = d->causal;
+    spec[AR_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
+    spec[AR_SPEC_SPLIT] = split;
+    spec[AR_SPEC_TM] = plan->tm;
+    spec[AR_SPEC_UNROLL] = plan->unroll;
+    /* Invocations run over (row group, split) pairs linearly. */
+    dispatch->groups[0] =
+        div_up(div_up(fused_rows(d), plan->tm) * (uint64_t)plan->splits, plan->workgroup);
+}
+
+const fused_variant_row fused_rows_variant = {
+    VKATTN_FUSED_ROWS, "rows", rows_rank, rows_plan, rows_specialize,
+};

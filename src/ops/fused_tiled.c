@@ -1,0 +1,104 @@
+/* Fused variant "tiled" (attention_tiled.comp): K/V tiles staged in shared
+ * memory by the workgroup, a row's head dimension split over TPR invocations of
+ * one subgroup whose partial scores are summed by shuffles. Good at: GPUs
+ * without matrix units, and any input dtype. Needs: subgroup shuffles, shared
+ * memory for a tile of 4 keys at least. Depends on the subgroup size: TPR lanes
+ * must share a subgroup, so TPR is at most the size the pipeline is specialized
+ * for, and that size is required where the device allows (else the smallest
+ * size it may use). */
+#include "attention_fused.h"
+
+#include <stdio.h>
+
+enum tiled_spec { /* constant_id values in attention_tiled.comp */
+    AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
+    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_F16, AT_SPEC_K_F16, AT_SPEC_V_F16, AT_SPEC_COUNT
+};
+
+/* About this many invocations per workgroup, at most this many keys per tile
+ * (the per-invocation score registers). On CPU devices, where it runs only when
+ * forced (tests), tiles are small: lavapipe lowers barriers to LLVM coroutines,
+ * whose frame building takes seconds for 32-key tiles (5.7 s for D=64 against
+ * 0.7 s with 8). */
+#define TILED_WORKGROUP 128
+#define TILED_MAX_TILE 32
+#define TILED_MAX_TILE_CPU 8
+/* Keys are split until this many workgroups run: enough for a large GPU. */
+#define TILED_TARGET_WORKGROUPS 512
+
+static int tiled_rank(const vkattn_context *ctx, const attention_call *c)
+{
+    (void)ctx, (void)c;
+    return 1; /* the fallback everywhere */
+}
+
+static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan *plan, char *why,
+                       size_t why_size)
+{
+    const attention_dims *d = &c->dims;
+    const vkattn_device_info *info = &ctx->info;
+    bool required;
+    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    if (!ctx->vk.subgroup_shuffle || sg == 0) {
+        snprintf(why, why_size, "the tiled kernel needs subgroup shuffles, which %s lacks",
+                 info->name);
+        return false;
+    }
+    uint64_t width = (uint64_t)(d->D > d->Dv ? d->D : d->Dv);
+    /* About 16 dimensions per invocation, a row within one subgroup. */
+    uint32_t tpr = pow2_floor(width / 16 ? width / 16 : 1);
+    uint32_t max_tpr = sg < 16 ? pow2_floor(sg) : 16;
+    plan->tpr = tpr < max_tpr ? tpr : max_tpr;
+    uint64_t rows = fused_rows(d);
+    uint32_t br = TILED_WORKGROUP / plan->tpr;
+    if (br * plan->tpr > info->max_workgroup_invocations)
+        br = info->max_workgroup_invocations / plan->tpr;
+    if (br > pow2_ceil(rows))
+        br = pow2_ceil(rows); /* decoding: do not idle most of the workgroup */
+    /* A required size comes with full subgroups: the workgroup is whole subgroups. */
+    if (required && br * plan->tpr < sg)
+        br = sg / plan->tpr;
+    plan->subgroup_size = required ? sg : 0;
+    plan->rows_per_workgroup = br;
+    plan->workgroup = br * plan->tpr;
+    uint64_t tile_bytes_per_key = 4 * (uint64_t)(d->D + d->Dv);
+    uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
+    uint64_t max_tile = info->type == VKATTN_DEVICE_TYPE_CPU ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
+    bc = bc > max_tile ? max_tile : bc / 4 * 4;
+    if (bc < 4) {
+        snprintf(why, why_size, "K and V tiles of head sizes %lld and %lld do not fit in %u bytes "
+                 "of shared memory", (long long)d->D, (long long)d->Dv, info->shared_memory_bytes);
+        return false;
+    }
+    plan->bc = (uint32_t)bc;
+    plan->step = plan->bc;
+    plan->vec4 = d->Dv % 4 == 0;
+    plan->target_workgroups = TILED_TARGET_WORKGROUPS;
+    return true;
+}
+
+static void tiled_specialize(const attention_call *c, const fused_plan *plan, bool split,
+                             vk_dispatch *dispatch)
+{
+    const attention_dims *d = &c->dims;
+    uint32_t *spec = dispatch->key.spec;
+    dispatch->key.shader = SHADER_ATTENTION_TILED;
+    dispatch->key.subgroup_size = plan->subgroup_size;
+    dispatch->key.spec_count = AT_SPEC_COUNT;
+    spec[AT_SPEC_WORKGROUP] = plan->workgroup;
+    spec[AT_SPEC_TPR] = plan->tpr;
+    spec[AT_SPEC_BC] = plan->bc;
+    spec[AT_SPEC_D] = (uint32_t)d->D;
+    spec[AT_SPEC_DV] = (uint32_t)d->Dv;
+    spec[AT_SPEC_CAUSAL] = d->causal;
+    spec[AT_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
+    spec[AT_SPEC_SPLIT] = split;
+    spec[AT_SPEC_Q_F16] = c->q->dtype == VKATTN_DTYPE_F16;
+    spec[AT_SPEC_K_F16] = c->k->dtype == VKATTN_DTYPE_F16;
+    spec[AT_SPEC_V_F16] = c->v->dtype == VKATTN_DTYPE_F16;
+    dispatch->groups[0] = plan->blocks * plan->splits;
+}
+
+const fused_variant_row fused_tiled_variant = {
+    VKATTN_FUSED_TILED, "tiled", tiled_rank, tiled_plan, tiled_specialize,
+};
