@@ -4,8 +4,8 @@ that have the build but no cmake), the way ctest would.
 
 The tests come from the build's CTestTestfile.cmake files: command, ENVIRONMENT,
 ENVIRONMENT_MODIFICATION, WORKING_DIRECTORY, TIMEOUT, SKIP_RETURN_CODE,
-WILL_FAIL, DISABLED, REQUIRED_FILES, RUN_SERIAL and the PASS/FAIL/SKIP regular
-expressions are honoured, so tests that force kernel variants through their
+WILL_FAIL, DISABLED, REQUIRED_FILES (failed when missing, as in ctest),
+RUN_SERIAL and the PASS/FAIL/SKIP regular expressions are honoured, so tests that force kernel variants through their
 environment (VKATTN_PREFER_TEXELS=0, VKATTN_MEMORY=device, ...) run as under
 ctest. A build copied to another folder still runs: the source and build
 folders recorded in the files are replaced by the ones here, and the build
@@ -217,9 +217,6 @@ def why_not_run(t):
     """A reason to skip the test on this machine, or None."""
     if t.prop("DISABLED", "").upper() in ("1", "ON", "TRUE", "YES"):
         return "DISABLED"
-    missing = [f for f in cmake_list(t.prop("REQUIRED_FILES", "")) if not os.path.exists(f)]
-    if missing:
-        return "required files missing: " + ", ".join(missing)
     lacking = [what for what, ok in REQUIREMENTS.get(t.name, []) if not ok()]
     if lacking:
         return "this machine lacks " + ", ".join(lacking)
@@ -232,6 +229,9 @@ def run_one(t, base_env, timeout_cap, deadline):
     reason = why_not_run(t)
     if reason:
         return "skipped", 0.0, "", reason
+    missing = [f for f in cmake_list(t.prop("REQUIRED_FILES", "")) if not os.path.exists(f)]
+    if missing:  # as ctest: not run, and counted as failed
+        return "failed", 0.0, "", "not run: required files missing: " + ", ".join(missing)
     program = t.command[0]
     if not (os.path.isfile(program) or shutil.which(program)):
         return "failed", 0.0, "", f"cannot find the program {program}"
@@ -301,8 +301,10 @@ def compare_with_ctest(tests, build_dir):
         props = {p["name"]: p["value"] for p in c.get("properties", [])}
         for key, value in props.items():
             mine = t.prop(key, t.directory if key == "WORKING_DIRECTORY" else None)
-            if key == "ENVIRONMENT":
+            if isinstance(value, list):
                 mine = cmake_list(mine or "")
+            elif isinstance(value, bool):
+                mine = (mine or "").upper() in ("1", "ON", "TRUE", "YES")
             elif isinstance(value, (int, float)) and mine is not None:
                 mine = type(value)(float(mine))
             if mine != value:
@@ -387,7 +389,7 @@ def main():
             if status != "passed":
                 line += f"  ({detail})"
             print(line, flush=True)
-            if status == "failed":
+            if status == "failed" and out.strip():
                 tail = out.strip().splitlines()[-25:]
                 print("\n".join("    | " + l for l in tail), flush=True)
             if log:
