@@ -5,9 +5,9 @@ that have the build but no cmake), the way ctest would.
 The tests come from the build's CTestTestfile.cmake files: command, ENVIRONMENT,
 ENVIRONMENT_MODIFICATION, WORKING_DIRECTORY, TIMEOUT, SKIP_RETURN_CODE,
 WILL_FAIL, DISABLED, REQUIRED_FILES (failed when missing, as in ctest),
-RUN_SERIAL and the PASS/FAIL/SKIP regular expressions are honoured, so tests that force kernel variants through their
-environment (VKATTN_PREFER_TEXELS=0, VKATTN_MEMORY=device, ...) run as under
-ctest. A build copied to another folder still runs: the source and build
+RUN_SERIAL and the PASS/FAIL/SKIP regular expressions are honoured, so tests
+that force kernel variants through their environment (VKATTN_PREFER_TEXELS=0,
+VKATTN_MEMORY=device, ...) run as under ctest. A build copied to another folder still runs: the source and build
 folders recorded in the files are replaced by the ones here, and the build
 folder goes first in LD_LIBRARY_PATH (the binaries' RUNPATH names the old one).
 Tests that need tools this machine lacks (REQUIREMENTS below) are skipped and
