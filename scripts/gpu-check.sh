@@ -111,7 +111,8 @@ check() {
   pick
   cat "$work/devices.txt"
   if [ -z "$choice" ]; then
-    [ -z "$devices" ] && fail "no Vulkan device at all (is the driver's ICD manifest found? VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset})"
+    [ -z "$devices" ] && fail "no Vulkan device at all (VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset});" \
+      "VK_LOADER_DEBUG=error,driver $build/vkattn devices says why the loader skipped a driver"
     [ -n "$device_index" ] && fail "no device $device_index"
     fail "only CPU Vulkan devices (llvmpipe/lavapipe): no GPU to check. NVIDIA: the driver's" \
          "nvidia_icd.json and libGLX_nvidia.so.0 must be visible (a container needs" \
@@ -193,6 +194,7 @@ check() {
     "Machine: $(nproc) cores, $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(uname -r)"
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
+    "FP32 peak used for %: $(sed -n 's/^peak: *//p' "$out/vkattn.txt" | head -1)"
     "Whole check: ${total} s"
   )
   local args=()
