@@ -96,6 +96,7 @@ typedef struct bench_cli {
     bool path_given;
     bench_path path;
     bool full;
+    bool gpu;                   /* --gpu: the GPU sweep instead of --quick/--full */
     bool causal;
     bool has_q_offset;
     int64_t q_offset;

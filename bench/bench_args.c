@@ -32,6 +32,10 @@ static void usage(FILE *f)
         "  --quick              the default sweep (under a minute on lavapipe)\n"
         "  --full               also long sequences, decode with and without key splits,\n"
         "                       GQA, f16 inputs, head sizes 80 and 96, larger matmuls\n"
+        "  --gpu                instead, attention sized for a data-centre GPU (auto path):\n"
+        "                       causal prefill B=4 H=16 T=4096 D=128 and 64 (f16, f32),\n"
+        "                       decode H=32 Hkv=8 Tk=8192 D=128 f16, B=1 H=8 T=2048 D=64\n"
+        "                       f32/f16 causal or not (scripts/gpu-check.sh runs it)\n"
         "  --json FILE|-        JSON lines, one object per case ('-': stdout; the table\n"
         "                       then goes to stderr)\n"
         "  --csv FILE           CSV with a header row, the same columns as the JSON\n"
@@ -175,9 +179,13 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
             usage(stdout);
             return -1;
         } else if (!strcmp(a, "--quick")) {
-            c->full = false;
+            c->full = c->gpu = false;
         } else if (!strcmp(a, "--full")) {
             c->full = true;
+            c->gpu = false;
+        } else if (!strcmp(a, "--gpu")) {
+            c->gpu = true;
+            c->full = false;
         } else if (!strcmp(a, "--no-verify")) {
             c->opt.verify = false;
         } else if (!strcmp(a, "--causal")) {

@@ -1,7 +1,9 @@
 /* vkattn-bench: the sweeps. --quick (the default) is sized for lavapipe, a CPU
  * Vulkan driver, to finish in under a minute with a cold shader cache; --full
- * adds long sequences, decode, GQA, f16 and odd head sizes. The options --op,
- * --path, --dtype and --shape then filter and change the list. */
+ * adds long sequences, decode, GQA, f16 and odd head sizes; --gpu replaces both
+ * with the GPU targets of issue 10 (what scripts/gpu-check.sh runs and compares
+ * with PyTorch's SDPA). The options --op, --path, --dtype and --shape then
+ * filter and change the list. */
 #include "bench.h"
 
 #include <string.h>
@@ -88,6 +90,26 @@ static const bench_case full[] = {
     MHA(UNFUSED, 1, 8, 512, 64, true, F32),
 };
 
+/* The GPU targets: attention only, by the path a user gets (auto), one row per
+ * (shape, dtype, causal) so that bench/compare_sdpa.py pairs each with SDPA.
+ * A new dtype is one more row per shape. On an H100 the whole list takes well
+ * under a minute; verification samples rows (bench_row_blocks), about 4 s of
+ * CPU reference per 4x16x4096 case. */
+static const bench_case gpu[] = {
+    /* causal prefill, B=4 H=16 T=4096: f16, and f32 (the scalar tiled kernel) */
+    ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F16, 0),
+    ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F16, 0),
+    ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F32, 0),
+    ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F32, 0),
+    /* decode against a KV cache, GQA 32/8, the keys split as the library chooses */
+    ATT(AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16, 0),
+    /* mid shapes */
+    ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
+    ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),
+    ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
+    ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F16, 0),
+};
+
 static bool same_case(const bench_case *a, const bench_case *b)
 {
     return a->op == b->op && a->path == b->path && a->variant == b->variant &&
@@ -133,9 +155,13 @@ static void add_table(const bench_cli *cli, const bench_case *table, size_t coun
 int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
 {
     int n = 0;
-    add_table(cli, quick, sizeof quick / sizeof quick[0], out, capacity, &n);
-    if (cli->full)
-        add_table(cli, full, sizeof full / sizeof full[0], out, capacity, &n);
+    if (cli->gpu) {
+        add_table(cli, gpu, sizeof gpu / sizeof gpu[0], out, capacity, &n);
+    } else {
+        add_table(cli, quick, sizeof quick / sizeof quick[0], out, capacity, &n);
+        if (cli->full)
+            add_table(cli, full, sizeof full / sizeof full[0], out, capacity, &n);
+    }
     for (int i = 0; i < cli->shape_count; i++) {
         const int64_t *s = cli->shapes[i];
         bench_case c = {

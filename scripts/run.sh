@@ -3,6 +3,7 @@
 #   scripts/run.sh main   set up, build, run the quick benchmark (every case checked
 #                         against the CPU reference) on the default device
 #   scripts/run.sh test   set up, build, run the test suite through ctest
+#   scripts/run.sh build  set up and build only (before scripts/fetch-gpu-debs.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-main}
@@ -15,5 +16,6 @@ cmake --build "$build" -j "$(nproc)"
 case "$what" in
   main) "$build/vkattn-bench" --quick ;;
   test) ctest --test-dir "$build" --output-on-failure -j "$(nproc)" ;;
-  *) echo "usage: scripts/run.sh main|test" >&2; exit 2 ;;
+  build) ;;
+  *) echo "usage: scripts/run.sh main|test|build" >&2; exit 2 ;;
 esac

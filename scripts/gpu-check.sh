@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# One command that proves vkattn on a GPU machine (NVIDIA, or any with a Vulkan
+# driver) that has Python 3 (PyTorch with CUDA for the comparison) but maybe no
+# internet, no Vulkan loader, no cmake/ctest and no glslang. Prepare on Debian 12:
+#     bash scripts/run.sh build && bash scripts/fetch-gpu-debs.sh
+# copy this checkout with build/ and .gl/ to the GPU machine, and there, from
+# the project root:
+#     bash scripts/gpu-check.sh
+# 1. unpacks the Vulkan loader, cmocka and the validation layer from .gl/ where
+#    missing (scripts/gpu_runtime.py) and finds NVIDIA's Vulkan driver manifest;
+# 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
+# 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
+# 4. runs vkattn-bench --gpu, each case checked against the CPU reference;
+# 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
+# 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
+#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, sdpa.csv, tests.log,
+#    devices.txt, gpu-check.log.
+# Exit status 0 when a GPU was found and every test and bench case passed (the
+# PyTorch part may be missing: the table then says why). About 3-5 minutes on an H100.
+#
+# Options:
+#   --allow-cpu        accept a CPU Vulkan device (lavapipe); also VKATTN_GPU_CHECK_ALLOW_CPU=1
+#   --device N         this index of `vkattn devices` instead of the first GPU
+#   --tests REGEX      only the tests whose names match (default: all)
+#   --no-tests         skip step 3
+#   --bench-args ARGS  vkattn-bench's options instead of "--gpu" (one string)
+#   --out DIR          results folder (default bench/results/<device name>)
+#   --jobs N           tests run at once (default min(8, cores))
+#   --test-timeout S   cap on each test (default 300)
+#   --test-deadline S  all tests end within this (default 420); then the bench runs
+# Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
+# one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$PWD
+build=${VKATTN_BUILD_DIR:-build}
+build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
+python=${PYTHON:-python3}
+allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
+device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=300 test_deadline=420
+invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
+for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
+  [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
+done
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --allow-cpu) allow_cpu=1 ;;
+    --device) device_index=$2; shift ;;
+    --tests) tests_regex=$2; shift ;;
+    --no-tests) run_tests=0 ;;
+    --bench-args) bench_args=$2; shift ;;
+    --out) out=$2; shift ;;
+    --jobs) jobs=$2; shift ;;
+    --test-timeout) test_timeout=$2; shift ;;
+    --test-deadline) test_deadline=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "$jobs" ] || jobs=$(( $(nproc) < 8 ? $(nproc) : 8 ))
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+start_s=$(date +%s)
+date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
+
+say() { echo "gpu-check [$(( $(date +%s) - start_s ))s]: $*"; }
+fail() { say "FAILED: $*"; exit 1; }
+
+check() {
+  say "vkattn gpu-check, $date_utc, in $root (build $build_abs)"
+  if ! [ -x "$build_abs/vkattn" ] || ! [ -x "$build_abs/vkattn-bench" ]; then
+    fail "$build/vkattn or $build/vkattn-bench is missing: build on Debian 12 and copy $build/ here"
+  fi
+  [ -f .gl/SOURCE.txt ] && sed 's/^/    /' .gl/SOURCE.txt
+
+  # 1. The Vulkan runtime. The binaries' RUNPATH names the folder they were
+  #    built in; LD_LIBRARY_PATH finds libvkattn here. PyTorch later gets the
+  #    environment as it was.
+  local original_ld=${LD_LIBRARY_PATH-} exports
+  export LD_LIBRARY_PATH="$build_abs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  exports=$("$python" scripts/gpu_runtime.py --debs .gl --nvidia --check "$build_abs/vkattn" \
+      "$build_abs/vkattn-bench" "$build_abs"/libvkattn.so.* "$build_abs/tests/test_attention") ||
+    fail "the Vulkan runtime is incomplete (above); fetch .gl/ again with scripts/fetch-gpu-debs.sh"
+  eval "$exports"
+  say "environment: $(echo "$exports" | sed 's/^export //' | tr '\n' ' ')"
+
+  # 2. Devices: a GPU, or fail.
+  local devices choice type name
+  pick() {
+    "$build_abs/vkattn" devices > "$work/devices.txt" 2>&1 || fail "vkattn devices: $(cat "$work/devices.txt")"
+    # "index<TAB>type<TAB>name" per device
+    devices=$(awk '/^[0-9]+[* ] / { i = $1; sub(/\*$/, "", i); n = substr($0, index($0, " ") + 1);
+                                    getline; t = $0; sub(/^ +/, "", t); sub(/,.*/, "", t);
+                                    print i "\t" t "\t" n }' "$work/devices.txt")
+    choice=""
+    if [ -n "$device_index" ]; then
+      choice=$(awk -F'\t' -v i="$device_index" '$1 == i' <<<"$devices")
+    else
+      for want in "discrete GPU" "integrated GPU" "virtual GPU" "other"; do
+        choice=$(awk -F'\t' -v t="$want" '$2 == t' <<<"$devices" | head -1)
+        [ -n "$choice" ] && break
+      done
+      if [ -z "$choice" ] && [ "$allow_cpu" = 1 ]; then
+        choice=$(head -1 <<<"$devices")
+      fi
+    fi
+  }
+  local device_given=$device_index
+  pick
+  cat "$work/devices.txt"
+  if [ -z "$choice" ]; then
+    [ -z "$devices" ] && fail "no Vulkan device at all (VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset});" \
+      "VK_LOADER_DEBUG=error,driver $build/vkattn devices says why the loader skipped a driver"
+    [ -n "$device_index" ] && fail "no device $device_index"
+    fail "only CPU Vulkan devices (llvmpipe/lavapipe): no GPU to check. NVIDIA: the driver's" \
+         "nvidia_icd.json and libGLX_nvidia.so.0 must be visible (a container needs" \
+         "NVIDIA_DRIVER_CAPABILITIES=all or graphics). --allow-cpu accepts a CPU device."
+  fi
+  IFS=$'\t' read -r device_index type name <<<"$choice"
+  # A CPU device beside the GPU: hide lavapipe, because the adoption tests take
+  # the first device they enumerate (VK_LOADER_DRIVERS_DISABLE: loaders from 1.3.234).
+  if [ -z "$device_given" ] && [ "$type" != CPU ] && [ -z "${VK_DRIVER_FILES-}" ] &&
+     awk -F'\t' '$2 == "CPU"' <<<"$devices" | grep -q .; then
+    export VK_LOADER_DRIVERS_DISABLE='*lvp*'
+    say "hiding the CPU devices (VK_LOADER_DRIVERS_DISABLE='*lvp*'), listing again"
+    device_index=""
+    pick
+    [ -n "$choice" ] || fail "the GPU went away with VK_LOADER_DRIVERS_DISABLE"
+    cat "$work/devices.txt"
+    awk -F'\t' '$2 == "CPU"' <<<"$devices" | grep -q . &&
+      say "WARNING: a CPU device is still listed: test_adopt and test_recording take the first device"
+    IFS=$'\t' read -r device_index type name <<<"$choice"
+  fi
+  [ "$type" = CPU ] && say "WARNING: checking a CPU device (--allow-cpu): nothing here proves anything about a GPU"
+  export VKATTN_DEVICE=$device_index
+  say "device: $device_index, $name ($type); VKATTN_DEVICE=$VKATTN_DEVICE"
+  local slug
+  slug=$(tr '[:upper:]' '[:lower:]' <<<"$name" | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+  out=${out:-bench/results/$slug}
+  mkdir -p "$out" || fail "cannot make $out"
+  echo "$out" > "$work/out"
+  cp "$work/devices.txt" "$out/devices.txt"
+  local smi="" detail
+  if command -v nvidia-smi >/dev/null; then
+    smi=$(nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader 2>/dev/null | head -1)
+    say "nvidia-smi: $smi"
+  fi
+  detail=$(awk -v i="$device_index" '$1 == i || $1 == i "*" { getline; sub(/^ +/, ""); print; exit }' "$work/devices.txt")
+
+  # 3. Tests, validation on (the tests turn it on and fail on any message).
+  local tests_summary="not run (--no-tests)" tests_rc=0
+  if [ "$run_tests" = 1 ]; then
+    say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${test_deadline} s"
+    "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
+        --timeout "$test_timeout" --deadline "$test_deadline" --log "$out/tests.log" --link-build \
+        ${tests_regex:+--include "$tests_regex"} | tee "$work/tests.txt"
+    tests_rc=${PIPESTATUS[0]}
+    tests_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/tests.txt" | tail -1)
+    [ -n "$tests_summary" ] || tests_summary="the runner stopped (exit status $tests_rc)"
+    [ -n "$tests_regex" ] && tests_summary+=" (only tests matching '$tests_regex')"
+  fi
+
+  # 4. vkattn-bench.
+  local bench_cmd bench_rc
+  bench_cmd="$build/vkattn-bench $bench_args --csv $out/vkattn.csv"
+  say "bench: $bench_cmd"
+  # shellcheck disable=SC2086  # bench_args is a list of options
+  timeout 300 "$build_abs/vkattn-bench" $bench_args --csv "$out/vkattn.csv" > "$out/vkattn.txt"
+  bench_rc=$?
+  cat "$out/vkattn.txt"
+  [ $bench_rc = 124 ] && say "bench: stopped after 300 s"
+
+  # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
+  local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
+  say "SDPA: $sdpa_cmd"
+  if [ -s "$out/vkattn.csv" ]; then
+    LD_LIBRARY_PATH=$original_ld timeout 300 "$python" bench/sdpa_bench.py \
+        --vkattn "$out/vkattn.csv" --out "$out/sdpa.csv" ||
+      say "SDPA: exit status $? (the table shows what ran)"
+  fi
+
+  # 6. The table.
+  local total=$(( $(date +%s) - start_s )) source_line=""
+  [ -f .gl/SOURCE.txt ] && source_line=$(grep -m1 '^commit:' .gl/SOURCE.txt)
+  [ -n "$source_line" ] || source_line="commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  source_line=${source_line#commit: }
+  local info=(
+    "vkattn devices: index $device_index, $detail"
+    "Driver (nvidia-smi): ${smi:-no nvidia-smi}"
+    "Date: $date_utc"
+    "Build: commit $source_line ($(grep -m1 '^build type:' .gl/SOURCE.txt 2>/dev/null || echo 'build type: ?'))"
+    "Machine: $(nproc) cores, $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(uname -r)"
+    "Tests (validation on, tests.log): $tests_summary"
+    "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
+    "FP32 peak used for %: $(sed -n 's/^peak: *//p' "$out/vkattn.txt" | head -1)"
+    "Whole check: ${total} s"
+  )
+  local args=()
+  for i in "${info[@]}"; do args+=(--info "$i"); done
+  "$python" bench/compare_sdpa.py --vkattn "$out/vkattn.csv" --sdpa "$out/sdpa.csv" \
+      --out "$out/README.md" --title "vkattn and PyTorch SDPA on $name" "${args[@]}" \
+      --command "$invocation" --command "$bench_cmd" --command "$sdpa_cmd" ||
+    say "could not write the table"
+  [ -f "$out/README.md" ] && sed -n '/^| case/,$p' "$out/README.md"
+
+  say "tests: $tests_summary"
+  say "bench: exit status $bench_rc; results in $out/"
+  if [ "$tests_rc" != 0 ] || [ "$bench_rc" != 0 ]; then
+    fail "see above (tests exit $tests_rc, bench exit $bench_rc)"
+  fi
+  say "passed"
+}
+
+check 2>&1 | tee "$work/gpu-check.log"
+rc=${PIPESTATUS[0]}
+if [ -s "$work/out" ]; then
+  cp "$work/gpu-check.log" "$(cat "$work/out")/gpu-check.log"
+fi
+exit "$rc"
