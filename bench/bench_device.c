@@ -175,9 +175,11 @@ void bench_print_device(FILE *f, const vkattn_device_info *info, double peak, co
                 VK_API_VERSION_MINOR(info->api_version), VK_API_VERSION_PATCH(info->api_version),
                 info->adopted ? ", adopted device" : "",
                 info->validation_enabled ? ", validation layer on (slower)" : "");
-        fprintf(f, "compute:  subgroup %u (arithmetic %s), shared memory %u B, workgroup up to "
-                   "%u invocations, max storage buffer range %llu B (%.0f MiB)\n",
-                info->subgroup_size, yes_no(info->subgroup_arithmetic), info->shared_memory_bytes,
+        fprintf(f, "compute:  subgroup %u (%u-%u, %s; arithmetic %s), shared memory %u B, "
+                   "workgroup up to %u invocations, max storage buffer range %llu B (%.0f MiB)\n",
+                info->subgroup_size, info->subgroup_size_min, info->subgroup_size_max,
+                info->subgroup_size_required ? "required per kernel" : "not requirable",
+                yes_no(info->subgroup_arithmetic), info->shared_memory_bytes,
                 info->max_workgroup_invocations,
                 (unsigned long long)info->max_storage_buffer_range,
                 (double)info->max_storage_buffer_range / 1048576.0);

@@ -31,8 +31,13 @@ const char *bench_variant_name(const bench_case *c)
         return (unsigned)c->variant < 3 ? softmax[c->variant] : "?";
     case OP_ATTENTION:
         if (c->path == PATH_FUSED || c->path == PATH_AUTO) {
+            /* The forced fused variant, if any, before the splits. */
+            static const char *fused[] = {"", "rows ", "tiled ", "coopmat ", "coopmat_emu "};
+            static char name[48];
             uint32_t k = c->kv_splits;
-            return splits[k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : k == 4 ? 3 : k == 8 ? 4 : 5];
+            snprintf(name, sizeof name, "%s%s", (unsigned)c->variant < 5 ? fused[c->variant] : "? ",
+                     splits[k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : k == 4 ? 3 : k == 8 ? 4 : 5]);
+            return name;
         }
         return "-";
     default:

@@ -15,6 +15,10 @@
 #define ATT(path_, b, h, hkv, tq, tk, d, dv, causal_, dt, splits)                              \
     {.op = OP_ATTENTION, .path = PATH_##path_, .B = b, .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, \
      .D = d, .Dv = dv, .causal = causal_, .dtype = dt, .kv_splits = splits}
+/* attention by a forced fused variant (vkattn_fused_variant) */
+#define ATT_VARIANT(variant_, b, h, hkv, tq, tk, d, dv, causal_, dt)                          \
+    {.op = OP_ATTENTION, .path = PATH_FUSED, .variant = VKATTN_FUSED_##variant_, .B = b,      \
+     .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_, .dtype = dt}
 /* mha: B, H, T, Dh (C = H * Dh) */
 #define MHA(path_, b, h, t, dh, causal_, dt)                                                    \
     {.op = OP_MHA, .path = PATH_##path_, .B = b, .H = h, .Hkv = h, .Tq = t, .Tk = t, .D = dh,  \
@@ -108,6 +112,12 @@ static const bench_case gpu[] = {
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F16, 0),
+    /* the matrix-unit kernel, opt-in until verified here: forced; a device without
+     * VK_NV_cooperative_matrix reports these as not supported */
+    ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 128, 128, true, F16),
+    ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 64, 64, true, F16),
+    ATT_VARIANT(COOPMAT, 1, 32, 8, 1, 8192, 128, 128, false, F16),
+    ATT_VARIANT(COOPMAT, 1, 8, 8, 2048, 2048, 64, 64, true, F16),
 };
 
 static bool same_case(const bench_case *a, const bench_case *b)

@@ -59,7 +59,10 @@
  * VkQueue hands them over in vkattn_context_desc.adopt; vkattn needs Vulkan 1.1
  * and a queue family with compute, and no device extension or feature beyond
  * core 1.1. Ops can also be recorded into the application's own command buffer
- * (vkattn_recording_begin).
+ * (vkattn_recording_begin). On a device vkattn creates itself it enables what
+ * its faster kernels use where the device has it (shaderFloat16, subgroup size
+ * control, VK_NV_cooperative_matrix); in an adopted device it uses none of them,
+ * since it cannot know what the application enabled.
  *
  * Memory. Tensors are device buffers, mapped where device memory is
  * host-visible. Ops that need scratch memory (unfused scores, split-key partial

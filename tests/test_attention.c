@@ -308,6 +308,43 @@ static void test_coopmat_emulated(void **state)
     run_coopmat_cases(env, "16x8x16", &r);
 }
 
+/* What the variant table refuses, and why: the real coopmat kernel where the
+ * device has no VK_NV_cooperative_matrix, the coopmat kernels on f32 inputs;
+ * and AUTO with VKATTN_COOPMAT=1 still runs (on another variant) there. */
+static void test_coopmat_refusals(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    rng r = {17};
+    int64_t shape[4] = {1, 2, 9, 16};
+    pair q16 = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
+    pair q32 = pair_random(env, F32, 4, shape, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED};
+    if (!info.cooperative_matrix) {
+        d.fused_variant = VKATTN_FUSED_COOPMAT;
+        assert_int_equal(vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu),
+                         VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu), "VK_NV_cooperative_matrix"));
+    }
+    d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
+    assert_int_equal(vkattn_attention(env->gpu, &d, q32.gpu, q16.gpu, q16.gpu, o.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V (got f32, f16, f16)"));
+
+    assert_int_equal(setenv("VKATTN_COOPMAT", "1", 1), 0);
+    d.fused_variant = VKATTN_FUSED_AUTO;
+    assert_int_equal(vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_attention(env->cpu, &d, q16.cpu, q16.cpu, q16.cpu, o.cpu), VKATTN_OK);
+    expect_close("auto with VKATTN_COOPMAT=1", &o, 1e-5 + (info.cooperative_matrix ? 1e-3 : 0),
+                 0.0, NULL);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT"), 0);
+    pair_destroy(&q16);
+    pair_destroy(&q32);
+    pair_destroy(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
+        cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_long_sequence),
         cmocka_unit_test(test_unfused_chunking),
