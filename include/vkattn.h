@@ -415,6 +415,11 @@ typedef enum vkattn_matmul_variant {
     VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
     VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:
                                  the fast kernel on CPU devices (lavapipe) */
+    VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_cooperative_matrix),
+                                 f32 accumulation. Opt-in until verified on a GPU: AUTO
+                                 takes it only with VKATTN_COOPMAT=1 */
+    VKATTN_MATMUL_COOPMAT_EMULATED, /* the same kernel, matrix operations in plain code
+                                 (needs shaderFloat16): for tests, never chosen by AUTO */
 } vkattn_matmul_variant;
 
 typedef struct vkattn_matmul_desc {

@@ -64,6 +64,7 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
 
 #include "attention_push.glsl"
+#include "coopmat.glsl"
 
 shared float16_t q_tile[BR * DP];
 shared float16_t k_tile[BC * DP];
@@ -78,63 +79,19 @@ float16_t load_half(uint word, uint index)
     return float16_t(unpackHalf2x16(word)[index & 1u]);
 }
 
-#ifdef COOPMAT_EMULATED
-// The loops over a block's inner dimension are unrolled: lavapipe (gallivm)
-// ends every loop at one nesting depth of an invocation once that depth has run
-// 65535 iterations in all, silently (found here as outputs never written past
-// ~15 tiles of D=128). Unrolled, the emulated kernel stays below that for the
-// few thousand keys per split that tests use.
 // s_tile block (rb, cb) = Q block row rb times K^T block column cb.
 void scores_block(uint rb, uint cb)
 {
-    for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += gl_SubgroupSize) {
-        uint r = rb * MM + e / MN, c = cb * MN + e % MN;
-        float acc = 0.0;
-        [[unroll]] for (uint d = 0; d < DP; d++)
-            acc = fma(float(q_tile[r * DP + d]), float(k_tile[c * DP + d]), acc);
-        s_tile[r * BC + c] = acc;
-    }
+    COOPMAT_MMA(s_tile, rb * MM * BC + cb * MN, BC, q_tile, rb * MM * DP, DP,
+                k_tile, cb * MN * DP, DP, true, DP, true)
 }
 
 // o_tile block (rb, cb) += P block row rb times V block column cb.
 void output_block(uint rb, uint cb)
 {
-    for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += gl_SubgroupSize) {
-        uint r = rb * MM + e / MN, c = cb * MN + e % MN;
-        float acc = o_tile[r * DVP + c];
-        [[unroll]] for (uint k = 0; k < BC; k++)
-            acc = fma(float(p_tile[r * BC + k]), float(v_tile[k * DVP + c]), acc);
-        o_tile[r * DVP + c] = acc;
-    }
+    COOPMAT_MMA(o_tile, rb * MM * DVP + cb * MN, DVP, p_tile, rb * MM * BC, BC,
+                v_tile, cb * MN, DVP, false, BC, false)
 }
-#else
-void scores_block(uint rb, uint cb)
-{
-    fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> acc = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0);
-    for (uint k = 0; k < DP; k += MK) {
-        fcoopmatNV<16, gl_ScopeSubgroup, MM, MK> a;
-        fcoopmatNV<16, gl_ScopeSubgroup, MK, MN> b;
-        coopMatLoadNV(a, q_tile, rb * MM * DP + k, DP, false);
-        coopMatLoadNV(b, k_tile, cb * MN * DP + k, DP, true);   // K^T: K's rows as columns
-        acc = coopMatMulAddNV(a, b, acc);
-    }
-    coopMatStoreNV(acc, s_tile, rb * MM * BC + cb * MN, BC, false);
-}
-
-void output_block(uint rb, uint cb)
-{
-    fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> acc;
-    coopMatLoadNV(acc, o_tile, rb * MM * DVP + cb * MN, DVP, false);
-    for (uint k = 0; k < BC; k += MK) {
-        fcoopmatNV<16, gl_ScopeSubgroup, MM, MK> a;
-        fcoopmatNV<16, gl_ScopeSubgroup, MK, MN> b;
-        coopMatLoadNV(a, p_tile, rb * MM * BC + k, BC, false);
-        coopMatLoadNV(b, v_tile, k * DVP + cb * MN, DVP, false);
-        acc = coopMatMulAddNV(a, b, acc);
-    }
-    coopMatStoreNV(acc, o_tile, rb * MM * DVP + cb * MN, DVP, false);
-}
-#endif
 
 // The query position of packed row r.
 uint position(uint r) { return r % p.Tq; }

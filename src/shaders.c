@@ -7,6 +7,8 @@
 #include "attention_rows_spv.h"
 #include "attention_tiled_spv.h"
 #include "head_transpose_spv.h"
+#include "matmul_coopmat_emulated_spv.h"
+#include "matmul_coopmat_spv.h"
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
 #include "matmul_texel_spv.h"
@@ -19,6 +21,8 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_MATMUL, "matmul", matmul_spv),
     ENTRY_(SHADER_MATMUL_NAIVE, "matmul_naive", matmul_naive_spv),
     ENTRY_(SHADER_MATMUL_TEXEL, "matmul_texel", matmul_texel_spv),
+    ENTRY_(SHADER_MATMUL_COOPMAT, "matmul_coopmat", matmul_coopmat_spv),
+    ENTRY_(SHADER_MATMUL_COOPMAT_EMULATED, "matmul_coopmat_emulated", matmul_coopmat_emulated_spv),
     ENTRY_(SHADER_SOFTMAX_SUBGROUP, "softmax", softmax_spv),
     ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),

@@ -1,9 +1,11 @@
 /* Tiled and naive matmul on the GPU against the CPU reference. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef enum { B_SHARED, B_PER_BATCH, B_GROUPED } b_mode;
 
@@ -169,12 +171,57 @@ static void test_square_512(void **state)
     run_case(env, &c, VKATTN_MATMUL_AUTO, &r);
 }
 
+/* The cooperative-matrix kernel, built with its matrix operations emulated, on
+ * every fixed case with f16 A and B (the kernel's input type), with the matrix
+ * shapes GPUs report: 16x16x16 and NVIDIA's 16x8x16. */
+static void test_coopmat_emulated(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (!info.float16_arithmetic) {
+        print_message("skipped: %s has no shaderFloat16\n", info.name);
+        return;
+    }
+    static const char *shapes[] = {"16x16x16", "16x8x16"};
+    rng r = {8};
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shapes[s], 1), 0);
+        for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+            mm_case c = fixed_cases[i];
+            c.a_type = c.b_type = VKATTN_DTYPE_F16;
+            run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
+        }
+    }
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+
+    /* f32 inputs, and the real kernel where the device has no matrix units, are refused. */
+    int64_t shape[2] = {8, 8};
+    pair a = pair_random(env, VKATTN_DTYPE_F32, 2, shape, &r, -1.f, 1.f);
+    pair h = pair_random(env, VKATTN_DTYPE_F16, 2, shape, &r, -1.f, 1.f);
+    pair out = pair_output(env, 2, shape);
+    vkattn_matmul_desc d = {.variant = VKATTN_MATMUL_COOPMAT_EMULATED};
+    assert_int_equal(vkattn_matmul(env->gpu, &d, a.gpu, h.gpu, NULL, out.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 A and B (got f32, f16)"));
+    if (!info.cooperative_matrix) {
+        d.variant = VKATTN_MATMUL_COOPMAT;
+        assert_int_equal(vkattn_matmul(env->gpu, &d, h.gpu, h.gpu, NULL, out.gpu),
+                         VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu), "VK_NV_cooperative_matrix"));
+    }
+    pair_destroy(&a);
+    pair_destroy(&h);
+    pair_destroy(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_cases),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_square_512),
+        cmocka_unit_test(test_coopmat_emulated),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

@@ -36,33 +36,6 @@ static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp
     return 2ull * (br * dp + bc * dp + bc * dvp + br * bc) + 4ull * (br * bc + br * dvp + 3 * br);
 }
 
-/* The shape with the most work per instruction among those the device reports. */
-static bool device_shape(const device_caps *caps, coopmat_shape *out)
-{
-    uint64_t best = 0;
-    for (uint32_t i = 0; i < caps->coopmat_shape_count; i++) {
-        coopmat_shape s = caps->coopmat_shapes[i];
-        uint64_t work = (uint64_t)s.m * s.n * s.k;
-        if (s.m && s.n && s.k && s.m <= COOPMAT_MAX_TILE && s.n <= COOPMAT_MAX_TILE &&
-            s.k <= COOPMAT_MAX_TILE && work > best)
-            best = work, *out = s;
-    }
-    return best > 0;
-}
-
-static bool emulated_shape(coopmat_shape *out)
-{
-    *out = (coopmat_shape){16, 16, 16};
-    const char *env = getenv("VKATTN_COOPMAT_EMULATED_SHAPE");
-    unsigned m, n, k;
-    if (env && sscanf(env, "%ux%ux%u", &m, &n, &k) == 3) {
-        if (!m || !n || !k || m > COOPMAT_MAX_TILE || n > COOPMAT_MAX_TILE || k > COOPMAT_MAX_TILE)
-            return false;
-        *out = (coopmat_shape){m, n, k};
-    }
-    return true;
-}
-
 static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bool emulated,
                                 fused_plan *plan, char *why, size_t why_size)
 {
@@ -83,14 +56,14 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                      "application did not enable", name, info->name);
             return false;
         }
-        if (!emulated_shape(&plan->shape)) {
+        if (!coopmat_emulated_shape(&plan->shape)) {
             snprintf(why, why_size, "VKATTN_COOPMAT_EMULATED_SHAPE is not MxNxK with sizes 1..%d",
                      COOPMAT_MAX_TILE);
             return false;
         }
         sg = info->subgroup_size ? info->subgroup_size : 1; /* any size is correct */
     } else {
-        if (!ctx->vk.enabled.coopmat || !device_shape(&ctx->vk.enabled, &plan->shape)) {
+        if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &plan->shape)) {
             snprintf(why, why_size, "%s needs VK_NV_cooperative_matrix with an f16 x f16 -> f32 "
                      "subgroup shape, which %s lacks or the application did not enable",
                      name, info->name);

@@ -60,7 +60,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_matmul_desc *d
         return s;
     if (bias && (s = check_tensor(ctx, bias, "matmul", "bias")))
         return s;
-    if ((unsigned)d->variant > VKATTN_MATMUL_TEXEL)
+    if ((unsigned)d->variant > VKATTN_MATMUL_COOPMAT_EMULATED)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "matmul: variant %d is not valid",
                         (int)d->variant);
     if (!isfinite(d->alpha))
@@ -113,8 +113,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_matmul_desc *d
     return VKATTN_OK;
 }
 
-/* Records `dispatch` over all batches (several dispatches past the z limit). */
-static vkattn_status record_batches(vkattn_context *ctx, const vk_dispatch *shape_only,
+vkattn_status matmul_record_batches(vkattn_context *ctx, const vk_dispatch *shape_only,
                                     const matmul_call *c, uint64_t gx, uint64_t gy)
 {
     if (gx > ctx->vk.max_workgroup_count[0] || gy > ctx->vk.max_workgroup_count[1])
@@ -186,7 +185,7 @@ static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, boo
         .binding_count = 4,
     };
     uint64_t gx = div_up(div_up(c->N, tn), wg), gy = div_up(c->M, tm);
-    return record_batches(ctx, &dispatch, c, gx, gy);
+    return matmul_record_batches(ctx, &dispatch, c, gx, gy);
 }
 
 static vkattn_status record_storage(vkattn_context *ctx, const matmul_call *c, bool naive)
@@ -212,7 +211,7 @@ static vkattn_status record_storage(vkattn_context *ctx, const matmul_call *c, b
 
     uint64_t gx = naive ? div_up(c->N, NAIVE_WORKGROUP) : div_up(c->N, tiles[1]);
     uint64_t gy = naive ? c->M : div_up(c->M, tiles[0]);
-    return record_batches(ctx, &dispatch, c, gx, gy);
+    return matmul_record_batches(ctx, &dispatch, c, gx, gy);
 }
 
 vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c)
@@ -221,7 +220,11 @@ vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c)
     bool texel_ok = texel_readable(c, &vec4);
     vkattn_matmul_variant variant = c->variant;
     if (variant == VKATTN_MATMUL_AUTO)
-        variant = texel_ok && vk_prefers_texels(ctx) ? VKATTN_MATMUL_TEXEL : VKATTN_MATMUL_TILED;
+        variant = matmul_coopmat_wanted(ctx, c)                ? VKATTN_MATMUL_COOPMAT
+                  : texel_ok && vk_prefers_texels(ctx) ? VKATTN_MATMUL_TEXEL
+                                                       : VKATTN_MATMUL_TILED;
+    if (variant == VKATTN_MATMUL_COOPMAT || variant == VKATTN_MATMUL_COOPMAT_EMULATED)
+        return vk_matmul_coopmat(ctx, c, variant == VKATTN_MATMUL_COOPMAT_EMULATED);
     if (variant != VKATTN_MATMUL_TEXEL)
         return record_storage(ctx, c, variant == VKATTN_MATMUL_NAIVE);
     if (!texel_ok)

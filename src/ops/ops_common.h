@@ -50,6 +50,22 @@ typedef struct matmul_call {
 } matmul_call;
 
 vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c);
+/* Records `dispatch` (its key and bindings) over all batches of the call, with
+ * the matmul push constants; several dispatches past the z limit. */
+vkattn_status matmul_record_batches(vkattn_context *ctx, const vk_dispatch *dispatch,
+                                    const matmul_call *c, uint64_t gx, uint64_t gy);
+/* The cooperative-matrix kernel (matmul_coopmat.c), real or emulated, and
+ * whether AUTO takes it for this call (opt-in: VKATTN_COOPMAT=1). */
+vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool emulated);
+bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
+
+/* ------------------------------------------------------- cooperative matrices -- */
+
+/* The f16 shape with the most work per instruction among the device's (false:
+ * none), and the shape the emulated builds use: 16x16x16, or
+ * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (false: malformed, or a size over 64). */
+bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
+bool coopmat_emulated_shape(coopmat_shape *out);
 
 /* --------------------------------------------------------------- softmax -- */
 
