@@ -308,6 +308,35 @@ static void test_coopmat_emulated(void **state)
     run_coopmat_cases(env, "16x8x16", &r);
 }
 
+/* Many keys per invocation at head sizes whose loops the driver does not
+ * unroll: lavapipe stops such loops after 65535 iterations, so the variants
+ * split the keys there even when one split is asked for (CPU_LOOP_BUDGET).
+ * Before that, D = 160 with 1024 keys gave errors of 1e34. */
+static void test_long_loops(void **state)
+{
+    test_env *env = *state;
+    rng r = {18};
+    static const at_path paths[] = {
+        {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+    };
+    static const at_case cases[] = {
+        {"D=160 1100 keys", 1, 2, 1, 9, 1100, 160, 160, BHSD, false, false, 0, false, 0.f, F32, 1.f},
+        {"D=256 600 keys",  1, 1, 1, 5,  600, 256, 200, BSHD, true,  false, 0, false, 0.f, F32, 1.f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], paths, NPATHS(paths), &r);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (info.float16_arithmetic) {
+        static const at_path coopmat[] = {{VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1}};
+        at_case c = {"coopmat 5000 keys", 1, 1, 1, 3, 5000, 128, 128, BHSD, true, false, 0, false,
+                     0.f, F16, 1.f};
+        run_case(env, &c, coopmat, NPATHS(coopmat), &r);
+    }
+}
+
 /* What the variant table refuses, and why: the real coopmat kernel where the
  * device has no VK_NV_cooperative_matrix, the coopmat kernels on f32 inputs;
  * and AUTO with VKATTN_COOPMAT=1 still runs (on another variant) there. */
@@ -353,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_refusals),
+        cmocka_unit_test(test_long_loops),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_long_sequence),
         cmocka_unit_test(test_unfused_chunking),

@@ -61,6 +61,10 @@ static bool finish_plan(vkattn_context *ctx, const attention_call *c, const fuse
     splits = u64_min(splits ? splits : 1, (uint64_t)d->Tk);
     /* Whole steps of keys per split; the count of splits follows from that. */
     uint64_t keys = div_up(div_up((uint64_t)d->Tk, splits), plan->step) * (uint64_t)plan->step;
+    if (plan->max_keys_per_split) {
+        uint64_t most = plan->max_keys_per_split / plan->step * (uint64_t)plan->step;
+        keys = u64_min(keys, most ? most : plan->step); /* more splits than asked, if need be */
+    }
     plan->keys_per_split = (uint32_t)keys;
     plan->splits = div_up((uint64_t)d->Tk, keys);
 

@@ -16,6 +16,9 @@ typedef struct fused_plan {
     uint32_t step;                /* keys per step: split ranges are whole steps */
     uint32_t target_workgroups;   /* keys are split until about this many run */
     uint32_t subgroup_size;       /* required of the pipeline; 0: any */
+    /* The most keys one invocation may walk (0: no limit); more are split. See
+     * CPU_LOOP_BUDGET. */
+    uint32_t max_keys_per_split;
     bool vec4;                    /* the combine pass moves vec4s (Dv % 4 == 0) */
     /* rows */
     uint32_t kb, tm;              /* keys per step, rows per invocation */
@@ -30,6 +33,16 @@ typedef struct fused_plan {
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
 } fused_plan;
+
+/* lavapipe (gallivm, Mesa 22.3) silently ends the loops of an invocation once
+ * they have run 65535 iterations (loops the compiler does not unroll; the
+ * count is kept per nesting depth across the whole invocation), leaving the
+ * rest of the kernel to run on garbage. Found as wrong results from the rows
+ * kernel at D = 160 with 1024 keys (error 1e34) and D = 256 with 500 keys, and
+ * as unwritten outputs of the emulated coopmat kernel after ~15 tiles. On CPU
+ * devices variants whose loops are not unrolled estimate their iterations per
+ * key and cap the keys per split to half this budget. */
+#define CPU_LOOP_BUDGET 32768
 
 typedef struct fused_variant_row {
     vkattn_fused_variant variant;

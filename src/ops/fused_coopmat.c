@@ -110,6 +110,19 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     }
     plan->workgroup = wg;
     plan->step = plan->bc;
+    if (emulated && info->type == VKATTN_DEVICE_TYPE_CPU) {
+        /* Per tile, each lane walks its share of the K and V tiles, of the
+         * output rescaling, and of the score and output blocks' elements (the
+         * loops over their inner dimension are unrolled); all counted as one. */
+        uint32_t br = plan->rows_per_workgroup, nsg = wg / sg;
+        uint32_t per_block = div_up((uint64_t)s.m * s.n, sg);
+        uint32_t score_blocks = (br / s.m) * (plan->bc / s.n), output_blocks = (br / s.m) * (dvp / s.n);
+        uint64_t per_tile = (uint64_t)(div_up(score_blocks, nsg) + div_up(output_blocks, nsg)) *
+                                (per_block + 1) +
+                            div_up((uint64_t)plan->bc * dp, wg) + div_up((uint64_t)plan->bc * dvp, wg) +
+                            div_up((uint64_t)br * dvp, wg) + div_up(br, wg) + 8;
+        plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * plan->bc);
+    }
     plan->vec4 = d->Dv % 4 == 0;
     plan->target_workgroups = COOPMAT_TARGET_WORKGROUPS;
     return true;

@@ -28,7 +28,6 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
                       size_t why_size)
 {
     const attention_dims *d = &c->dims;
-    (void)ctx;
     plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
     for (int i = 0; i < 3; i++)
@@ -54,6 +53,11 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     plan->rows_per_workgroup = plan->workgroup * plan->tm;
     plan->step = plan->kb;
     plan->target_workgroups = ROWS_TARGET_WORKGROUPS;
+    /* Without unrolling, each key runs loops over D and Dv (in vec4s). */
+    if (!plan->unroll && ctx->info.type == VKATTN_DEVICE_TYPE_CPU) {
+        uint64_t per_key = (uint64_t)(d->D + d->Dv) / (plan->vec4 ? 4 : 1) + 4;
+        plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_key);
+    }
     return true;
 }
 

@@ -74,6 +74,12 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     plan->step = plan->bc;
     plan->vec4 = d->Dv % 4 == 0;
     plan->target_workgroups = TILED_TARGET_WORKGROUPS;
+    if (info->type == VKATTN_DEVICE_TYPE_CPU) {
+        /* Per tile, each invocation loads its share of K and V (the loops over
+         * the tile's keys and its dimensions are unrolled). */
+        uint64_t per_tile = div_up((uint64_t)plan->bc * (uint64_t)(d->D + d->Dv), plan->workgroup) + 8;
+        plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * plan->bc);
+    }
     return true;
 }
 
