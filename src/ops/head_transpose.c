@@ -1,4 +1,5 @@
-/* vkattn_head_transpose: (A, B, C, D) -> (A, C, B, D). */
+/* vkattn_head_transpose: (A, B, C, D) -> (A, C, B, D). The kernel uses no
+ * subgroup operations: any subgroup size is correct. */
 #include "ops_common.h"
 
 /* Keep in sync with the Push block in shaders/head_transpose.comp. */

@@ -1,4 +1,6 @@
-/* vkattn_matmul: argument checks, tile choice, dispatch; CPU reference otherwise. */
+/* vkattn_matmul: argument checks, tile choice, dispatch; CPU reference otherwise.
+ * The tiled, naive and texel kernels use no subgroup operations (any subgroup
+ * size is correct); the coopmat kernel (matmul_coopmat.c) requires its size. */
 #include "ops_common.h"
 
 #include <math.h>

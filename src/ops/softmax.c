@@ -21,7 +21,10 @@ enum softmax_spec { /* constant_id values in softmax_body.glsl */
 };
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
- * invocations or one subgroup, whichever is larger. */
+ * invocations or one subgroup, whichever is larger. The kernel is correct for
+ * any subgroup size the pipeline gets (its subgroups stride over the rows by
+ * gl_NumSubgroups), so no size is required; the device's default only sizes
+ * the workgroup. The shared variant uses no subgroup operations. */
 #define SUBGROUP_VARIANT_INVOCATIONS 64
 /* The shared-memory variant: one row per workgroup of this many (a power of 2). */
 #define SHARED_VARIANT_WORKGROUP 64
