@@ -64,9 +64,19 @@
  * control, VK_NV_cooperative_matrix); in an adopted device it uses none of them,
  * since it cannot know what the application enabled.
  *
- * Memory. Tensors are device buffers, mapped where device memory is
- * host-visible. Ops that need scratch memory (unfused scores, split-key partial
- * results, mha projections) keep it in the context for later calls.
+ * Memory. Tensors are device buffers. On devices that share memory with the
+ * host (integrated GPUs, lavapipe) and expose it host-visible and coherent, they
+ * are mapped, and upload/download are host copies. Elsewhere (discrete GPUs),
+ * or everywhere with vkattn_context_desc.memory = VKATTN_MEMORY_DEVICE (or
+ * VKATTN_MEMORY=device in the environment), they live in device-local memory
+ * that the host does not see, and upload/download go through host-visible
+ * staging buffers copied by the device; vkattn_device_info says which.
+ * Large tensors never go in a small host-visible device-local heap (the 256 MiB
+ * PCIe BAR of a discrete GPU without resizable BAR); staging buffers prefer
+ * system memory, host-cached for downloads; memory that is not host-coherent is
+ * flushed and invalidated as needed. Ops that need scratch memory (unfused
+ * scores, split-key partial results, mha projections) keep it in the context
+ * for later calls.
  *
  * vkattn does not:
  *  - link libvulkan: it opens the Vulkan loader at run time (volk), or uses the
@@ -188,6 +198,15 @@ typedef enum vkattn_device_type {
     VKATTN_DEVICE_TYPE_CPU,         /* a Vulkan CPU device (lavapipe) or the CPU backend */
 } vkattn_device_type;
 
+/* Where tensors live (see "Memory." at the top of this file). */
+typedef enum vkattn_memory_mode {
+    VKATTN_MEMORY_AUTO = 0,  /* mapped where device memory is host-visible and coherent
+                                and the device shares memory with the host (integrated
+                                GPUs, CPU devices); device-local with staging elsewhere */
+    VKATTN_MEMORY_DEVICE,    /* always device-local with staged uploads and downloads,
+                                as on a discrete GPU, even where mapping would work */
+} vkattn_memory_mode;
+
 /* What a context runs on. For the CPU backend, the Vulkan-specific fields are 0. */
 typedef struct vkattn_device_info {
     vkattn_backend backend;            /* VULKAN or CPU, never AUTO */
@@ -220,6 +239,9 @@ typedef struct vkattn_device_info {
                                           size require it (Vulkan 1.3 or
                                           VK_EXT_subgroup_size_control, full subgroups);
                                           false on adopted devices */
+    vkattn_memory_mode memory;         /* the memory mode in force: AUTO, or DEVICE when
+                                          asked for (desc or VKATTN_MEMORY=device);
+                                          host_visible_device_memory says the outcome */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),
@@ -269,6 +291,9 @@ typedef struct vkattn_context_desc {
                                        log line, never trusted. */
     bool pipeline_cache_disable;    /* default false; true: no cache file is read or written
                                        (also with VKATTN_PIPELINE_CACHE=0 in the environment) */
+    vkattn_memory_mode memory;      /* default AUTO: VKATTN_MEMORY from the environment
+                                       ("device" or "auto"), else AUTO (see
+                                       vkattn_memory_mode); ignored by the CPU backend */
 } vkattn_context_desc;
 
 /* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a
@@ -314,8 +339,9 @@ typedef struct vkattn_tensor_desc {
 } vkattn_tensor_desc;
 
 /* Creates a dense row-major tensor in the context's memory (device memory,
- * mapped where it is host-visible; host memory on the CPU backend). Its content
- * is undefined until written. Statuses: INVALID_ARGUMENT (NULL, bad dtype),
+ * mapped or staged as "Memory." at the top says; host memory on the CPU
+ * backend). Its content is undefined until written. Statuses: INVALID_ARGUMENT
+ * (NULL, bad dtype),
  * INVALID_SHAPE (ndim outside 1..4, a size < 1), SIZE_OVERFLOW (byte size does
  * not fit in 64 bits or size_t), EXCEEDS_DEVICE_LIMIT (larger than the device's
  * maxStorageBufferRange or allocation limit), OUT_OF_HOST_MEMORY,

@@ -59,7 +59,7 @@ vkattn_status vk_cmd_init(vkattn_context *ctx)
     if (s != VKATTN_OK)
         return s;
     vk->descriptor_pool_count = 1;
-    void *unused;
+    vk_mapping unused;
     s = vk_buffer_create(ctx, 16, MEMORY_DEVICE, &vk->dummy_buffer, &vk->dummy_memory, &unused);
     if (s != VKATTN_OK)
         return s;

@@ -45,9 +45,10 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     if (!desc)
         desc = &defaults;
     if ((unsigned)desc->backend > VKATTN_BACKEND_CPU ||
-        (unsigned)desc->validation > VKATTN_VALIDATION_OFF) {
+        (unsigned)desc->validation > VKATTN_VALIDATION_OFF ||
+        (unsigned)desc->memory > VKATTN_MEMORY_DEVICE) {
         log_to(desc->log_fn, desc->log_user_data, VKATTN_LOG_ERROR, VKATTN_LOG_SOURCE_LIBRARY,
-               "context: backend or validation is not a valid enum value");
+               "context: backend, validation or memory is not a valid enum value");
         return VKATTN_ERROR_INVALID_ARGUMENT;
     }
 
@@ -56,6 +57,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
         return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
     ctx->log_fn = desc->log_fn;
     ctx->log_user_data = desc->log_user_data;
+    ctx->vk.memory_mode = desc->memory;
 
     vkattn_backend wanted = desc->adopt ? VKATTN_BACKEND_VULKAN : desc->backend;
     if (wanted != VKATTN_BACKEND_CPU) {

@@ -229,18 +229,31 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     vk->timestamp_valid_bits = ts_bits;
     info->timestamps = ts_bits > 0 && lim->timestampPeriod > 0;
 
-    /* Mapping device memory directly beats staging where device memory is system
-     * memory (integrated GPUs, lavapipe); discrete GPUs keep tensors in VRAM. */
+    vk->noncoherent_atom_size = lim->nonCoherentAtomSize;
+    free(exts);
+}
+
+/* The mode VKATTN_MEMORY names ("device", "auto", unset: AUTO); false, with
+ * AUTO, for any other value. */
+static bool memory_mode_from_env(vkattn_memory_mode *mode)
+{
+    const char *env = getenv("VKATTN_MEMORY");
+    bool device = env && !strcmp(env, "device");
+    *mode = device ? VKATTN_MEMORY_DEVICE : VKATTN_MEMORY_AUTO;
+    return device || !env || !*env || !strcmp(env, "auto");
+}
+
+/* Settles where tensors live. Mapping device memory directly beats staging
+ * where device memory is system memory (integrated GPUs, lavapipe); discrete
+ * GPUs keep tensors in VRAM, and DEVICE makes any device do that. */
+static void apply_memory_mode(const vk_state *vk, vkattn_device_info *info,
+                              vkattn_memory_mode mode)
+{
     bool shared_memory_device = info->type == VKATTN_DEVICE_TYPE_INTEGRATED_GPU ||
                                 info->type == VKATTN_DEVICE_TYPE_CPU;
-    const VkMemoryPropertyFlags mapped = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
-                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    for (uint32_t i = 0; i < vk->memory_properties.memoryTypeCount; i++)
-        if (shared_memory_device &&
-            (vk->memory_properties.memoryTypes[i].propertyFlags & mapped) == mapped)
-            info->host_visible_device_memory = true;
-    free(exts);
+    info->memory = mode;
+    info->host_visible_device_memory = mode == VKATTN_MEMORY_AUTO && shared_memory_device &&
+                                       memory_has_mappable_device_memory(&vk->memory_properties);
 }
 
 static bool device_usable(const vk_instance_table *vki, VkPhysicalDevice pd)
@@ -382,9 +395,12 @@ vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, 
     vkattn_status s = instance_table_complete(&vki)
                           ? enumerate_usable(&vki, instance, &devices, &n)
                           : VKATTN_OK;
+    vkattn_memory_mode memory;
+    memory_mode_from_env(&memory);
     for (uint32_t i = 0; i < n && i < capacity; i++) {
         vk_state scratch;
         query_physical_device(&vki, devices[i], &scratch, &infos[i]);
+        apply_memory_mode(&scratch, &infos[i], memory);
         infos[i].index = i;
     }
     *count = n;
@@ -536,7 +552,7 @@ vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_d
     vk->queue_family = find_compute_queue_family(&vk->vki, vk->physical_device, &ts_bits);
 
     bool validation_enabled = ctx->info.validation_enabled;
-    vk_device_query(vk, &ctx->info);
+    vk_device_query(ctx);
     ctx->info.validation_enabled = validation_enabled;
     ctx->info.index = chosen;
     s = create_logical_device(ctx);
@@ -581,7 +597,7 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
                         "adopt: queue family %u does not support compute", h->queue_family_index);
 
-    vk_device_query(vk, &ctx->info);
+    vk_device_query(ctx);
     /* The application chose the device's features: use none beyond core 1.1. */
     vk->enabled = (device_caps){.subgroup_min = vk->caps.subgroup_min,
                                 .subgroup_max = vk->caps.subgroup_max};
@@ -592,13 +608,25 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
     return finish_device_setup(ctx);
 }
 
-void vk_device_query(vk_state *vk, vkattn_device_info *info)
+void vk_device_query(vkattn_context *ctx)
 {
+    vk_state *vk = &ctx->vk;
+    vkattn_device_info *info = &ctx->info;
     query_physical_device(&vk->vki, vk->physical_device, vk, info);
     const char *env = getenv("VKATTN_PREFER_TEXELS");
     vk->prefer_texels = env && (!strcmp(env, "0") || !strcmp(env, "1"))
                             ? env[0] == '1'
                             : info->type == VKATTN_DEVICE_TYPE_CPU;
+
+    if (vk->memory_mode == VKATTN_MEMORY_AUTO && !memory_mode_from_env(&vk->memory_mode))
+        ctx_log(ctx, VKATTN_LOG_WARNING, "VKATTN_MEMORY=%s is neither \"auto\" nor \"device\"; "
+                "using auto", getenv("VKATTN_MEMORY"));
+    apply_memory_mode(vk, info, vk->memory_mode);
+    env = getenv("VKATTN_MEMORY_ASSUME_NONCOHERENT");
+    vk->assume_noncoherent = env && !strcmp(env, "1");
+    ctx_log(ctx, VKATTN_LOG_DEBUG, "tensors %s%s",
+            info->host_visible_device_memory ? "mapped" : "in device-local memory, staged",
+            vk->assume_noncoherent ? "; host-visible memory treated as non-coherent" : "");
 }
 
 void vk_device_destroy(vkattn_context *ctx)

@@ -2,6 +2,7 @@
 #ifndef VKATTN_INTERNAL_H
 #define VKATTN_INTERNAL_H
 
+#include "memory_types.h"
 #include "vkattn.h"
 
 #include <stdarg.h>
@@ -60,6 +61,8 @@
     X(BindBufferMemory)                           \
     X(MapMemory)                                  \
     X(UnmapMemory)                                \
+    X(FlushMappedMemoryRanges)                    \
+    X(InvalidateMappedMemoryRanges)               \
     X(CreateShaderModule)                         \
     X(DestroyShaderModule)                        \
     X(CreateDescriptorSetLayout)                  \
@@ -209,6 +212,13 @@ void device_caps_chain(const device_caps *caps, device_feature_chain *chain,
  * and wait), so descriptor memory stays bounded however much one recording does. */
 #define VKATTN_MAX_DESCRIPTOR_POOLS 16
 
+/* How the host reaches a buffer's memory. */
+typedef struct vk_mapping {
+    void *host;               /* NULL: not mapped */
+    VkDeviceSize size;        /* of the allocation: flush ranges are clamped to it */
+    bool noncoherent;         /* host writes need a flush, device writes an invalidate */
+} vk_mapping;
+
 typedef struct staging_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
@@ -226,6 +236,13 @@ typedef struct vk_state {
     vk_device_table vkd;
 
     VkPhysicalDeviceMemoryProperties memory_properties;
+    VkDeviceSize noncoherent_atom_size;
+    /* The memory mode asked for (desc, else VKATTN_MEMORY); whether tensors are
+     * mapped is ctx->info.host_visible_device_memory. */
+    vkattn_memory_mode memory_mode;
+    /* VKATTN_MEMORY_ASSUME_NONCOHERENT=1 (tests): flush and invalidate all mapped
+     * memory, so that path runs on devices whose memory is all coherent. */
+    bool assume_noncoherent;
     uint8_t device_uuid[VK_UUID_SIZE], pipeline_cache_uuid[VK_UUID_SIZE];
     uint32_t driver_version;
     uint32_t min_storage_offset_alignment;
@@ -331,7 +348,7 @@ struct vkattn_tensor {
     VkBuffer buffer;
     VkDeviceMemory memory;
     VkDeviceSize buffer_size; /* bytes rounded up to 16: f16 tensors are read as uint words */
-    void *mapped;             /* non-NULL where device memory is host-visible */
+    vk_mapping map;           /* map.host non-NULL where tensors are mapped */
     VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported */
     VkBufferView texels4;     /* the same as 4-component texels (element count % 4 == 0) */
 
@@ -404,20 +421,27 @@ PFN_vkGetInstanceProcAddr vk_loader(void);
 vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_desc *desc);
 /* Uses the application's handles as they are. */
 vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *handles);
-/* Fills ctx->info and the limits in ctx->vk from the physical device. */
-void vk_device_query(vk_state *vk, vkattn_device_info *info);
+/* Fills ctx->info and the limits in ctx->vk from the physical device, and
+ * settles the memory mode (ctx->vk.memory_mode, else VKATTN_MEMORY). */
+void vk_device_query(vkattn_context *ctx);
 void vk_device_destroy(vkattn_context *ctx);
 
 /* -------------------------------------------------------------- memory --- */
 
-typedef enum memory_use {
-    MEMORY_DEVICE,        /* device-local; host-visible too where that is the norm */
-    MEMORY_STAGING,       /* host-visible, for uploads and downloads */
-} memory_use;
-
+/* A buffer of `size` bytes for `use` (memory_types.h). MEMORY_DEVICE is mapped
+ * as well where the context maps tensors (info.host_visible_device_memory);
+ * staging is always mapped. Where an allocation fails for lack of memory the
+ * next best memory type is tried. `mapping` tells how the host reaches it. */
 vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_use use,
-                               VkBuffer *buffer, VkDeviceMemory *memory, void **mapped);
+                               VkBuffer *buffer, VkDeviceMemory *memory, vk_mapping *mapping);
 void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+/* After host writes to bytes [0, bytes) of a mapped buffer, before the device
+ * reads them; and before the host reads what the device wrote. No-ops on
+ * coherent memory. */
+vkattn_status vk_mapping_flush(vkattn_context *ctx, VkDeviceMemory memory, const vk_mapping *m,
+                               VkDeviceSize bytes);
+vkattn_status vk_mapping_invalidate(vkattn_context *ctx, VkDeviceMemory memory,
+                                    const vk_mapping *m, VkDeviceSize bytes);
 /* A uniform texel view of `elements` texels of `format`; VK_NULL_HANDLE when not
  * supported or on failure (kernels then read the storage binding). */
 VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format, uint64_t elements);

@@ -53,7 +53,7 @@ static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
                         (unsigned long long)t->buffer_size, (unsigned long long)limit);
     }
     vkattn_status s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer,
-                                       &t->memory, &t->mapped);
+                                       &t->memory, &t->map);
     if (s == VKATTN_OK && t->dtype != VKATTN_DTYPE_I32) {
         bool f32 = t->dtype == VKATTN_DTYPE_F32;
         t->texels = vk_texel_view(ctx, t->buffer, f32 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R16_SFLOAT,
@@ -183,23 +183,27 @@ vkattn_status vkattn_tensor_upload(vkattn_tensor *t, const void *src, vkattn_dty
         convert(t->host, t->dtype, src, src_dtype, t->count);
         return VKATTN_OK;
     }
-    if (t->mapped) {
+    if (t->map.host) {
         /* Recorded work may still read or write this memory: finish it first. */
         if (ctx->vk.recording && (s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
             return s;
-        convert(t->mapped, t->dtype, src, src_dtype, t->count);
-        return VKATTN_OK;
+        convert(t->map.host, t->dtype, src, src_dtype, t->count);
+        return vk_mapping_flush(ctx, t->memory, &t->map, t->bytes);
     }
+    /* Device-local memory: fill a staging buffer, and copy it in the command
+     * stream, after the work recorded so far and before what follows. */
     VkBuffer staging;
     VkDeviceMemory memory;
-    void *mapped;
-    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_STAGING, &staging, &memory, &mapped)))
+    vk_mapping map;
+    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_UPLOAD, &staging, &memory, &map)))
         return s;
-    convert(mapped, t->dtype, src, src_dtype, t->count);
-    if ((s = vk_cmd_defer_free(ctx, staging, memory)) != VKATTN_OK) {
+    convert(map.host, t->dtype, src, src_dtype, t->count);
+    if ((s = vk_mapping_flush(ctx, memory, &map, t->bytes)) != VKATTN_OK ||
+        (s = vk_cmd_defer_free(ctx, staging, memory)) != VKATTN_OK) {
         vk_buffer_destroy(ctx, staging, memory);
         return s;
     }
+    /* From here the stream owns the staging buffer, also if the copy fails. */
     return vk_cmd_copy(ctx, staging, t->buffer, t->buffer_size);
 }
 
@@ -213,22 +217,25 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
         convert(dst, dst_dtype, t->host, t->dtype, t->count);
         return VKATTN_OK;
     }
-    if (t->mapped) {
-        if ((s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
+    if (t->map.host) {
+        if ((s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK ||
+            (s = vk_mapping_invalidate(ctx, t->memory, &t->map, t->bytes)) != VKATTN_OK)
             return s;
-        convert(dst, dst_dtype, t->mapped, t->dtype, t->count);
+        convert(dst, dst_dtype, t->map.host, t->dtype, t->count);
         return VKATTN_OK;
     }
     VkBuffer staging;
     VkDeviceMemory memory;
-    void *mapped;
-    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_STAGING, &staging, &memory, &mapped)))
+    vk_mapping map;
+    if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DOWNLOAD, &staging, &memory, &map)))
         return s;
     s = vk_cmd_copy(ctx, t->buffer, staging, t->buffer_size);
     if (s == VKATTN_OK)
         s = vk_cmd_submit_and_wait(ctx);
     if (s == VKATTN_OK)
-        convert(dst, dst_dtype, mapped, t->dtype, t->count);
+        s = vk_mapping_invalidate(ctx, memory, &map, t->bytes);
+    if (s == VKATTN_OK)
+        convert(dst, dst_dtype, map.host, t->dtype, t->count);
     vk_buffer_destroy(ctx, staging, memory);
     return s;
 }

@@ -1,14 +1,18 @@
 /* API tests that need no GPU: status strings, version, argument checks and
- * conversions on the CPU backend, device listing. Always run. */
+ * conversions on the CPU backend, device listing. Always run. Also the memory
+ * modes on a Vulkan device, skipped where there is none. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "test_util.h"
 #include "vkattn.h"
 
 static void test_status_strings(void **state)
@@ -61,6 +65,9 @@ static void test_context_arguments(void **state)
     vkattn_context *ctx = (vkattn_context *)1;
     vkattn_context_desc bad = {.backend = (vkattn_backend)42};
     assert_int_equal(vkattn_context_create(&bad, &ctx), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    vkattn_context_desc bad_memory = {.memory = (vkattn_memory_mode)3};
+    assert_int_equal(vkattn_context_create(&bad_memory, &ctx), VKATTN_ERROR_INVALID_ARGUMENT);
     assert_null(ctx);
     vkattn_context_desc none = {.backend = VKATTN_BACKEND_VULKAN, .device = "no such device"};
     vkattn_status s = vkattn_context_create(&none, &ctx);
@@ -233,13 +240,157 @@ static void test_timer_and_listing(void **state)
     }
 }
 
+/* Uploads and downloads `count` elements of `dtype` (13: 52 bytes of f32, not a
+ * multiple of any nonCoherentAtomSize) and expects every bit back. */
+static void expect_round_trip(vkattn_context *ctx, vkattn_dtype dtype, size_t count)
+{
+    vkattn_tensor_desc d = {.dtype = dtype, .ndim = 1, .shape = {(int64_t)count}};
+    vkattn_tensor *t;
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    size_t esize = dtype == VKATTN_DTYPE_F16 ? 2 : 4;
+    unsigned char *in = malloc(count * esize), *out = malloc(count * esize);
+    assert_non_null(in);
+    assert_non_null(out);
+    rng r = {count * 31 + (uint64_t)dtype};
+    for (int pass = 0; pass < 2; pass++) { /* a second upload replaces the first */
+        for (size_t i = 0; i < count; i++) {
+            if (dtype == VKATTN_DTYPE_F32) {
+                float f = rng_uniform(&r, -1e6f, 1e6f);
+                memcpy(in + 4 * i, &f, 4);
+            } else if (dtype == VKATTN_DTYPE_I32) {
+                int32_t v = (int32_t)rng_next(&r);
+                memcpy(in + 4 * i, &v, 4);
+            } else { /* any finite f16 bit pattern */
+                uint16_t h = (uint16_t)(rng_next(&r) & 0xfbff);
+                memcpy(in + 2 * i, &h, 2);
+            }
+        }
+        assert_int_equal(vkattn_tensor_upload(t, in, dtype), VKATTN_OK);
+    }
+    memset(out, 0xee, count * esize);
+    assert_int_equal(vkattn_tensor_download(t, out, dtype), VKATTN_OK);
+    for (size_t i = 0; i < count * esize; i++)
+        if (in[i] != out[i])
+            fail_msg("%s tensor of %zu: byte %zu is 0x%02x, uploaded 0x%02x",
+                     dtype == VKATTN_DTYPE_F16 ? "f16" : "32-bit", count, i, out[i], in[i]);
+    /* f32 host data into an f16 tensor and back: the values f16 holds. */
+    free(in);
+    free(out);
+    if (dtype == VKATTN_DTYPE_F16) {
+        float *f = malloc(count * sizeof *f), *back = malloc(count * sizeof *back);
+        assert_non_null(f);
+        assert_non_null(back);
+        for (size_t i = 0; i < count; i++)
+            f[i] = (float)(int)(i % 2000) - 1000.0f; /* integers: exact in f16 */
+        assert_int_equal(vkattn_tensor_upload(t, f, VKATTN_DTYPE_F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_download(t, back, VKATTN_DTYPE_F32), VKATTN_OK);
+        assert_memory_equal(f, back, count * sizeof *f);
+        free(f);
+        free(back);
+    }
+    vkattn_tensor_destroy(t);
+}
+
+/* A Vulkan context with validation in a memory mode; NULL without a device. */
+static vkattn_context *vulkan_context(vkattn_memory_mode memory, test_log *log)
+{
+    vkattn_context_desc d = {.backend = VKATTN_BACKEND_VULKAN,
+                             .validation = VKATTN_VALIDATION_ON,
+                             .log_fn = test_logger,
+                             .log_user_data = log,
+                             .memory = memory};
+    vkattn_context *ctx = NULL;
+    vkattn_status s = vkattn_context_create(&d, &ctx);
+    if (s == VKATTN_ERROR_NO_DEVICE)
+        return NULL;
+    assert_int_equal(s, VKATTN_OK);
+    return ctx;
+}
+
+/* The memory modes: DEVICE keeps tensors unmapped (staged) whatever the device,
+ * by desc or by VKATTN_MEMORY=device; staged and mapped transfers, with the
+ * flushes and invalidations of non-coherent memory forced on, round-trip every
+ * bit of f32, f16 and i32 data, at sizes below, at and above an atom. */
+static void test_memory_modes(void **state)
+{
+    (void)state;
+    test_log log = {0};
+    vkattn_context *ctx = vulkan_context(VKATTN_MEMORY_AUTO, &log);
+    if (!ctx)
+        skip();
+    vkattn_device_info auto_info;
+    assert_int_equal(vkattn_context_info(ctx, &auto_info), VKATTN_OK);
+    assert_int_equal(auto_info.memory, VKATTN_MEMORY_AUTO);
+    vkattn_context_destroy(ctx);
+
+    const struct {
+        vkattn_memory_mode desc;
+        const char *env, *noncoherent;
+        vkattn_memory_mode want;
+    } modes[] = {
+        {VKATTN_MEMORY_DEVICE, NULL, NULL, VKATTN_MEMORY_DEVICE},
+        {VKATTN_MEMORY_DEVICE, NULL, "1", VKATTN_MEMORY_DEVICE},
+        {VKATTN_MEMORY_AUTO, "device", "1", VKATTN_MEMORY_DEVICE},
+        {VKATTN_MEMORY_DEVICE, "auto", NULL, VKATTN_MEMORY_DEVICE}, /* the desc wins */
+        {VKATTN_MEMORY_AUTO, "auto", "1", VKATTN_MEMORY_AUTO},      /* mapped, if AUTO maps */
+    };
+    const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_I32};
+    const size_t counts[] = {1, 13, 16, 1000, 4099};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        if (modes[m].env)
+            setenv("VKATTN_MEMORY", modes[m].env, 1);
+        if (modes[m].noncoherent)
+            setenv("VKATTN_MEMORY_ASSUME_NONCOHERENT", modes[m].noncoherent, 1);
+        ctx = vulkan_context(modes[m].desc, &log);
+        unsetenv("VKATTN_MEMORY");
+        unsetenv("VKATTN_MEMORY_ASSUME_NONCOHERENT");
+        assert_non_null(ctx);
+        vkattn_device_info info;
+        assert_int_equal(vkattn_context_info(ctx, &info), VKATTN_OK);
+        assert_int_equal(info.memory, modes[m].want);
+        if (modes[m].want == VKATTN_MEMORY_DEVICE)
+            assert_false(info.host_visible_device_memory);
+        else
+            assert_int_equal(info.host_visible_device_memory,
+                             auto_info.host_visible_device_memory);
+        for (size_t d = 0; d < 3; d++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+                expect_round_trip(ctx, dtypes[d], counts[c]);
+        vkattn_context_destroy(ctx);
+    }
+
+    /* An unknown value is a warning, and AUTO. */
+    setenv("VKATTN_MEMORY", "vram", 1);
+    log.warnings = 0;
+    ctx = vulkan_context(VKATTN_MEMORY_AUTO, &log);
+    assert_non_null(ctx);
+    assert_int_equal(log.warnings, 1);
+    assert_non_null(strstr(log.last_warning, "VKATTN_MEMORY=vram"));
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(ctx, &info), VKATTN_OK);
+    assert_int_equal(info.memory, VKATTN_MEMORY_AUTO);
+    vkattn_context_destroy(ctx);
+
+    /* The listing says what a context would do. */
+    setenv("VKATTN_MEMORY", "device", 1);
+    vkattn_device_info listed[8];
+    uint32_t count = 0;
+    assert_int_equal(vkattn_list_devices(listed, 8, &count), VKATTN_OK);
+    unsetenv("VKATTN_MEMORY");
+    for (uint32_t i = 0; i < count && i < 8; i++) {
+        assert_int_equal(listed[i].memory, VKATTN_MEMORY_DEVICE);
+        assert_false(listed[i].host_visible_device_memory);
+    }
+    assert_int_equal(log.validation_messages, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_strings),  cmocka_unit_test(test_version),
         cmocka_unit_test(test_context_arguments), cmocka_unit_test(test_tensor_arguments),
         cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_op_arguments),
-        cmocka_unit_test(test_timer_and_listing),
+        cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

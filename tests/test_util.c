@@ -40,8 +40,9 @@ test_env *test_env_create(void)
     if (!info.validation_enabled && !(allow && strcmp(allow, "1") == 0))
         fail_msg("the Khronos validation layer is not active (install vulkan-validationlayers, "
                  "or set VKATTN_TEST_ALLOW_NO_VALIDATION=1)");
-    fprintf(stderr, "device: %s (%s), subgroup %u, validation %s\n", info.name, info.driver_info,
-            info.subgroup_size, info.validation_enabled ? "on" : "off");
+    fprintf(stderr, "device: %s (%s), subgroup %u, validation %s, tensors %s\n", info.name,
+            info.driver_info, info.subgroup_size, info.validation_enabled ? "on" : "off",
+            info.host_visible_device_memory ? "mapped" : "staged");
     vkattn_context_desc cd = {.backend = VKATTN_BACKEND_CPU, .log_fn = test_logger,
                               .log_user_data = &env->cpu_log};
     assert_int_equal(vkattn_context_create(&cd, &env->cpu), VKATTN_OK);
