@@ -319,6 +319,16 @@ static void test_op_arguments(void **state)
     vkattn_tensor *y = make(ctx, VKATTN_DTYPE_F32, 3, 2, 7, 5, 0);
     vkattn_tensor *y16 = make(ctx, VKATTN_DTYPE_F16, 3, 2, 5, 7, 0);
     vkattn_tensor *kv = make(ctx, VKATTN_DTYPE_I32, 1, 3, 0, 0, 0);
+    vkattn_tensor *x_bf16 = make(ctx, VKATTN_DTYPE_BF16, 3, 2, 5, 7, 0);
+    vkattn_tensor *i32 = make(ctx, VKATTN_DTYPE_I32, 2, 4, 64, 0, 0);
+    /* I32 is no float input; BF16 is, but no output, so no in-place softmax. */
+    assert_int_equal(vkattn_matmul(ctx, NULL, i32, b, NULL, c), VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "A is i32, must be f32, f16 or bf16"));
+    assert_int_equal(vkattn_softmax(ctx, NULL, x_bf16, x_bf16), VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "Y is bf16, outputs must be f32"));
+    const float zeros[70] = {0};
+    assert_int_equal(vkattn_tensor_upload(x_bf16, zeros, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_softmax(ctx, NULL, x_bf16, x), VKATTN_OK);
     assert_int_equal(vkattn_softmax(ctx, NULL, x, y), VKATTN_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(vkattn_last_error(ctx), "softmax: X is 2x5x7 but Y is 2x7x5"));
     assert_int_equal(vkattn_softmax(ctx, NULL, x, y16), VKATTN_ERROR_UNSUPPORTED);
@@ -347,7 +357,7 @@ static void test_op_arguments(void **state)
     vkattn_tensor_destroy(foreign);
     vkattn_context_destroy(other);
 
-    vkattn_tensor *list[] = {a, b, c, x, y, y16, kv, t4, t4_wrong};
+    vkattn_tensor *list[] = {a, b, c, x, y, y16, kv, x_bf16, i32, t4, t4_wrong};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         vkattn_tensor_destroy(list[i]);
     vkattn_context_destroy(ctx);

@@ -25,7 +25,8 @@ enum rows_spec { /* constant_id values in attention_rows.comp */
 };
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
-    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_F16, AT_SPEC_K_F16, AT_SPEC_V_F16, AT_SPEC_COUNT
+    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE,
+    AT_SPEC_COUNT
 };
 enum combine_spec { /* constant_id values in attention_combine.comp */
     AC_SPEC_WORKGROUP = 0, AC_SPEC_DV, AC_SPEC_VEC4, AC_SPEC_COUNT
@@ -61,6 +62,7 @@ typedef struct fused_plan {
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
     bool vec4;
+    char fallback[320];           /* why AUTO did not take its first choice ("" if it did) */
 } fused_plan;
 
 static uint64_t u64_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -74,12 +76,18 @@ static bool plan_rows(vkattn_context *ctx, const attention_call *c, fused_plan *
     (void)ctx;
     plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        if (in[i]->dtype == VKATTN_DTYPE_BF16) {
+            snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
+                     "and %c is bf16, which has no texel format", "QKV"[i]);
+            return false;
+        }
         if (!(plan->vec4 ? in[i]->texels4 : in[i]->texels)) {
             snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
                      "which this device does not offer for them (format or maxTexelBufferElements)");
             return false;
         }
+    }
     plan->workgroup = ROWS_WORKGROUP;
     /* Measured on lavapipe, B=1 H=8 T=2048 causal: the kernel is bound by its
      * K/V gathers, which TM rows per invocation share. D=64: 177 ms with one row
@@ -149,8 +157,21 @@ static bool make_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
         return false;
     }
     plan->variant = variant;
+    plan->fallback[0] = '\0';
     bool ok = variant == VKATTN_FUSED_ROWS ? plan_rows(ctx, c, plan, why, why_size)
                                            : plan_tiled(ctx, c, plan, why, why_size);
+    /* AUTO: where the rows kernel cannot read the inputs (bf16 has no texel
+     * format), the tiled kernel, which reads storage buffers, still can. */
+    if (!ok && variant == VKATTN_FUSED_ROWS && c->fused_variant == VKATTN_FUSED_AUTO) {
+        snprintf(plan->fallback, sizeof plan->fallback, "%s", why);
+        variant = plan->variant = VKATTN_FUSED_TILED;
+        ok = plan_tiled(ctx, c, plan, why, why_size);
+        if (!ok) {
+            char tiled_why[256];
+            snprintf(tiled_why, sizeof tiled_why, "%s", why);
+            snprintf(why, why_size, "%s; and %s", plan->fallback, tiled_why);
+        }
+    }
     if (!ok)
         return false;
 
@@ -237,9 +258,9 @@ static vk_dispatch fused_dispatch(const attention_call *c, const fused_plan *pla
         spec[AT_SPEC_CAUSAL] = d->causal;
         spec[AT_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
         spec[AT_SPEC_SPLIT] = split;
-        spec[AT_SPEC_Q_F16] = c->q->dtype == VKATTN_DTYPE_F16;
-        spec[AT_SPEC_K_F16] = c->k->dtype == VKATTN_DTYPE_F16;
-        spec[AT_SPEC_V_F16] = c->v->dtype == VKATTN_DTYPE_F16;
+        spec[AT_SPEC_Q_DTYPE] = shader_dtype(c->q);
+        spec[AT_SPEC_K_DTYPE] = shader_dtype(c->k);
+        spec[AT_SPEC_V_DTYPE] = shader_dtype(c->v);
         dispatch.groups[0] = plan->blocks * plan->splits;
     }
     return dispatch;
@@ -252,6 +273,9 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
     char why[256];
     if (!make_plan(ctx, c, &plan, why, sizeof why))
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "attention: fused path: %s", why);
+    if (plan.fallback[0])
+        ctx_log(ctx, VKATTN_LOG_DEBUG, "attention: %s; taking the tiled fused variant",
+                plan.fallback);
 
     bool split = plan.splits > 1;
     uint64_t rows = (uint64_t)(d->H / d->Hkv) * (uint64_t)d->Tq;
