@@ -167,6 +167,11 @@ typedef enum vkattn_dtype {
     VKATTN_DTYPE_F32 = 0,
     VKATTN_DTYPE_F16,        /* IEEE binary16; ops read it and accumulate in f32 */
     VKATTN_DTYPE_I32,        /* for index tensors such as kv_len */
+    VKATTN_DTYPE_BF16,       /* bfloat16: the upper 16 bits of an IEEE binary32 (8 exponent
+                                bits, 8 significant bits), so f32's range at f16's size;
+                                ops read it and accumulate in f32. Uniform texel buffers
+                                have no bf16 format, so kernel variants that read inputs
+                                through texels are not used for bf16 tensors */
 } vkattn_dtype;
 
 /* ------------------------------------------------------------- logging ---- */
@@ -356,8 +361,12 @@ VKATTN_API void vkattn_tensor_destroy(vkattn_tensor *tensor);
 VKATTN_API vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *tensor);
 
 /* Copies the whole tensor from host memory `src`, which holds the tensor's element
- * count of `src_dtype` values, converting between F32 and F16 as needed (I32 only
- * to I32). Ordered after work already recorded that reads the tensor. Statuses:
+ * count of `src_dtype` values, converting between F32, F16 and BF16 as needed (I32
+ * only to I32). Narrowing rounds to nearest, ties to even: a value past the
+ * target's largest finite one becomes Inf, NaN stays a (quiet) NaN, Inf and
+ * signed zeros are kept, and values below the target's smallest subnormal
+ * round to (signed) zero; F16 <-> BF16 goes through F32, exactly, then rounds
+ * once. Ordered after work already recorded that reads the tensor. Statuses:
  * INVALID_ARGUMENT (NULL, bad dtype), UNSUPPORTED (I32 <-> float),
  * OUT_OF_HOST_MEMORY, OUT_OF_DEVICE_MEMORY, DEVICE_LOST. */
 VKATTN_API vkattn_status vkattn_tensor_upload(vkattn_tensor *tensor, const void *src,
@@ -431,7 +440,8 @@ VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
 /* ----------------------------------------------------------------- ops ---- */
 /*
  * Every op validates all its arguments before recording anything; an error
- * leaves every tensor as it was. Inputs may be F32 or F16; outputs are F32.
+ * leaves every tensor as it was. Inputs may be F32, F16 or BF16, each tensor its
+ * own (accumulation is F32); outputs are F32.
  * The tensors must belong to `ctx`.
  */
 
@@ -440,7 +450,8 @@ typedef enum vkattn_matmul_variant {
     VKATTN_MATMUL_TILED,      /* shared-memory tiles, register micro-tiles */
     VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
     VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:
-                                 the fast kernel on CPU devices (lavapipe) */
+                                 the fast kernel on CPU devices (lavapipe); not for BF16
+                                 inputs (no texel format), which AUTO reads with TILED */
     VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_cooperative_matrix),
                                  f32 accumulation. Opt-in until verified on a GPU: AUTO
                                  takes it only with VKATTN_COOPMAT=1 */
@@ -463,7 +474,8 @@ typedef struct vkattn_matmul_desc {
  * attention: A batch h uses B batch h / (A_h / B_h)). bias, optional (NULL), is
  * (N). `desc` may be NULL. C must not alias A, B or bias. Statuses:
  * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH (with the shapes in the
- * message), UNSUPPORTED (C not F32, I32 inputs), EXCEEDS_DEVICE_LIMIT. */
+ * message), UNSUPPORTED (C not F32, I32 inputs, TEXEL forced where an input has no
+ * texel view, BF16 for one), EXCEEDS_DEVICE_LIMIT. */
 VKATTN_API vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
                                        const vkattn_tensor *a, const vkattn_tensor *b,
                                        const vkattn_tensor *bias, vkattn_tensor *c);
@@ -489,7 +501,7 @@ typedef struct vkattn_softmax_desc {
  * with no allowed key give 0. Computed stably (row maximum subtracted), f32.
  * Y has X's shape, F32, and may be X itself (in place). `desc` may be NULL.
  * Statuses: INVALID_ARGUMENT (also scale not positive and finite), INVALID_SHAPE,
- * SHAPE_MISMATCH, UNSUPPORTED (Y not F32; in place with F16 X; SUBGROUP forced on
+ * SHAPE_MISMATCH, UNSUPPORTED (Y not F32; in place with F16 or BF16 X; SUBGROUP forced on
  * a device without subgroup arithmetic). */
 VKATTN_API vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *desc,
                                         const vkattn_tensor *x, vkattn_tensor *y);
@@ -517,7 +529,9 @@ typedef enum vkattn_attention_path {
 typedef enum vkattn_fused_variant {
     VKATTN_FUSED_AUTO = 0,   /* chosen from the device's type and limits */
     VKATTN_FUSED_ROWS,       /* rows per invocation, K/V read through texel fetches, no
-                                shared memory or barriers: for CPU devices (lavapipe) */
+                                shared memory or barriers: for CPU devices (lavapipe).
+                                Not for BF16 Q, K or V (no texel format): AUTO then
+                                takes TILED */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
     VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
                                 f16 Q, K, V, f32 accumulation). Opt-in until verified on a
@@ -548,7 +562,7 @@ typedef struct vkattn_attention_desc {
  * (B, Hkv, Tk, D), V is (B, Hkv, Tk, Dv) and O is (B, H, Tq, Dv); with BSHD the
  * middle two dimensions of each are swapped. H must be a multiple of Hkv
  * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
- * is MQA). Q, K, V may be F32 or F16 (accumulation is F32); O is F32 and must
+ * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O is F32 and must
  * not alias an input. A query row with no allowed key gives zeros. Scratch
  * memory the call needs is kept in the context and reused by later calls of the
  * same or smaller size. `desc` may be NULL. Statuses: INVALID_ARGUMENT (NULL,
@@ -573,7 +587,7 @@ typedef struct vkattn_mha_desc {
  *     o = attention(q, k, v) per head (BSHD view of each);  Y = o @ W_out^T + b_out
  * X is (B, T, C); W_qkv is (3*H*Dh, C), which fixes Dh; b_qkv (3*H*Dh) is
  * optional (NULL); W_out is (C_out, H*Dh) and b_out (C_out) optional; Y is
- * (B, T, C_out), F32. C, H and Dh are independent. Inputs may be F32 or F16.
+ * (B, T, C_out), F32. C, H and Dh are independent. Inputs may be F32, F16 or BF16.
  * Intermediates live in context scratch memory. Statuses as vkattn_attention. */
 VKATTN_API vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc,
                                     const vkattn_tensor *x, const vkattn_tensor *w_qkv,

@@ -29,9 +29,9 @@ layout(constant_id = 4) const uint DV = 64;
 layout(constant_id = 5) const bool CAUSAL = false;
 layout(constant_id = 6) const bool HAS_KV_LEN = false;
 layout(constant_id = 7) const bool SPLIT = false;
-layout(constant_id = 8) const bool Q_F16 = false;
-layout(constant_id = 9) const bool K_F16 = false;
-layout(constant_id = 10) const bool V_F16 = false;
+layout(constant_id = 8) const uint Q_DTYPE = DTYPE_F32;
+layout(constant_id = 9) const uint K_DTYPE = DTYPE_F32;
+layout(constant_id = 10) const uint V_DTYPE = DTYPE_F32;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint BR = WG / TPR;
@@ -87,7 +87,7 @@ void main()
     uint q_base = b * p.q_sb + h * p.q_sh + i * p.q_ss;
     for (uint s = 0; s < DS; s++) {
         uint d = lane + TPR * s;
-        q[s] = d < D ? LOAD_ELEMENT(Q_F16, q32, q16, q_base + d) * p.scale_log2e : 0.0;
+        q[s] = d < D ? LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d) * p.scale_log2e : 0.0;
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
@@ -102,12 +102,12 @@ void main()
         for (uint e = tid; e < BC * D; e += WG) {
             uint key = t0 + e / D;
             k_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(K_F16, k32, k16, k_base + key * p.k_ss + e % D) : 0.0;
+                ? LOAD_ELEMENT(K_DTYPE, k32, k16, k_base + key * p.k_ss + e % D) : 0.0;
         }
         for (uint e = tid; e < BC * DV; e += WG) {
             uint key = t0 + e / DV;
             v_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(V_F16, v32, v16, v_base + key * p.v_ss + e % DV) : 0.0;
+                ? LOAD_ELEMENT(V_DTYPE, v32, v16, v_base + key * p.v_ss + e % DV) : 0.0;
         }
         barrier();
 

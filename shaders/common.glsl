@@ -1,11 +1,28 @@
 // Shared by every vkattn kernel.
 //
-// Element loads from tensors that may be f32 or f16: an f16 tensor is bound as
-// an array of 32-bit words and each element unpacked from its half, so no 16-bit
-// storage feature is needed (buffers are padded to 16 bytes on the host side).
-// IS_F16 is a specialization constant, so the unused branch is compiled away.
-#define LOAD_ELEMENT(IS_F16, BUF_F32, BUF_U32, INDEX) \
-    ((IS_F16) ? unpackHalf2x16(BUF_U32[(INDEX) >> 1])[(INDEX) & 1u] : BUF_F32[INDEX])
+// Element loads from tensors that may be f32, f16 or bf16. A 16-bit tensor is
+// bound as an array of 32-bit words and each element unpacked from its half, so
+// no 16-bit storage feature is needed (buffers are padded to 16 bytes on the
+// host side): f16 through unpackHalf2x16, bf16 by putting its bits on top of an
+// f32's (exact). The dtype is a specialization constant holding one of the
+// DTYPE_* codes, so the unused branches are compiled away.
+#define DTYPE_F32 0u   // keep in sync with shader_dtype() in src/ops/ops_common.c
+#define DTYPE_F16 1u
+#define DTYPE_BF16 2u
+
+// The two 16-bit elements of a word, the one at the lower address first.
+vec2 unpack_pair(uint dtype, uint word)
+{
+    return dtype == DTYPE_BF16 ? uintBitsToFloat(uvec2(word << 16, word & 0xffff0000u))
+                               : unpackHalf2x16(word);
+}
+
+#define LOAD_ELEMENT(DTYPE, BUF_F32, BUF_U32, INDEX) \
+    ((DTYPE) == DTYPE_F32 ? BUF_F32[INDEX] : unpack_pair(DTYPE, BUF_U32[(INDEX) >> 1])[(INDEX) & 1u])
+
+// Four consecutive 16-bit elements from the two words at WORD, WORD + 1.
+#define LOAD_PAIRS4(DTYPE, BUF_U32, WORD) \
+    vec4(unpack_pair(DTYPE, BUF_U32[WORD]), unpack_pair(DTYPE, BUF_U32[(WORD) + 1]))
 
 // Binding i as a uniform texel buffer (see VKATTN_TEXEL_BINDING_BASE in src/internal.h).
 #define TEXEL_BINDING(i) (8 + (i))

@@ -8,7 +8,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const bool X_F16 = false;
+layout(constant_id = 1) const uint X_DTYPE = DTYPE_F32;
 layout(constant_id = 2) const bool VEC4 = false;
 layout(constant_id = 3) const bool X_TEXELS = false;
 
@@ -39,11 +39,11 @@ void main()
     uint in_index = ((a * p.B + b) * p.C + c) * p.D + d;
     if (!VEC4) {
         y[out_index] = X_TEXELS ? texelFetch(x_tex, int(in_index)).x
-                                : LOAD_ELEMENT(X_F16, x32, x16, in_index);
+                                : LOAD_ELEMENT(X_DTYPE, x32, x16, in_index);
     } else if (X_TEXELS) {
         y4[out_index] = texelFetch(x_tex, int(in_index));
-    } else if (X_F16) {
-        y4[out_index] = vec4(unpackHalf2x16(x16[2 * in_index]), unpackHalf2x16(x16[2 * in_index + 1]));
+    } else if (X_DTYPE != DTYPE_F32) {
+        y4[out_index] = LOAD_PAIRS4(X_DTYPE, x16, 2 * in_index);
     } else {
         y4[out_index] = x4[in_index];
     }

@@ -19,9 +19,9 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(constant_id = 6) const bool TRANSPOSE_B = false;  // B stored (N, K)
 layout(constant_id = 7) const bool HAS_BIAS = false;
-layout(constant_id = 8) const bool A_F16 = false;
-layout(constant_id = 9) const bool B_F16 = false;
-layout(constant_id = 10) const bool BIAS_F16 = false;
+layout(constant_id = 8) const uint A_DTYPE = DTYPE_F32;
+layout(constant_id = 9) const uint B_DTYPE = DTYPE_F32;
+layout(constant_id = 10) const uint BIAS_DTYPE = DTYPE_F32;
 
 layout(set = 0, binding = 0) readonly buffer A32 { float a32[]; };
 layout(set = 0, binding = 0) readonly buffer A16 { uint a16[]; };
@@ -60,7 +60,7 @@ void main()
             uint r = i / BK, kk = i % BK;
             uint gr = row0 + r, gk = k0 + kk;
             a_tile[kk * BM + r] = (gr < p.M && gk < p.K)
-                ? LOAD_ELEMENT(A_F16, a32, a16, a_base + gr * p.K + gk) : 0.0;
+                ? LOAD_ELEMENT(A_DTYPE, a32, a16, a_base + gr * p.K + gk) : 0.0;
         }
         // Stage B: walk memory order, (k, n) or (n, k) when transposed.
         for (uint i = tid; i < BK * BN; i += WG) {
@@ -70,7 +70,7 @@ void main()
             uint gn = col0 + n, gk = k0 + kk;
             uint index = TRANSPOSE_B ? b_base + gn * p.K + gk : b_base + gk * p.N + gn;
             b_tile[kk * BN + n] = (gn < p.N && gk < p.K)
-                ? LOAD_ELEMENT(B_F16, b32, b16, index) : 0.0;
+                ? LOAD_ELEMENT(B_DTYPE, b32, b16, index) : 0.0;
         }
         barrier();
 
@@ -98,7 +98,7 @@ void main()
                 break;
             float v = p.alpha * acc[i * TN + j];
             if (HAS_BIAS)
-                v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, p.bias_offset + gn);
+                v += LOAD_ELEMENT(BIAS_DTYPE, bias32, bias16, p.bias_offset + gn);
             c[c_base + gr * p.N + gn] = v;
         }
     }

@@ -28,7 +28,7 @@ layout(constant_id = 2) const uint BN = 64;     // a multiple of MN
 layout(constant_id = 3) const uint BK = 32;     // a multiple of MK
 layout(constant_id = 4) const bool TRANSPOSE_B = false;  // B stored (N, K)
 layout(constant_id = 5) const bool HAS_BIAS = false;
-layout(constant_id = 6) const bool BIAS_F16 = false;
+layout(constant_id = 6) const uint BIAS_DTYPE = DTYPE_F32;
 layout(constant_id = 7) const uint MM = 16;
 layout(constant_id = 8) const uint MN = 16;
 layout(constant_id = 9) const uint MK = 16;
@@ -97,7 +97,7 @@ void main()
         uint r = row0 + e / BN, n = col0 + e % BN;
         if (r >= p.M || n >= p.N)
             continue;
-        float bias = HAS_BIAS ? LOAD_ELEMENT(BIAS_F16, bias32, bias16, p.bias_offset + n) : 0.0;
+        float bias = HAS_BIAS ? LOAD_ELEMENT(BIAS_DTYPE, bias32, bias16, p.bias_offset + n) : 0.0;
         c[c_base + r * p.N + n] = p.alpha * c_tile[e] + bias;
     }
 }

@@ -8,9 +8,9 @@
 layout(local_size_x_id = 0) in;   // along N
 layout(constant_id = 6) const bool TRANSPOSE_B = false;
 layout(constant_id = 7) const bool HAS_BIAS = false;
-layout(constant_id = 8) const bool A_F16 = false;
-layout(constant_id = 9) const bool B_F16 = false;
-layout(constant_id = 10) const bool BIAS_F16 = false;
+layout(constant_id = 8) const uint A_DTYPE = DTYPE_F32;
+layout(constant_id = 9) const uint B_DTYPE = DTYPE_F32;
+layout(constant_id = 10) const uint BIAS_DTYPE = DTYPE_F32;
 
 layout(set = 0, binding = 0) readonly buffer A32 { float a32[]; };
 layout(set = 0, binding = 0) readonly buffer A16 { uint a16[]; };
@@ -34,10 +34,10 @@ void main()
     float acc = 0.0;
     for (uint k = 0; k < p.K; k++) {
         uint index = TRANSPOSE_B ? b_base + n * p.K + k : b_base + k * p.N + n;
-        acc = fma(LOAD_ELEMENT(A_F16, a32, a16, a_base + k), LOAD_ELEMENT(B_F16, b32, b16, index), acc);
+        acc = fma(LOAD_ELEMENT(A_DTYPE, a32, a16, a_base + k), LOAD_ELEMENT(B_DTYPE, b32, b16, index), acc);
     }
     float v = p.alpha * acc;
     if (HAS_BIAS)
-        v += LOAD_ELEMENT(BIAS_F16, bias32, bias16, p.bias_offset + n);
+        v += LOAD_ELEMENT(BIAS_DTYPE, bias32, bias16, p.bias_offset + n);
     c[p.c_offset + batch * p.c_batch_stride + m * p.N + n] = v;
 }

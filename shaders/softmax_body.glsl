@@ -15,7 +15,7 @@
 // is all zeros. Each lane reads an element before writing it and touches only
 // its own, so Y may alias X.
 
-layout(constant_id = 1) const bool X_F16 = false;
+layout(constant_id = 1) const uint X_DTYPE = DTYPE_F32;
 layout(constant_id = 2) const bool CAUSAL = false;
 layout(constant_id = 3) const bool HAS_KV_LEN = false;
 layout(constant_id = 4) const bool X_TEXELS = false;  // read X through its texel view
@@ -49,8 +49,8 @@ vec4 load4(uint e, uint end)
         vec4 v;
         if (X_TEXELS)
             v = texelFetch(x_tex, int(e >> 2));
-        else if (X_F16)
-            v = vec4(unpackHalf2x16(x16[e >> 1]), unpackHalf2x16(x16[(e >> 1) + 1]));
+        else if (X_DTYPE != DTYPE_F32)
+            v = LOAD_PAIRS4(X_DTYPE, x16, e >> 1);
         else
             v = x4[e >> 2];
         return mix(v, vec4(NEG_INF), greaterThanEqual(uvec4(e) + uvec4(0, 1, 2, 3), uvec4(end)));
@@ -59,7 +59,7 @@ vec4 load4(uint e, uint end)
     for (uint c = 0; c < 4; c++)
         if (e + c < end)
             v[c] = X_TEXELS ? texelFetch(x_tex, int(e + c)).x
-                            : LOAD_ELEMENT(X_F16, x32, x16, e + c);
+                            : LOAD_ELEMENT(X_DTYPE, x32, x16, e + c);
     return v;
 }
 

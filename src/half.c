@@ -1,4 +1,5 @@
-/* IEEE binary16 <-> binary32 conversion on the host (round to nearest even). */
+/* IEEE binary16 <-> binary32 and bfloat16 <-> binary32 conversion on the host
+ * (round to nearest even), and host tensor data read as double. */
 #include "internal.h"
 
 #include <string.h>
@@ -58,12 +59,36 @@ uint16_t float_to_half(float f)
     return (uint16_t)(sign | half_bits);
 }
 
+float bf16_to_float(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16; /* exact: bf16 is the top half of an f32 */
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t float_to_bf16(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)      /* NaN: keep sign and top payload, quiet */
+        return (uint16_t)((bits >> 16) | 0x0040u);
+    /* Round the low 16 bits away, to nearest with ties to the even result: adding
+     * 0x7fff carries into bit 16 exactly when the rest is past halfway, and the
+     * kept lowest bit tips a tie. A carry may run into the exponent, which is the
+     * right next value (up to Inf past the largest finite bf16). Subnormals, zeros
+     * and Inf need no special case. */
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
 double host_element(const void *data, vkattn_dtype dtype, size_t i)
 {
     switch (dtype) {
     case VKATTN_DTYPE_F32: return ((const float *)data)[i];
     case VKATTN_DTYPE_F16: return half_to_float(((const uint16_t *)data)[i]);
     case VKATTN_DTYPE_I32: return ((const int32_t *)data)[i];
+    case VKATTN_DTYPE_BF16: return bf16_to_float(((const uint16_t *)data)[i]);
     }
     return 0.0;
 }
@@ -83,6 +108,10 @@ void host_to_double(const void *data, vkattn_dtype dtype, size_t count, double *
     case VKATTN_DTYPE_I32:
         for (size_t i = 0; i < count; i++)
             out[i] = ((const int32_t *)data)[i];
+        break;
+    case VKATTN_DTYPE_BF16:
+        for (size_t i = 0; i < count; i++)
+            out[i] = bf16_to_float(((const uint16_t *)data)[i]);
         break;
     }
 }

@@ -347,9 +347,10 @@ struct vkattn_tensor {
     /* Vulkan */
     VkBuffer buffer;
     VkDeviceMemory memory;
-    VkDeviceSize buffer_size; /* bytes rounded up to 16: f16 tensors are read as uint words */
+    VkDeviceSize buffer_size; /* bytes rounded up to 16: f16/bf16 tensors are read as uint words */
     vk_mapping map;           /* map.host non-NULL where tensors are mapped */
-    VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported */
+    VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported
+                                 (always for bf16: no texel format) */
     VkBufferView texels4;     /* the same as 4-component texels (element count % 4 == 0) */
 
     /* CPU backend */
@@ -505,7 +506,11 @@ int64_t product(const int64_t *dims, int32_t n);
 
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
-/* Element i of a tensor's host data as double (F32, F16 or I32). */
+/* bfloat16: widening is exact; narrowing rounds to nearest even (NaN stays a
+ * quiet NaN, overflow gives Inf). */
+float bf16_to_float(uint16_t b);
+uint16_t float_to_bf16(float f);
+/* Element i of a tensor's host data as double (F32, F16, BF16 or I32). */
 double host_element(const void *data, vkattn_dtype dtype, size_t i);
 /* count elements of a tensor's host data as doubles. */
 void host_to_double(const void *data, vkattn_dtype dtype, size_t count, double *out);

@@ -25,6 +25,7 @@ size_t dtype_size(vkattn_dtype dtype)
     case VKATTN_DTYPE_F32: return 4;
     case VKATTN_DTYPE_F16: return 2;
     case VKATTN_DTYPE_I32: return 4;
+    case VKATTN_DTYPE_BF16: return 2;
     }
     return 0;
 }
@@ -35,6 +36,7 @@ const char *dtype_name(vkattn_dtype dtype)
     case VKATTN_DTYPE_F32: return "f32";
     case VKATTN_DTYPE_F16: return "f16";
     case VKATTN_DTYPE_I32: return "i32";
+    case VKATTN_DTYPE_BF16: return "bf16";
     }
     return "invalid dtype";
 }

@@ -7,7 +7,7 @@
 static vkattn_status validate_desc(vkattn_context *ctx, const vkattn_tensor_desc *d,
                                    size_t *count_out, size_t *bytes_out)
 {
-    if ((unsigned)d->dtype > VKATTN_DTYPE_I32)
+    if ((unsigned)d->dtype > VKATTN_DTYPE_BF16)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "tensor_create: dtype %d is not valid",
                         (int)d->dtype);
     if (d->ndim < 1 || d->ndim > VKATTN_MAX_DIMS)
@@ -54,7 +54,10 @@ static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
     }
     vkattn_status s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer,
                                        &t->memory, &t->map);
-    if (s == VKATTN_OK && t->dtype != VKATTN_DTYPE_I32) {
+    /* No texel format reads bf16 as a float (an R16_UINT view would not feed the
+     * float samplers): bf16 tensors have no views, and kernels read them from
+     * the storage binding. */
+    if (s == VKATTN_OK && t->dtype != VKATTN_DTYPE_I32 && t->dtype != VKATTN_DTYPE_BF16) {
         bool f32 = t->dtype == VKATTN_DTYPE_F32;
         t->texels = vk_texel_view(ctx, t->buffer, f32 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R16_SFLOAT,
                                   t->count);
@@ -134,22 +137,26 @@ vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *t)
     return d;
 }
 
-/* Copies `count` elements between host layouts, converting f32 <-> f16. */
+/* Copies `count` elements between host layouts, converting between f32, f16 and
+ * bf16: each element is widened to f32 (exact from f16 and bf16) and narrowed
+ * to the target with round to nearest even, so f16 <-> bf16 rounds once. */
 static void convert(void *dst, vkattn_dtype dst_type, const void *src, vkattn_dtype src_type,
                     size_t count)
 {
     if (dst_type == src_type) {
         memcpy(dst, src, count * dtype_size(dst_type));
-    } else if (dst_type == VKATTN_DTYPE_F16) {
-        const float *s = src;
-        uint16_t *d = dst;
-        for (size_t i = 0; i < count; i++)
-            d[i] = float_to_half(s[i]);
-    } else {
-        const uint16_t *s = src;
-        float *d = dst;
-        for (size_t i = 0; i < count; i++)
-            d[i] = half_to_float(s[i]);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        float v = src_type == VKATTN_DTYPE_F32   ? ((const float *)src)[i]
+                  : src_type == VKATTN_DTYPE_F16 ? half_to_float(((const uint16_t *)src)[i])
+                                                 : bf16_to_float(((const uint16_t *)src)[i]);
+        if (dst_type == VKATTN_DTYPE_F32)
+            ((float *)dst)[i] = v;
+        else if (dst_type == VKATTN_DTYPE_F16)
+            ((uint16_t *)dst)[i] = float_to_half(v);
+        else
+            ((uint16_t *)dst)[i] = float_to_bf16(v);
     }
 }
 
@@ -161,7 +168,7 @@ static vkattn_status check_transfer(vkattn_tensor *t, const void *host, vkattn_d
     vkattn_context *ctx = t->ctx;
     if (!host)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", op);
-    if ((unsigned)host_type > VKATTN_DTYPE_I32)
+    if ((unsigned)host_type > VKATTN_DTYPE_BF16)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "%s: dtype %d is not valid", op,
                         (int)host_type);
     if ((host_type == VKATTN_DTYPE_I32) != (t->dtype == VKATTN_DTYPE_I32))

@@ -151,6 +151,152 @@ static void test_f16_conversion(void **state)
     vkattn_context_destroy(ctx);
 }
 
+static float f32_from_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* A 1-D tensor of `n` elements: uploads `in` as `in_type`, downloads it as
+ * `out_type` into `out`. */
+static void round_trip(vkattn_context *ctx, vkattn_dtype tensor_type, const void *in,
+                       vkattn_dtype in_type, void *out, vkattn_dtype out_type, size_t n)
+{
+    vkattn_tensor_desc d = {.dtype = tensor_type, .ndim = 1, .shape = {(int64_t)n}};
+    vkattn_tensor *t;
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(t, in, in_type), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(t, out, out_type), VKATTN_OK);
+    vkattn_tensor_destroy(t);
+}
+
+/* f32 <-> bf16 and f16 <-> bf16 on upload and download: ties to even both ways,
+ * the largest finite value and overflow past it, subnormals, signed zeros, Inf,
+ * NaN (quiet, sign kept, never turned into Inf). Checked on the bf16 bits. */
+static void test_bf16_conversion(void **state)
+{
+    (void)state;
+    vkattn_context *ctx = cpu_context();
+    static const struct { uint32_t in; uint16_t want; const char *what; } f32_cases[] = {
+        {0x00000000u, 0x0000u, "+0"},
+        {0x80000000u, 0x8000u, "-0"},
+        {0x3f800000u, 0x3f80u, "1"},
+        {0x3f808000u, 0x3f80u, "1 + 2^-8: tie, down to even 1"},
+        {0x3f818000u, 0x3f82u, "1 + 3*2^-8: tie, up to even 1 + 2^-6"},
+        {0xbf808000u, 0xbf80u, "-(1 + 2^-8): tie, to even -1"},
+        {0x3f808001u, 0x3f81u, "just past a tie: up"},
+        {0x3f817fffu, 0x3f81u, "just below a tie: down"},
+        {0x40490fdbu, 0x4049u, "pi"},
+        {0x7f7f0000u, 0x7f7fu, "largest finite bf16"},
+        {0x7f7f7fffu, 0x7f7fu, "below the halfway point past it: largest finite"},
+        {0x7f7f8000u, 0x7f80u, "halfway past the largest (odd): ties to Inf"},
+        {0x7f7fffffu, 0x7f80u, "FLT_MAX: Inf"},
+        {0xff7fffffu, 0xff80u, "-FLT_MAX: -Inf"},
+        {0x00800000u, 0x0080u, "smallest normal"},
+        {0x007fffffu, 0x0080u, "largest f32 subnormal: up into the normals"},
+        {0x007f0000u, 0x007fu, "largest bf16 subnormal"},
+        {0x00010000u, 0x0001u, "smallest bf16 subnormal 2^-133"},
+        {0x00018000u, 0x0002u, "tie between subnormals 1 and 2: even 2"},
+        {0x00008000u, 0x0000u, "half the smallest subnormal: tie, to even 0"},
+        {0x00008001u, 0x0001u, "just over half the smallest subnormal"},
+        {0x80000001u, 0x8000u, "smallest negative f32 subnormal: -0"},
+        {0x7f800000u, 0x7f80u, "+Inf"},
+        {0xff800000u, 0xff80u, "-Inf"},
+        {0x461c4000u, 0x461cu, "1e4"},
+        {0x47c35000u, 0x47c3u, "1e5 (an f16 overflows)"},
+    };
+    size_t n = sizeof f32_cases / sizeof f32_cases[0];
+    float in[32], back[32];
+    uint16_t bits[32];
+    for (size_t i = 0; i < n; i++)
+        in[i] = f32_from_bits(f32_cases[i].in);
+    round_trip(ctx, VKATTN_DTYPE_BF16, in, VKATTN_DTYPE_F32, bits, VKATTN_DTYPE_BF16, n);
+    round_trip(ctx, VKATTN_DTYPE_BF16, in, VKATTN_DTYPE_F32, back, VKATTN_DTYPE_F32, n);
+    for (size_t i = 0; i < n; i++) {
+        if (bits[i] != f32_cases[i].want)
+            fail_msg("%s: f32 0x%08x -> bf16 0x%04x, want 0x%04x", f32_cases[i].what,
+                     f32_cases[i].in, bits[i], f32_cases[i].want);
+        float widened = f32_from_bits((uint32_t)f32_cases[i].want << 16);
+        if (memcmp(&back[i], &widened, sizeof widened) != 0)
+            fail_msg("%s: bf16 0x%04x read back as %g", f32_cases[i].what, bits[i],
+                     (double)back[i]);
+    }
+
+    /* NaN: quiet NaN with its sign, also from a signalling NaN whose payload
+     * lies only in the low 16 bits (truncation would make it Inf). */
+    const float nans[3] = {f32_from_bits(0x7fc00000u), f32_from_bits(0xffc00001u),
+                           f32_from_bits(0x7f800001u)};
+    round_trip(ctx, VKATTN_DTYPE_BF16, nans, VKATTN_DTYPE_F32, bits, VKATTN_DTYPE_BF16, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_true((bits[i] & 0x7f80u) == 0x7f80u && (bits[i] & 0x0040u)); /* quiet NaN */
+        assert_int_equal(bits[i] >> 15, i == 1);
+    }
+    round_trip(ctx, VKATTN_DTYPE_BF16, nans, VKATTN_DTYPE_F32, back, VKATTN_DTYPE_F32, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(isnan(back[i]));
+
+    /* f16 -> bf16: through f32 (exact), rounded once. */
+    static const struct { uint16_t in, want; const char *what; } f16_cases[] = {
+        {0x3c00u, 0x3f80u, "1"},
+        {0x3c04u, 0x3f80u, "1 + 2^-8: tie, to even 1"},
+        {0x3c0cu, 0x3f82u, "1 + 3*2^-8: tie, up to even"},
+        {0x3c01u, 0x3f80u, "1 + 2^-10: down"},
+        {0x7bffu, 0x4780u, "65504: up to 65536"},
+        {0x0001u, 0x3380u, "smallest f16 subnormal 2^-24: a bf16 normal"},
+        {0x8000u, 0x8000u, "-0"},
+        {0x7c00u, 0x7f80u, "+Inf"},
+        {0xfc00u, 0xff80u, "-Inf"},
+    };
+    uint16_t halves[16], half_bits[16];
+    n = sizeof f16_cases / sizeof f16_cases[0];
+    for (size_t i = 0; i < n; i++)
+        halves[i] = f16_cases[i].in;
+    halves[n] = 0x7e00u; /* NaN */
+    round_trip(ctx, VKATTN_DTYPE_BF16, halves, VKATTN_DTYPE_F16, bits, VKATTN_DTYPE_BF16, n + 1);
+    for (size_t i = 0; i < n; i++)
+        if (bits[i] != f16_cases[i].want)
+            fail_msg("%s: f16 0x%04x -> bf16 0x%04x, want 0x%04x", f16_cases[i].what,
+                     f16_cases[i].in, bits[i], f16_cases[i].want);
+    assert_true((bits[n] & 0x7f80u) == 0x7f80u && (bits[n] & 0x007fu));
+
+    /* bf16 -> f16 on download: overflow to Inf, subnormals rounded to even. */
+    static const struct { uint16_t in, want; const char *what; } to_f16[] = {
+        {0x3f80u, 0x3c00u, "1"},
+        {0x477fu, 0x7bf8u, "65280: exact"},
+        {0x4780u, 0x7c00u, "65536: Inf"},
+        {0xc7c3u, 0xfc00u, "-99840: -Inf"},
+        {0x3380u, 0x0001u, "2^-24: the smallest f16 subnormal"},
+        {0x3300u, 0x0000u, "2^-25: tie, to even 0"},
+        {0x3340u, 0x0001u, "1.5 * 2^-25: up"},
+        {0x33c0u, 0x0002u, "1.5 * 2^-24: tie, to even 2^-23"},
+        {0x8000u, 0x8000u, "-0"},
+        {0xff80u, 0xfc00u, "-Inf"},
+    };
+    n = sizeof to_f16 / sizeof to_f16[0];
+    for (size_t i = 0; i < n; i++)
+        bits[i] = to_f16[i].in;
+    bits[n] = 0xffc1u; /* -NaN */
+    round_trip(ctx, VKATTN_DTYPE_BF16, bits, VKATTN_DTYPE_BF16, half_bits, VKATTN_DTYPE_F16, n + 1);
+    for (size_t i = 0; i < n; i++)
+        if (half_bits[i] != to_f16[i].want)
+            fail_msg("%s: bf16 0x%04x -> f16 0x%04x, want 0x%04x", to_f16[i].what, to_f16[i].in,
+                     half_bits[i], to_f16[i].want);
+    assert_true((half_bits[n] & 0x7c00u) == 0x7c00u && (half_bits[n] & 0x03ffu) &&
+                (half_bits[n] & 0x8000u));
+
+    /* I32 data never converts to or from bf16. */
+    vkattn_tensor_desc d = {.dtype = VKATTN_DTYPE_BF16, .ndim = 1, .shape = {2}};
+    vkattn_tensor *t;
+    int32_t ints[2] = {1, 2};
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(t, ints, VKATTN_DTYPE_I32), VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "between a bf16 tensor and i32 host data"));
+    assert_int_equal(vkattn_tensor_get_desc(t).dtype, VKATTN_DTYPE_BF16);
+    vkattn_tensor_destroy(t);
+    vkattn_context_destroy(ctx);
+}
+
 static vkattn_tensor *make(vkattn_context *ctx, vkattn_dtype dtype, int ndim, int64_t a, int64_t b,
                            int64_t c, int64_t d)
 {
@@ -180,6 +326,16 @@ static void test_op_arguments(void **state)
     vkattn_tensor *y = make(ctx, VKATTN_DTYPE_F32, 3, 2, 7, 5, 0);
     vkattn_tensor *y16 = make(ctx, VKATTN_DTYPE_F16, 3, 2, 5, 7, 0);
     vkattn_tensor *kv = make(ctx, VKATTN_DTYPE_I32, 1, 3, 0, 0, 0);
+    vkattn_tensor *x_bf16 = make(ctx, VKATTN_DTYPE_BF16, 3, 2, 5, 7, 0);
+    vkattn_tensor *i32 = make(ctx, VKATTN_DTYPE_I32, 2, 4, 64, 0, 0);
+    /* I32 is no float input; BF16 is, but no output, so no in-place softmax. */
+    assert_int_equal(vkattn_matmul(ctx, NULL, i32, b, NULL, c), VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "A is i32, must be f32, f16 or bf16"));
+    assert_int_equal(vkattn_softmax(ctx, NULL, x_bf16, x_bf16), VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "Y is bf16, outputs must be f32"));
+    const float zeros[70] = {0};
+    assert_int_equal(vkattn_tensor_upload(x_bf16, zeros, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_softmax(ctx, NULL, x_bf16, x), VKATTN_OK);
     assert_int_equal(vkattn_softmax(ctx, NULL, x, y), VKATTN_ERROR_SHAPE_MISMATCH);
     assert_non_null(strstr(vkattn_last_error(ctx), "softmax: X is 2x5x7 but Y is 2x7x5"));
     assert_int_equal(vkattn_softmax(ctx, NULL, x, y16), VKATTN_ERROR_UNSUPPORTED);
@@ -208,7 +364,7 @@ static void test_op_arguments(void **state)
     vkattn_tensor_destroy(foreign);
     vkattn_context_destroy(other);
 
-    vkattn_tensor *list[] = {a, b, c, x, y, y16, kv, t4, t4_wrong};
+    vkattn_tensor *list[] = {a, b, c, x, y, y16, kv, x_bf16, i32, t4, t4_wrong};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         vkattn_tensor_destroy(list[i]);
     vkattn_context_destroy(ctx);
@@ -389,7 +545,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_strings),  cmocka_unit_test(test_version),
         cmocka_unit_test(test_context_arguments), cmocka_unit_test(test_tensor_arguments),
-        cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_op_arguments),
+        cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_bf16_conversion),
+        cmocka_unit_test(test_op_arguments),
         cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,21 +47,30 @@ static void shape_of(const at_case *c, int64_t heads, int64_t T, int64_t width, 
     out[3] = width;
 }
 
-static void describe(const at_case *c, const at_path *p, char *buf, size_t size)
+static void describe(const at_case *c, vkattn_dtype k_dtype, vkattn_dtype v_dtype,
+                     const at_path *p, char *buf, size_t size)
 {
     static const char *paths[] = {"auto", "fused", "unfused"};
     static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
+    static const char *dtypes[] = {"f32", "f16", "i32", "bf16"};
+    char types[32];
+    if (k_dtype != c->dtype || v_dtype != c->dtype)
+        snprintf(types, sizeof types, "%s/%s/%s", dtypes[c->dtype], dtypes[k_dtype],
+                 dtypes[v_dtype]);
+    else
+        snprintf(types, sizeof types, "%s", dtypes[c->dtype]);
     snprintf(buf, size,
-             "%s [B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld Dv%lld %s%s%s, %s/%s splits %u]",
+             "%s [B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld Dv%lld %s %s%s%s, %s/%s splits %u]",
              c->name, (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq,
-             (long long)c->Tk, (long long)c->D, (long long)c->Dv,
+             (long long)c->Tk, (long long)c->D, (long long)c->Dv, types,
              c->layout == VKATTN_LAYOUT_BSHD ? "bshd" : "bhsd", c->causal ? " causal" : "",
              c->kv_len ? " kv_len" : "", paths[p->path], variants[p->variant], p->kv_splits);
 }
 
-/* Runs the case on the GPU by each path and on the CPU; compares every GPU
- * result with the reference. */
-static void run_case(test_env *env, const at_case *c, const at_path *paths, int npaths, rng *r)
+/* Runs the case, with Q of c->dtype and K and V of their own dtypes, on the GPU
+ * by each path and on the CPU; compares every GPU result with the reference. */
+static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vkattn_dtype v_dtype,
+                      const at_path *paths, int npaths, rng *r)
 {
     int64_t qs[4], ks[4], vs[4], os[4];
     shape_of(c, c->H, c->Tq, c->D, qs);
@@ -70,8 +79,13 @@ static void run_case(test_env *env, const at_case *c, const at_path *paths, int 
     shape_of(c, c->H, c->Tq, c->Dv, os);
     float m = c->magnitude;
     pair q = pair_random(env, c->dtype, 4, qs, r, -m, m);
-    pair k = pair_random(env, c->dtype, 4, ks, r, -m, m);
-    pair v = pair_random(env, c->dtype, 4, vs, r, -1.0f, 1.0f);
+    pair k = pair_random(env, k_dtype, 4, ks, r, -m, m);
+    pair v = pair_random(env, v_dtype, 4, vs, r, -1.0f, 1.0f);
+    /* The rows variant reads Q, K and V through texel views, which bf16 lacks. */
+    const char *bf16_input = c->dtype == VKATTN_DTYPE_BF16  ? "Q is bf16"
+                             : k_dtype == VKATTN_DTYPE_BF16 ? "K is bf16"
+                             : v_dtype == VKATTN_DTYPE_BF16 ? "V is bf16"
+                                                            : NULL;
     pair o = pair_output(env, 4, os);
 
     vkattn_tensor *kv_gpu = NULL, *kv_cpu = NULL;
@@ -93,20 +107,30 @@ static void run_case(test_env *env, const at_case *c, const at_path *paths, int 
     assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
 
     /* f32 scores are off by a few ulps of sum_d |q_d k_d| * scale, which moves
-     * each weight by that much relatively; the output is a weighted mean of V. */
+     * each weight by that much relatively; the output is a weighted mean of V.
+     * f16 and bf16 inputs are rounded once, on upload, and the GPU and the
+     * reference read the same rounded values, so that is the whole error for
+     * every dtype: no allowance for bf16's 8-bit significand is needed. */
     double scale = c->scale != 0.0f ? c->scale : 1.0 / sqrt((double)c->D);
     double score_size = scale * (double)c->D * m * m;
     double atol = 16 * 1.2e-7 * score_size + 1e-5;
 
     for (int i = 0; i < npaths; i++) {
         char name[256];
-        describe(c, &paths[i], name, sizeof name);
+        describe(c, k_dtype, v_dtype, &paths[i], name, sizeof name);
         assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, VKATTN_DTYPE_F32), VKATTN_OK);
         d.kv_len = kv_gpu;
         d.path = paths[i].path;
         d.fused_variant = paths[i].variant;
         d.kv_splits = paths[i].kv_splits;
         vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+        if (paths[i].path == VKATTN_PATH_FUSED && paths[i].variant == VKATTN_FUSED_ROWS &&
+            bf16_input) {
+            if (s != VKATTN_ERROR_UNSUPPORTED || !strstr(vkattn_last_error(env->gpu), bf16_input))
+                fail_msg("%s: %s: \"%s\", expected UNSUPPORTED naming %s", name,
+                         vkattn_status_string(s), vkattn_last_error(env->gpu), bf16_input);
+            continue;
+        }
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
         expect_close(name, &o, atol + extra_tolerance(&paths[i]), 0.0, NULL);
@@ -119,8 +143,15 @@ static void run_case(test_env *env, const at_case *c, const at_path *paths, int 
     pair_destroy(&o);
 }
 
+/* The case with Q, K and V all of c->dtype. */
+static void run_case(test_env *env, const at_case *c, const at_path *paths, int npaths, rng *r)
+{
+    run_typed(env, c, c->dtype, c->dtype, paths, npaths, r);
+}
+
 #define F32 VKATTN_DTYPE_F32
 #define F16 VKATTN_DTYPE_F16
+#define BF16 VKATTN_DTYPE_BF16
 #define BHSD VKATTN_LAYOUT_BHSD
 #define BSHD VKATTN_LAYOUT_BSHD
 
@@ -147,6 +178,27 @@ static const at_case fixed_cases[] = {
     {"large magnitude",        1, 2, 2,  20,  20, 16,  16, BHSD, true,  false, 0, false, 0.f, F32, 30.f},
     {"q_offset past Tk",       1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, 100, false, 0.f, F32, 1.f},
     {"q_offset before all",    1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, -50, false, 0.f, F32, 1.f},
+    /* bf16: every path but the forced rows variant, which must refuse it */
+    {"bf16",                   1, 4, 2,  27,  27, 64,  64, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
+    {"bf16 T=1",               2, 3, 3,   1,   1, 16,  16, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
+    {"bf16 ragged odd D GQA",  2, 3, 1,  11,  14,  5,   7, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
+    {"bf16 bshd Tq<Tk kv_len", 3, 4, 2,   5,  67, 40,  40, BSHD, true,  false, 0, true,  0.f, BF16, 1.f},
+    {"bf16 Tq>Tk top-left",    1, 2, 2,  21,   7, 13,  13, BHSD, true,  true,  0, false, 0.f, BF16, 1.f},
+    {"bf16 D=80 Dv=48 bshd",   1, 2, 1,  17,  33, 80,  48, BSHD, false, false, 0, false, 0.f, BF16, 1.f},
+    /* |q|, |k| up to 1e5: past f16's range (65504), within bf16's; the scale
+     * keeps the scores (scale * D * 1e10 = 64) in softmax's useful range */
+    {"bf16 magnitude 1e5",     1, 2, 2,  20,  20, 16,  16, BHSD, true,  false, 0, false, 4e-10f, BF16, 1e5f},
+    {"bf16 magnitude 30",      1, 2, 2,  20,  33, 24,  24, BSHD, true,  false, 0, false, 0.f, BF16, 30.f},
+};
+
+/* Mixed input dtypes (Q has the case's): each tensor is read with its own. */
+static const struct {
+    at_case c;
+    vkattn_dtype k_dtype, v_dtype;
+} mixed_cases[] = {
+    {{"mixed", 2, 4, 2, 19, 23, 32, 32, BHSD, true,  false, 0, false, 0.f, BF16, 1.f}, F16,  F32},
+    {{"mixed", 1, 2, 1,  9, 30, 13, 13, BSHD, true,  false, 0, true,  0.f, F32,  1.f}, F32,  BF16},
+    {{"mixed", 1, 3, 3, 16, 16, 64, 64, BHSD, false, false, 0, false, 0.f, F16,  1.f}, BF16, F16},
 };
 
 static const at_path standard_paths[] = {
@@ -165,6 +217,9 @@ static void test_fixed_cases(void **state)
     rng r = {11};
     for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
         run_case(env, &fixed_cases[i], standard_paths, NPATHS(standard_paths), &r);
+    for (size_t i = 0; i < sizeof mixed_cases / sizeof mixed_cases[0]; i++)
+        run_typed(env, &mixed_cases[i].c, mixed_cases[i].k_dtype, mixed_cases[i].v_dtype,
+                  standard_paths, NPATHS(standard_paths), &r);
 }
 
 /* Every head size the fused kernels must take, powers of two or not. */
@@ -199,6 +254,7 @@ static void test_decode(void **state)
         {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F32, 1.f},
         {"decode Tq=4",      1, 4, 4,  4,  513,  64,  64, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode odd D",     1, 3, 1,  2,  301,  13,  13, BHSD, false, false, 0, false, 0.f, F32, 1.f},
+        {"decode bf16 GQA",  2, 8, 2,  1,  555,  64,  64, BSHD, true,  false, 0, true,  0.f, BF16, 1.f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(env, &cases[i], splits, NPATHS(splits), &r);
@@ -235,6 +291,13 @@ static void test_unfused_chunking(void **state)
         run_case(env, &cases[i], paths, NPATHS(paths), &r);
 }
 
+/* f16 or bf16 one time in six each, else f32. */
+static vkattn_dtype random_dtype(rng *r)
+{
+    int pick = rng_int(r, 0, 5);
+    return pick == 0 ? F16 : pick == 1 ? BF16 : F32;
+}
+
 /* Random shapes, every option combined. */
 static void test_random_sweep(void **state)
 {
@@ -258,7 +321,7 @@ static void test_random_sweep(void **state)
             .q_offset = rng_int(&r, -10, 10),
             .kv_len = rng_int(&r, 0, 3) == 0,
             .scale = rng_int(&r, 0, 3) == 0 ? rng_uniform(&r, 0.05f, 1.0f) : 0.0f,
-            .dtype = rng_int(&r, 0, 3) == 0 ? F16 : F32,
+            .dtype = random_dtype(&r),
             .magnitude = rng_int(&r, 0, 4) == 0 ? 4.0f : 1.0f,
         };
         c.Dv = rng_int(&r, 0, 2) ? c.D : (c.D % 4 ? rng_int(&r, 1, 40) : 4 * rng_int(&r, 1, 10));

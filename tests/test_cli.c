@@ -85,17 +85,19 @@ static void expect_npy(const char *name, const float *want, int ndim, const int6
     npy_free(&a);
 }
 
-/* The reference: the CPU backend on the same data, as 4-D BHSD. */
-static void reference_attention(test_env *env, const float *q, const float *k, const float *v,
-                                const int64_t qs[4], const int64_t ks[4], const int64_t vs[4],
-                                const vkattn_attention_desc *d, float *out)
+/* The reference: the CPU backend on the same data, as 4-D BHSD, with Q, K and V
+ * rounded to `dtype` as --dtype rounds them. */
+static void reference_typed(test_env *env, vkattn_dtype dtype, const float *q, const float *k,
+                            const float *v, const int64_t qs[4], const int64_t ks[4],
+                            const int64_t vs[4], const vkattn_attention_desc *d, float *out)
 {
     vkattn_tensor *t[4];
     const int64_t os[4] = {qs[0], qs[1], qs[2], vs[3]};
     const int64_t *shapes[4] = {qs, ks, vs, os};
     const float *data[3] = {q, k, v};
     for (int i = 0; i < 4; i++) {
-        vkattn_tensor_desc td = {.ndim = 4, .shape = {shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]}};
+        vkattn_tensor_desc td = {.dtype = i < 3 ? dtype : VKATTN_DTYPE_F32, .ndim = 4,
+                                 .shape = {shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]}};
         assert_int_equal(vkattn_tensor_create(env->cpu, &td, &t[i]), VKATTN_OK);
         if (i < 3)
             assert_int_equal(vkattn_tensor_upload(t[i], data[i], VKATTN_DTYPE_F32), VKATTN_OK);
@@ -104,6 +106,63 @@ static void reference_attention(test_env *env, const float *q, const float *k, c
     assert_int_equal(vkattn_tensor_download(t[3], out, VKATTN_DTYPE_F32), VKATTN_OK);
     for (int i = 0; i < 4; i++)
         vkattn_tensor_destroy(t[i]);
+}
+
+static void reference_attention(test_env *env, const float *q, const float *k, const float *v,
+                                const int64_t qs[4], const int64_t ks[4], const int64_t vs[4],
+                                const vkattn_attention_desc *d, float *out)
+{
+    reference_typed(env, VKATTN_DTYPE_F32, q, k, v, qs, ks, vs, d, out);
+}
+
+static double max_difference(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs((double)a[i] - (double)b[i]));
+    return worst;
+}
+
+/* --dtype: float32 files rounded to f16 or bf16 on loading, on every path, against
+ * the CPU reference on the same rounded inputs (so the f32 tolerance holds). */
+static void test_attention_dtype(void **state)
+{
+    test_env *env = *state;
+    rng r = {44};
+    const int64_t q3[3] = {4, 5, 8}, k3[3] = {2, 9, 8}, v3[3] = {2, 9, 6}, o3[3] = {4, 5, 6};
+    float *q = random_array(&r, 160), *k = random_array(&r, 144), *v = random_array(&r, 108);
+    write_npy("dq.npy", q, 3, q3);
+    write_npy("dk.npy", k, 3, k3);
+    write_npy("dv.npy", v, 3, v3);
+    const int64_t qs[4] = {1, 4, 5, 8}, ks[4] = {1, 2, 9, 8}, vs[4] = {1, 2, 9, 6};
+    float want[120], unrounded[120];
+    vkattn_attention_desc d = {.causal = true};
+    reference_attention(env, q, k, v, qs, ks, vs, &d, unrounded);
+
+    static const char *dtypes[] = {"bf16", "f16", "f32"};
+    static const vkattn_dtype types[] = {VKATTN_DTYPE_BF16, VKATTN_DTYPE_F16, VKATTN_DTYPE_F32};
+    static const char *paths[] = {"auto", "fused", "unfused"};
+    for (int t = 0; t < 3; t++) {
+        reference_typed(env, types[t], q, k, v, qs, ks, vs, &d, want);
+        /* The rounding is real: 8 (bf16) or 11 (f16) significant bits move O by
+         * far more than the tolerance. */
+        if (types[t] != VKATTN_DTYPE_F32)
+            assert_true(max_difference(want, unrounded, 120) > 1e-4);
+        for (int i = 0; i < 3; i++) {
+            int rc = run("attention -q dq.npy -k dk.npy -v dv.npy -o do.npy --causal --dtype %s "
+                         "--path %s", dtypes[t], paths[i]);
+            if (rc != 0)
+                fail_msg("--dtype %s --path %s: exit %d: %s", dtypes[t], paths[i], rc, err_text);
+            assert_string_equal(err_text, "");
+            expect_npy("do.npy", want, 3, o3, 1e-5);
+        }
+        assert_int_equal(run("attention -q dq.npy -k dk.npy -v dv.npy -o do.npy --causal "
+                             "--dtype %s --backend cpu", dtypes[t]), 0);
+        expect_npy("do.npy", want, 3, o3, 1e-6);
+    }
+    free(q);
+    free(k);
+    free(v);
 }
 
 static void test_attention_runs(void **state)
@@ -179,29 +238,39 @@ static void test_mha_run(void **state)
     write_npy("bq.npy", b_qkv, 1, bq);
     write_npy("wo.npy", w_out, 2, wo);
     write_npy("bo.npy", b_out, 1, bo);
-    assert_int_equal(run("mha -x x.npy --w-qkv wq.npy --b-qkv bq.npy --w-out wo.npy --b-out bo.npy "
-                         "--heads 2 --causal -o y.npy"), 0);
-    assert_string_equal(err_text, "");
+    /* The files' own dtype (float32), then X, weights and biases rounded by --dtype. */
+    static const char *dtype_args[] = {"", "--dtype bf16", "--dtype f16"};
+    static const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_BF16, VKATTN_DTYPE_F16};
+    for (int run_index = 0; run_index < 3; run_index++) {
+        int rc = run("mha -x x.npy --w-qkv wq.npy --b-qkv bq.npy --w-out wo.npy --b-out bo.npy "
+                     "--heads 2 --causal -o y.npy %s", dtype_args[run_index]);
+        if (rc != 0)
+            fail_msg("mha %s: exit %d: %s", dtype_args[run_index], rc, err_text);
+        assert_string_equal(err_text, "");
 
-    vkattn_tensor *t[6];
-    const int64_t shapes[6][3] = {{1, 7, 6}, {24, 6}, {24}, {5, 8}, {5}, {1, 7, 5}};
-    const int ranks[6] = {3, 2, 1, 2, 1, 3};
-    const float *data[5] = {x, w_qkv, b_qkv, w_out, b_out};
-    for (int i = 0; i < 6; i++) {
-        vkattn_tensor_desc td = {.ndim = ranks[i]};
-        memcpy(td.shape, shapes[i], sizeof shapes[i]);
-        assert_int_equal(vkattn_tensor_create(env->cpu, &td, &t[i]), VKATTN_OK);
-        if (i < 5)
-            assert_int_equal(vkattn_tensor_upload(t[i], data[i], VKATTN_DTYPE_F32), VKATTN_OK);
+        /* The reference on the inputs rounded as --dtype rounds them. */
+        vkattn_tensor *t[6];
+        const int64_t shapes[6][3] = {{1, 7, 6}, {24, 6}, {24}, {5, 8}, {5}, {1, 7, 5}};
+        const int ranks[6] = {3, 2, 1, 2, 1, 3};
+        const float *data[5] = {x, w_qkv, b_qkv, w_out, b_out};
+        for (int i = 0; i < 6; i++) {
+            vkattn_tensor_desc td = {.dtype = i < 5 ? dtypes[run_index] : VKATTN_DTYPE_F32,
+                                     .ndim = ranks[i]};
+            memcpy(td.shape, shapes[i], sizeof shapes[i]);
+            assert_int_equal(vkattn_tensor_create(env->cpu, &td, &t[i]), VKATTN_OK);
+            if (i < 5)
+                assert_int_equal(vkattn_tensor_upload(t[i], data[i], VKATTN_DTYPE_F32),
+                                 VKATTN_OK);
+        }
+        vkattn_mha_desc d = {.heads = 2, .causal = true};
+        assert_int_equal(vkattn_mha(env->cpu, &d, t[0], t[1], t[2], t[3], t[4], t[5]), VKATTN_OK);
+        float want[35];
+        assert_int_equal(vkattn_tensor_download(t[5], want, VKATTN_DTYPE_F32), VKATTN_OK);
+        const int64_t ys[2] = {7, 5};
+        expect_npy("y.npy", want, 2, ys, 1e-5);
+        for (int i = 0; i < 6; i++)
+            vkattn_tensor_destroy(t[i]);
     }
-    vkattn_mha_desc d = {.heads = 2, .causal = true};
-    assert_int_equal(vkattn_mha(env->cpu, &d, t[0], t[1], t[2], t[3], t[4], t[5]), VKATTN_OK);
-    float want[35];
-    assert_int_equal(vkattn_tensor_download(t[5], want, VKATTN_DTYPE_F32), VKATTN_OK);
-    const int64_t ys[2] = {7, 5};
-    expect_npy("y.npy", want, 2, ys, 1e-5);
-    for (int i = 0; i < 6; i++)
-        vkattn_tensor_destroy(t[i]);
     free(x);
     free(w_qkv);
     free(b_qkv);
@@ -252,6 +321,11 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --device 99", 1, "cannot open device 99"},
         {"mha -x bq.npy --w-qkv bk12.npy --w-out bk.npy --heads 2 -o out.npy", 1, "W_qkv is 6x12"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy -o out.npy", 2, "--heads"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --dtype f8", 2,
+         "--dtype f8: expected f32, f16 or bf16"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --dtype", 2, "--dtype needs a value"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --dtype i32", 2,
+         "--dtype i32: expected f32, f16 or bf16"},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         int status = run("%s", runs[i].args);
@@ -291,6 +365,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_runs),
+        cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_mha_run),
         cmocka_unit_test(test_bad_runs),
     };

@@ -8,7 +8,7 @@ static void run_case(test_env *env, const int64_t shape[4], vkattn_dtype dtype, 
     char name[96];
     snprintf(name, sizeof name, "transpose %lldx%lldx%lldx%lld %s", (long long)shape[0],
              (long long)shape[1], (long long)shape[2], (long long)shape[3],
-             dtype == VKATTN_DTYPE_F16 ? "f16" : "f32");
+             dtype == VKATTN_DTYPE_F16 ? "f16" : dtype == VKATTN_DTYPE_BF16 ? "bf16" : "f32");
     int64_t out_shape[4] = {shape[0], shape[2], shape[1], shape[3]};
     pair x = pair_random(env, dtype, 4, shape, r, -10.f, 10.f);
     pair y = pair_output(env, 4, out_shape);
@@ -42,6 +42,7 @@ static void test_shapes(void **state)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         run_case(env, shapes[i], VKATTN_DTYPE_F32, &r);
         run_case(env, shapes[i], VKATTN_DTYPE_F16, &r);
+        run_case(env, shapes[i], VKATTN_DTYPE_BF16, &r);
     }
 }
 

@@ -21,7 +21,9 @@ typedef struct mm_case {
     float magnitude;
 } mm_case;
 
-static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant variant, rng *r)
+/* The case with a bias of `bias_type`. */
+static double run_typed(test_env *env, const mm_case *c, vkattn_dtype bias_type,
+                        vkattn_matmul_variant variant, rng *r)
 {
     int64_t a_shape[4], b_shape[4], c_shape[4];
     int nd = 0;
@@ -47,11 +49,24 @@ static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant va
     int64_t n_shape[1] = {c->N};
     pair bias = {0};
     if (c->bias)
-        bias = pair_random(env, VKATTN_DTYPE_F32, 1, n_shape, r, -m, m);
+        bias = pair_random(env, bias_type, 1, n_shape, r, -m, m);
     pair out = pair_output(env, lead + 2, c_shape);
 
     vkattn_matmul_desc d = {.transpose_b = c->transpose_b, .alpha = c->alpha, .variant = variant};
     vkattn_status s = vkattn_matmul(env->gpu, &d, a.gpu, b.gpu, bias.gpu, out.gpu);
+    /* bf16 has no texel format: the texel variant refuses it, naming the tensor. */
+    const char *bf16_input = c->a_type == VKATTN_DTYPE_BF16   ? "A is bf16"
+                             : c->b_type == VKATTN_DTYPE_BF16 ? "B is bf16"
+                             : c->bias && bias_type == VKATTN_DTYPE_BF16 ? "bias is bf16"
+                                                                         : NULL;
+    if (variant == VKATTN_MATMUL_TEXEL && bf16_input) {
+        if (s != VKATTN_ERROR_UNSUPPORTED || !strstr(vkattn_last_error(env->gpu), bf16_input))
+            fail_msg("%s, texel variant: %s: \"%s\", expected UNSUPPORTED naming %s", c->name,
+                     vkattn_status_string(s), vkattn_last_error(env->gpu), bf16_input);
+        s = vkattn_matmul(env->gpu, &(vkattn_matmul_desc){.transpose_b = c->transpose_b,
+                                                           .alpha = c->alpha},
+                          a.gpu, b.gpu, bias.gpu, out.gpu); /* AUTO takes another variant */
+    }
     if (s != VKATTN_OK)
         fail_msg("%s: %s", c->name, vkattn_last_error(env->gpu));
     assert_int_equal(vkattn_matmul(env->cpu, &d, a.cpu, b.cpu, bias.cpu, out.cpu), VKATTN_OK);
@@ -77,7 +92,9 @@ static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant va
     assert_int_equal(vkattn_matmul(env->cpu, &abs_d, a.cpu, b.cpu, abs_bias, scale.cpu), VKATTN_OK);
     assert_int_equal(vkattn_tensor_download(scale.cpu, scale.host, VKATTN_DTYPE_F32), VKATTN_OK);
 
-    /* f32 accumulation: a few ulps of the scale, growing like sqrt(K). */
+    /* f32 accumulation: a few ulps of the scale, growing like sqrt(K). f16 and
+     * bf16 inputs are rounded once, on upload, and both sides read those
+     * values, so the bound is the f32 one whatever the input dtypes. */
     double rtol = 4 * 1.2e-7 * (2.0 + sqrt((double)c->K));
     double err = expect_close(c->name, &out, 1e-30, rtol, scale.host);
 
@@ -87,6 +104,12 @@ static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant va
     pair_destroy(&out);
     pair_destroy(&scale);
     return err;
+}
+
+/* The case with an f32 bias. */
+static double run_case(test_env *env, const mm_case *c, vkattn_matmul_variant variant, rng *r)
+{
+    return run_typed(env, c, VKATTN_DTYPE_F32, variant, r);
 }
 
 static const mm_case fixed_cases[] = {
@@ -105,6 +128,20 @@ static const mm_case fixed_cases[] = {
     {"f16 inputs",       2, 0,  45,  37,  51,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_F16, VKATTN_DTYPE_F16, 0.f, 1.f},
     {"f16 odd sizes",    0, 3,   5,   3,   7,  false, false, B_PER_BATCH, 1, VKATTN_DTYPE_F16, VKATTN_DTYPE_F32, 0.f, 1.f},
     {"large magnitude",  0, 0,  40,  50,  60,  false, true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1e4f},
+    {"bf16 K=1",         0, 0,  70,  90,   1,  false, false, B_SHARED,    1, VKATTN_DTYPE_BF16, VKATTN_DTYPE_BF16, 0.f, 1.f},
+    {"bf16 odd sizes",   0, 3,   5,   3,   7,  false, false, B_PER_BATCH, 1, VKATTN_DTYPE_BF16, VKATTN_DTYPE_F32, 0.f, 1.f},
+    {"bf16 A, f16 B GQA",2, 8,  21,  24,  29,  false, false, B_GROUPED,   4, VKATTN_DTYPE_BF16, VKATTN_DTYPE_F16, 0.f, 1.f},
+};
+
+/* Biases of other dtypes (the table above has f32 ones). */
+static const struct {
+    mm_case c;
+    vkattn_dtype bias_type;
+} bias_dtype_cases[] = {
+    {{"bf16 inputs",     2, 0,  45,  37,  51,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_BF16, VKATTN_DTYPE_BF16, 0.f, 1.f}, VKATTN_DTYPE_BF16},
+    {{"f32 A, bf16 B^T", 0, 0,  97, 113, 203,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_BF16, 0.5f, 1.f}, VKATTN_DTYPE_F16},
+    {{"f32, bf16 bias",  4, 0,  33,  48,  17,  true,  true,  B_SHARED,    1, VKATTN_DTYPE_F32, VKATTN_DTYPE_F32, 0.f, 1.f}, VKATTN_DTYPE_BF16},
+    {{"bf16 magnitude 1e5", 0, 0, 40, 50, 60,  false, true,  B_SHARED,    1, VKATTN_DTYPE_BF16, VKATTN_DTYPE_BF16, 0.f, 1e5f}, VKATTN_DTYPE_BF16},
 };
 
 static void test_fixed_cases(void **state)
@@ -116,6 +153,17 @@ static void test_fixed_cases(void **state)
         run_case(env, &fixed_cases[i], VKATTN_MATMUL_NAIVE, &r);
         run_case(env, &fixed_cases[i], VKATTN_MATMUL_TEXEL, &r);
     }
+    for (size_t i = 0; i < sizeof bias_dtype_cases / sizeof bias_dtype_cases[0]; i++)
+        for (int v = VKATTN_MATMUL_TILED; v <= VKATTN_MATMUL_TEXEL; v++)
+            run_typed(env, &bias_dtype_cases[i].c, bias_dtype_cases[i].bias_type,
+                      (vkattn_matmul_variant)v, &r);
+}
+
+/* f16 or bf16 one time in six each, else f32. */
+static vkattn_dtype random_dtype(rng *r)
+{
+    int pick = rng_int(r, 0, 5);
+    return pick == 0 ? VKATTN_DTYPE_F16 : pick == 1 ? VKATTN_DTYPE_BF16 : VKATTN_DTYPE_F32;
 }
 
 /* Random shapes around the tile sizes (64x64x16), every option combined. */
@@ -134,8 +182,8 @@ static void test_random_sweep(void **state)
             .K = rng_int(&r, 1, 100),
             .transpose_b = rng_int(&r, 0, 1),
             .bias = rng_int(&r, 0, 1),
-            .a_type = rng_int(&r, 0, 3) == 0 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32,
-            .b_type = rng_int(&r, 0, 3) == 0 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32,
+            .a_type = random_dtype(&r),
+            .b_type = random_dtype(&r),
             .alpha = rng_int(&r, 0, 1) ? 0.0f : rng_uniform(&r, -2.0f, 2.0f),
             .magnitude = rng_int(&r, 0, 4) == 0 ? 1000.0f : 1.0f,
             .group = 1,

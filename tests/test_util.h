@@ -48,12 +48,13 @@ int rng_int(rng *r, int lo, int hi); /* inclusive */
 /* A host array and the same data in a GPU and a CPU tensor. */
 typedef struct pair {
     vkattn_tensor *gpu, *cpu;
-    float *host;            /* f32 view of the data (for F16, already rounded) */
+    float *host;            /* f32 view of the data (for F16 and BF16, already rounded) */
     size_t count;
 } pair;
 
-/* Creates a pair with random values in [lo, hi] (uploaded as f32, so F16 tensors
- * round them; host[] then holds the rounded values). */
+/* Creates a pair with random values in [lo, hi] (uploaded as f32, so F16 and BF16
+ * tensors round them; host[] then holds the rounded values, which the GPU and
+ * the CPU reference both read). */
 pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *shape, rng *r,
                  float lo, float hi);
 /* A pair of uninitialised f32 outputs, filled with a sentinel on the GPU. */

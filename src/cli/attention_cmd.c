@@ -24,6 +24,9 @@ static const char usage[] =
     "  --kv-len L[,L...]     valid keys per batch entry (padding masked)\n"
     "  --layout bhsd|bshd    layout of 4-D inputs (default bhsd)\n"
     "  --path auto|fused|unfused\n"
+    "  --dtype f32|f16|bf16  round Q, K and V to this type on loading (to nearest\n"
+    "                        even) and compute on it (accumulating in f32); default:\n"
+    "                        each file's own (float32 for float64 files)\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME       device index or name substring (see vkattn devices)\n"
     "  --verbose             log the device and path choices\n"
@@ -157,9 +160,9 @@ int run_attention(int argc, char **argv)
     int64_t os[4] = {qs[0], qs[1], qs[2], vs[3]};
 
     if ((rc = open_context("attention", &o.common, &ctx)) ||
-        (rc = make_tensor("attention", ctx, o.q, "Q", &q, 4, qs)) ||
-        (rc = make_tensor("attention", ctx, o.k, "K", &k, 4, ks)) ||
-        (rc = make_tensor("attention", ctx, o.v, "V", &v, 4, vs)))
+        (rc = make_tensor("attention", ctx, &o.common, o.q, "Q", &q, 4, qs)) ||
+        (rc = make_tensor("attention", ctx, &o.common, o.k, "K", &k, 4, ks)) ||
+        (rc = make_tensor("attention", ctx, &o.common, o.v, "V", &v, 4, vs)))
         goto done;
     if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, qs[0], &kv_len)))
         goto done;

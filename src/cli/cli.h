@@ -18,6 +18,8 @@ typedef struct common_options {
     vkattn_backend backend;
     const char *device;
     vkattn_attention_path path;
+    bool dtype_given;      /* --dtype: inputs rounded to this type; else each file's own */
+    vkattn_dtype dtype;
     bool verbose;
     char log_error[512];   /* the library's last error-level log line */
 } common_options;
@@ -51,14 +53,16 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
 /* Creates the context the options ask for (logging warnings to stderr). */
 int open_context(const char *command, common_options *o, vkattn_context **out);
 
-/* Reads `path` and makes a tensor of `shape` (ndim entries) from it. */
+/* Reads `path` and makes a tensor of `shape` (ndim entries) from it: of the
+ * --dtype in `common` when given (the data rounded to it, to nearest even),
+ * else of the file's own dtype (float32 for float64 files). */
 typedef struct loaded {
     npy_array array;
     vkattn_tensor *tensor;
 } loaded;
 int load_npy(const char *command, const char *path, const char *name, loaded *out);
-int make_tensor(const char *command, vkattn_context *ctx, const char *path, const char *name,
-                loaded *l, int ndim, const int64_t *shape);
+int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
+                const char *path, const char *name, loaded *l, int ndim, const int64_t *shape);
 void unload(loaded *l);
 
 /* Downloads `tensor` and writes it to `path` as float32 of the given shape. */

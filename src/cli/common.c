@@ -108,6 +108,21 @@ int take_common(args *a, common_options *o, const char *usage)
                              value), -1;
         return 1;
     }
+    if ((r = take_value(a, "--dtype", NULL, &value)) != 0) {
+        if (r < 0)
+            return -1;
+        o->dtype_given = true;
+        if (!strcmp(value, "f32"))
+            o->dtype = VKATTN_DTYPE_F32;
+        else if (!strcmp(value, "f16"))
+            o->dtype = VKATTN_DTYPE_F16;
+        else if (!strcmp(value, "bf16"))
+            o->dtype = VKATTN_DTYPE_BF16;
+        else
+            return cli_error(a->command, EXIT_USAGE, "--dtype %s: expected f32, f16 or bf16",
+                             value), -1;
+        return 1;
+    }
     if (!strcmp(a->argv[a->i], "--verbose")) {
         o->verbose = true;
         return 1;
@@ -156,15 +171,18 @@ int load_npy(const char *command, const char *path, const char *name, loaded *ou
     return 0;
 }
 
-int make_tensor(const char *command, vkattn_context *ctx, const char *path, const char *name,
-                loaded *l, int ndim, const int64_t *shape)
+int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
+                const char *path, const char *name, loaded *l, int ndim, const int64_t *shape)
 {
-    vkattn_dtype dtype = l->array.dtype == NPY_F16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
-    vkattn_tensor_desc desc = {.dtype = dtype, .ndim = ndim};
+    vkattn_dtype file_dtype = l->array.dtype == NPY_F16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
+    /* The upload converts the file's data to the tensor's dtype, rounding to
+     * nearest even: float32 files can feed the 16-bit kernels. */
+    vkattn_tensor_desc desc = {.dtype = common->dtype_given ? common->dtype : file_dtype,
+                               .ndim = ndim};
     memcpy(desc.shape, shape, (size_t)ndim * sizeof shape[0]);
     vkattn_status s = vkattn_tensor_create(ctx, &desc, &l->tensor);
     if (s == VKATTN_OK)
-        s = vkattn_tensor_upload(l->tensor, l->array.data, dtype);
+        s = vkattn_tensor_upload(l->tensor, l->array.data, file_dtype);
     if (s != VKATTN_OK)
         return cli_error(command, EXIT_RUNTIME, "%s (%s): %s", path, name, vkattn_last_error(ctx));
     return 0;

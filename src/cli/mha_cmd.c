@@ -18,6 +18,10 @@ static const char usage[] =
     "  --causal                       causal self-attention\n"
     "  --scale S                      default 1/sqrt(Dh)\n"
     "  --path auto|fused|unfused\n"
+    "  --dtype f32|f16|bf16           round X, the weights and the biases to this type on\n"
+    "                                 loading (to nearest even) and compute on it\n"
+    "                                 (accumulating in f32); default: each file's own\n"
+    "                                 (float32 for float64 files)\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME\n"
     "  --verbose\n"
@@ -99,8 +103,8 @@ int run_mha(int argc, char **argv)
         xs[3 - x.array.ndim + i] = x.array.shape[i];
     for (int i = 0; i < 5 && !rc; i++)
         if (paths[i])
-            rc = make_tensor("mha", ctx, paths[i], names[i], all[i], i == 0 ? 3 : ranks[i],
-                             i == 0 ? xs : all[i]->array.shape);
+            rc = make_tensor("mha", ctx, &o.common, paths[i], names[i], all[i],
+                             i == 0 ? 3 : ranks[i], i == 0 ? xs : all[i]->array.shape);
     if (rc)
         goto done;
     int64_t ys[3] = {xs[0], xs[1], w_out.array.shape[0]};

@@ -30,12 +30,18 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     const attention_dims *d = &c->dims;
     plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        if (in[i]->dtype == VKATTN_DTYPE_BF16) {
+            snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
+                     "and %c is bf16, which has no texel format", "QKV"[i]);
+            return false;
+        }
         if (!(plan->vec4 ? in[i]->texels4 : in[i]->texels)) {
             snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
                      "which this device does not offer for them (format or maxTexelBufferElements)");
             return false;
         }
+    }
     plan->workgroup = ROWS_WORKGROUP;
     /* Measured on lavapipe, B=1 H=8 T=2048 causal: the kernel is bound by its
      * K/V gathers, which TM rows per invocation share. D=64: 177 ms with one row

@@ -12,7 +12,8 @@
 
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
-    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_F16, AT_SPEC_K_F16, AT_SPEC_V_F16, AT_SPEC_COUNT
+    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE,
+    AT_SPEC_COUNT
 };
 
 /* About this many invocations per workgroup, at most this many keys per tile
@@ -99,9 +100,9 @@ static void tiled_specialize(const attention_call *c, const fused_plan *plan, bo
     spec[AT_SPEC_CAUSAL] = d->causal;
     spec[AT_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
     spec[AT_SPEC_SPLIT] = split;
-    spec[AT_SPEC_Q_F16] = c->q->dtype == VKATTN_DTYPE_F16;
-    spec[AT_SPEC_K_F16] = c->k->dtype == VKATTN_DTYPE_F16;
-    spec[AT_SPEC_V_F16] = c->v->dtype == VKATTN_DTYPE_F16;
+    spec[AT_SPEC_Q_DTYPE] = shader_dtype(c->q);
+    spec[AT_SPEC_K_DTYPE] = shader_dtype(c->k);
+    spec[AT_SPEC_V_DTYPE] = shader_dtype(c->v);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
 

@@ -10,7 +10,7 @@ typedef struct transpose_push {
 _Static_assert(sizeof(transpose_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum transpose_spec { /* constant_id values in head_transpose.comp */
-    HT_SPEC_WORKGROUP = 0, HT_SPEC_X_F16, HT_SPEC_VEC4, HT_SPEC_X_TEXELS, HT_SPEC_COUNT
+    HT_SPEC_WORKGROUP = 0, HT_SPEC_X_DTYPE, HT_SPEC_VEC4, HT_SPEC_X_TEXELS, HT_SPEC_COUNT
 };
 #define TRANSPOSE_WORKGROUP 256
 
@@ -47,6 +47,7 @@ vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor 
      * 4x1024x8x64, with texel reads where the device prefers them). */
     bool vec4 = dims[3] % 4 == 0;
     uint32_t unit = vec4 ? 4 : 1;
+    /* X has no view when it is bf16 (no texel format): storage reads then. */
     bool texels = vk_prefers_texels(ctx) && (vec4 ? x->texels4 : x->texels);
     uint64_t total = (uint64_t)dims[0] * dims[1] * dims[2] * dims[3] / unit;
     transpose_push push = {
@@ -62,7 +63,7 @@ vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor 
         .key = {.shader = SHADER_HEAD_TRANSPOSE,
                 .spec_count = HT_SPEC_COUNT,
                 .spec = {[HT_SPEC_WORKGROUP] = TRANSPOSE_WORKGROUP,
-                         [HT_SPEC_X_F16] = x->dtype == VKATTN_DTYPE_F16,
+                         [HT_SPEC_X_DTYPE] = shader_dtype(x),
                          [HT_SPEC_VEC4] = vec4,
                          [HT_SPEC_X_TEXELS] = texels}},
         .bindings = {xb, vk_bind(y, true)},

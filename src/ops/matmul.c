@@ -19,7 +19,7 @@ _Static_assert(sizeof(matmul_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constant
 enum matmul_spec { /* constant_id values in matmul.comp */
     MM_SPEC_WORKGROUP = 0,
     MM_SPEC_BM, MM_SPEC_BN, MM_SPEC_BK, MM_SPEC_TM, MM_SPEC_TN,
-    MM_SPEC_TRANSPOSE_B, MM_SPEC_HAS_BIAS, MM_SPEC_A_F16, MM_SPEC_B_F16, MM_SPEC_BIAS_F16,
+    MM_SPEC_TRANSPOSE_B, MM_SPEC_HAS_BIAS, MM_SPEC_A_DTYPE, MM_SPEC_B_DTYPE, MM_SPEC_BIAS_DTYPE,
     MM_SPEC_COUNT
 };
 
@@ -207,9 +207,9 @@ static vkattn_status record_storage(vkattn_context *ctx, const matmul_call *c, b
     spec[MM_SPEC_WORKGROUP] = naive ? NAIVE_WORKGROUP : (tiles[0] / tiles[3]) * (tiles[1] / tiles[4]);
     spec[MM_SPEC_TRANSPOSE_B] = c->transpose_b;
     spec[MM_SPEC_HAS_BIAS] = c->bias != NULL;
-    spec[MM_SPEC_A_F16] = c->a->dtype == VKATTN_DTYPE_F16;
-    spec[MM_SPEC_B_F16] = c->b->dtype == VKATTN_DTYPE_F16;
-    spec[MM_SPEC_BIAS_F16] = c->bias && c->bias->dtype == VKATTN_DTYPE_F16;
+    spec[MM_SPEC_A_DTYPE] = shader_dtype(c->a);
+    spec[MM_SPEC_B_DTYPE] = shader_dtype(c->b);
+    spec[MM_SPEC_BIAS_DTYPE] = shader_dtype(c->bias);
 
     uint64_t gx = naive ? div_up(c->N, NAIVE_WORKGROUP) : div_up(c->N, tiles[1]);
     uint64_t gy = naive ? c->M : div_up(c->M, tiles[0]);
@@ -229,11 +229,21 @@ vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c)
         return vk_matmul_coopmat(ctx, c, variant == VKATTN_MATMUL_COOPMAT_EMULATED);
     if (variant != VKATTN_MATMUL_TEXEL)
         return record_storage(ctx, c, variant == VKATTN_MATMUL_NAIVE);
-    if (!texel_ok)
+    if (!texel_ok) {
+        const vkattn_tensor *inputs[3] = {c->a, c->b, c->bias};
+        static const char *const names[3] = {"A", "B", "bias"};
+        for (int i = 0; i < 3; i++)
+            if (inputs[i] && inputs[i]->dtype == VKATTN_DTYPE_BF16)
+                return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                                "matmul: the texel variant reads its inputs through texel "
+                                "buffers, and %s is bf16, which has no texel format (AUTO "
+                                "takes the tiled variant)",
+                                names[i]);
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
                         "matmul: the texel variant needs uniform texel buffers of these tensors, "
                         "which this device does not offer (or a tensor exceeds "
                         "maxTexelBufferElements)");
+    }
     return record_texel(ctx, c, vec4);
 }
 

@@ -12,7 +12,7 @@
 
 enum matmul_coopmat_spec { /* constant_id values in matmul_coopmat.comp */
     MC_SPEC_WORKGROUP = 0, MC_SPEC_BM, MC_SPEC_BN, MC_SPEC_BK, MC_SPEC_TRANSPOSE_B,
-    MC_SPEC_HAS_BIAS, MC_SPEC_BIAS_F16, MC_SPEC_MM, MC_SPEC_MN, MC_SPEC_MK, MC_SPEC_COUNT
+    MC_SPEC_HAS_BIAS, MC_SPEC_BIAS_DTYPE, MC_SPEC_MM, MC_SPEC_MN, MC_SPEC_MK, MC_SPEC_COUNT
 };
 
 /* A 64x64 block in 32-wide K slabs on GPUs (24 KiB of shared memory); 32x32 in
@@ -71,7 +71,7 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                 .spec = {[MC_SPEC_WORKGROUP] = wg, [MC_SPEC_BM] = bm, [MC_SPEC_BN] = bn,
                          [MC_SPEC_BK] = bk, [MC_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MC_SPEC_HAS_BIAS] = c->bias != NULL,
-                         [MC_SPEC_BIAS_F16] = c->bias && c->bias->dtype == VKATTN_DTYPE_F16,
+                         [MC_SPEC_BIAS_DTYPE] = shader_dtype(c->bias),
                          [MC_SPEC_MM] = shape.m, [MC_SPEC_MN] = shape.n, [MC_SPEC_MK] = shape.k}},
         .bindings = {vk_bind(c->a, false), vk_bind(c->b, false), vk_bind(c->bias, false),
                      vk_bind(c->c, true)},

@@ -4,8 +4,9 @@
 vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
                                 const char *name)
 {
-    if (t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, must be f32 or f16", op,
+    if (t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16 &&
+        t->dtype != VKATTN_DTYPE_BF16)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, must be f32, f16 or bf16", op,
                         name, dtype_name(t->dtype));
     return VKATTN_OK;
 }
@@ -17,6 +18,17 @@ vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, cons
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, outputs must be f32", op,
                         name, dtype_name(t->dtype));
     return VKATTN_OK;
+}
+
+uint32_t shader_dtype(const vkattn_tensor *t)
+{
+    if (!t)
+        return 0;
+    switch (t->dtype) {
+    case VKATTN_DTYPE_F16: return 1;
+    case VKATTN_DTYPE_BF16: return 2;
+    default: return 0;
+    }
 }
 
 vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint32_t groups[3])

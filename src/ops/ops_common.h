@@ -9,7 +9,7 @@
 
 #define LOG2_E 1.4426950408889634
 
-/* An input an op reads: F32 or F16. */
+/* An input an op reads: F32, F16 or BF16. */
 vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
                                 const char *name);
 /* An op's output: F32. */
@@ -20,6 +20,10 @@ vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, cons
  * Kernels recover the linear index with linear_workgroup_index(); the grid may
  * hold up to x-1 more workgroups than asked, which kernels must bounds-check. */
 vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint32_t groups[3]);
+
+/* The code a kernel's dtype specialization constant takes for a tensor read by
+ * LOAD_ELEMENT (DTYPE_* in shaders/common.glsl); F32 for an absent tensor. */
+uint32_t shader_dtype(const vkattn_tensor *t);
 
 static inline uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 

@@ -16,7 +16,7 @@ typedef struct softmax_push {
 _Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum softmax_spec { /* constant_id values in softmax_body.glsl */
-    SM_SPEC_WORKGROUP = 0, SM_SPEC_X_F16, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
+    SM_SPEC_WORKGROUP = 0, SM_SPEC_X_DTYPE, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
     SM_SPEC_VEC4, SM_SPEC_COUNT
 };
 
@@ -104,8 +104,9 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
         rows_per_workgroup = 1;
     }
     /* Rows a multiple of 4 long are read and written as vec4. The subgroup
-     * variant reads X through texels where the device prefers them; the shared
-     * variant, the portable fallback, always reads the storage buffer. */
+     * variant reads X through texels where the device prefers them and X has
+     * a view (bf16 never does); the shared variant, the portable fallback,
+     * always reads the storage buffer. */
     bool vec4 = c->Tk % 4 == 0;
     bool texels = variant == VKATTN_SOFTMAX_SUBGROUP && vk_prefers_texels(ctx) &&
                   (vec4 ? c->x->texels4 : c->x->texels);
@@ -127,7 +128,7 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
                                                              : SHADER_SOFTMAX_SHARED,
                 .spec_count = SM_SPEC_COUNT,
                 .spec = {[SM_SPEC_WORKGROUP] = workgroup,
-                         [SM_SPEC_X_F16] = c->x->dtype == VKATTN_DTYPE_F16,
+                         [SM_SPEC_X_DTYPE] = shader_dtype(c->x),
                          [SM_SPEC_CAUSAL] = c->causal,
                          [SM_SPEC_HAS_KV_LEN] = c->kv_len != NULL,
                          [SM_SPEC_X_TEXELS] = texels,
