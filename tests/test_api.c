@@ -318,7 +318,7 @@ static void test_op_arguments(void **state)
     assert_int_equal(vkattn_matmul(ctx, NULL, NULL, b, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(vkattn_last_error(ctx), "A is NULL"));
     assert_int_equal(vkattn_matmul(ctx, NULL, a, b, NULL, a), VKATTN_ERROR_INVALID_ARGUMENT);
-    vkattn_matmul_desc bad = {.variant = (vkattn_matmul_variant)5};
+    vkattn_matmul_desc bad = {.variant = (vkattn_matmul_variant)99};
     assert_int_equal(vkattn_matmul(ctx, &bad, a, a, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(vkattn_matmul(NULL, NULL, a, b, NULL, c), VKATTN_ERROR_INVALID_ARGUMENT);
 
