@@ -26,8 +26,9 @@
 #   --bench-args ARGS  vkattn-bench's options instead of "--gpu" (one string)
 #   --out DIR          results folder (default bench/results/<device name>)
 #   --jobs N           tests run at once (default min(8, cores))
-#   --test-timeout S   cap on each test (default 300)
-#   --test-deadline S  all tests end within this (default 420); then the bench runs
+#   --test-timeout S   cap on each test (default 240)
+#   --test-deadline S  all tests end within this (default 300); then the bench runs
+#                      (held to 180 s) and SDPA (90 s): under 10 minutes in all
 # Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
 # one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
 set -uo pipefail
@@ -37,7 +38,7 @@ build=${VKATTN_BUILD_DIR:-build}
 build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
-device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=300 test_deadline=420
+device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=240 test_deadline=300
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
   [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
@@ -167,16 +168,16 @@ check() {
   bench_cmd="$build/vkattn-bench $bench_args --csv $out/vkattn.csv"
   say "bench: $bench_cmd"
   # shellcheck disable=SC2086  # bench_args is a list of options
-  timeout 300 "$build_abs/vkattn-bench" $bench_args --csv "$out/vkattn.csv" > "$out/vkattn.txt"
+  timeout 180 "$build_abs/vkattn-bench" $bench_args --csv "$out/vkattn.csv" > "$out/vkattn.txt"
   bench_rc=$?
   cat "$out/vkattn.txt"
-  [ $bench_rc = 124 ] && say "bench: stopped after 300 s"
+  [ $bench_rc = 124 ] && say "bench: stopped after 180 s"
 
   # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
   local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
   say "SDPA: $sdpa_cmd"
   if [ -s "$out/vkattn.csv" ]; then
-    LD_LIBRARY_PATH=$original_ld timeout 300 "$python" bench/sdpa_bench.py \
+    LD_LIBRARY_PATH=$original_ld timeout 90 "$python" bench/sdpa_bench.py \
         --vkattn "$out/vkattn.csv" --out "$out/sdpa.csv" ||
       say "SDPA: exit status $? (the table shows what ran)"
   fi
