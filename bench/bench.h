@@ -129,6 +129,8 @@ const char *bench_op_name(bench_op op);
 const char *bench_path_name(bench_path path);
 const char *bench_variant_name(const bench_case *c);
 const char *bench_dtype_name(vkattn_dtype dtype);
+/* Bytes per element: 2 for f16 and bf16, 4 for f32 and i32. */
+double bench_dtype_bytes(vkattn_dtype dtype);
 /* A short shape string: attention "B,H,Hkv,Tq,Tk,D[,Dv]" (the --shape syntax),
  * mha "B1 T256 C256 H4 Dh64", matmul "BxMxNxK", softmax "BxHxTqxTk",
  * head_transpose "BxTxHxD". */

@@ -21,8 +21,9 @@ static void usage(FILE *f)
         "                       attention cases and run fused and unfused unless --path\n"
         "  --causal             causal masking for --shape cases\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
-        "  --dtype f32|f16      input dtype of --shape cases; also of every sweep case when\n"
-        "                       given (outputs are always f32)\n"
+        "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
+        "                       given (outputs are always f32). The CPU reference reads the\n"
+        "                       same rounded inputs\n"
         "  --reps N             timed runs (default: up to 20, fewer for slow cases so a\n"
         "                       case's timed runs take about 1.5 s (--full: 4 s), at least 2;\n"
         "                       exactly N when given)\n"
@@ -31,12 +32,14 @@ static void usage(FILE *f)
         "  --device N|NAME      device index or name substring\n"
         "  --quick              the default sweep (under a minute on lavapipe)\n"
         "  --full               also long sequences, decode with and without key splits,\n"
-        "                       GQA, f16 inputs, head sizes 80 and 96, larger matmuls\n"
+        "                       GQA, f16 and bf16 inputs, head sizes 80 and 96, larger\n"
+        "                       matmuls\n"
         "  --gpu                instead, attention sized for a data-centre GPU (auto path):\n"
         "                       causal prefill B=4 H=16 T=4096 D=128 and 64 (f16, f32),\n"
         "                       decode H=32 Hkv=8 Tk=8192 D=128 f16, B=1 H=8 T=2048 D=64\n"
-        "                       f32/f16 causal or not, and the coopmat variant forced on\n"
-           "                       the f16 cases (scripts/gpu-check.sh runs it)\n"
+        "                       f32/f16 causal or not, bf16 prefill at D=128, and the\n"
+        "                       coopmat variant forced on the f16 cases\n"
+        "                       (scripts/gpu-check.sh runs it)\n"
         "  --json FILE|-        JSON lines, one object per case ('-': stdout; the table\n"
         "                       then goes to stderr)\n"
         "  --csv FILE           CSV with a header row, the same columns as the JSON\n"
@@ -153,7 +156,8 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         c->dtype_given = true;
         if (!strcmp(v, "f32")) c->dtype = VKATTN_DTYPE_F32;
         else if (!strcmp(v, "f16")) c->dtype = VKATTN_DTYPE_F16;
-        else return bad("--dtype takes f32 or f16, not '%s'", v);
+        else if (!strcmp(v, "bf16")) c->dtype = VKATTN_DTYPE_BF16;
+        else return bad("--dtype takes f32, f16 or bf16, not '%s'", v);
     } else if (!strcmp(a, "--backend")) {
         if (!strcmp(v, "auto")) c->backend = VKATTN_BACKEND_AUTO;
         else if (!strcmp(v, "vulkan")) c->backend = VKATTN_BACKEND_VULKAN;

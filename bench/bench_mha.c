@@ -78,7 +78,7 @@ void bench_run_mha(const bench_env *env, const bench_case *c, bench_result *r)
         .xn = (size_t)(c->B * T * C), .wqn = (size_t)(3 * width * C), .bqn = (size_t)(3 * width),
         .won = (size_t)(C * width), .bon = (size_t)C, .yn = (size_t)(c->B * T * C),
     };
-    double esize = c->dtype == VKATTN_DTYPE_F16 ? 2.0 : 4.0;
+    double esize = bench_dtype_bytes(c->dtype);
     /* The QKV projection, attention (2*(Dh+Dh) per unmasked entry and head,
      * causal top-left since Tq = Tk) and the output projection. */
     r->flops = 2.0 * (double)(c->B * T) * (double)C * (double)(3 * width) +

@@ -47,7 +47,18 @@ const char *bench_variant_name(const bench_case *c)
 
 const char *bench_dtype_name(vkattn_dtype dtype)
 {
-    return dtype == VKATTN_DTYPE_F16 ? "f16" : dtype == VKATTN_DTYPE_F32 ? "f32" : "i32";
+    switch (dtype) {
+    case VKATTN_DTYPE_F32: return "f32";
+    case VKATTN_DTYPE_F16: return "f16";
+    case VKATTN_DTYPE_BF16: return "bf16";
+    case VKATTN_DTYPE_I32: return "i32";
+    }
+    return "?";
+}
+
+double bench_dtype_bytes(vkattn_dtype dtype)
+{
+    return dtype == VKATTN_DTYPE_F16 || dtype == VKATTN_DTYPE_BF16 ? 2.0 : 4.0;
 }
 
 void bench_case_shape(const bench_case *c, char *buf, size_t size)

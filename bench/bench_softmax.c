@@ -80,7 +80,7 @@ void bench_run_softmax(const bench_env *env, const bench_case *c, bench_result *
 {
     size_t n = (size_t)(c->B * c->H * c->Tq * c->Tk);
     int64_t q_offset = c->has_q_offset ? c->q_offset : c->Tk - c->Tq;
-    double esize = c->dtype == VKATTN_DTYPE_F16 ? 2.0 : 4.0;
+    double esize = bench_dtype_bytes(c->dtype);
     /* A nominal 5 flops an entry (max, subtract, scale, exp, divide); the op is
      * bound by memory traffic, so its GB/s is the figure to look at. */
     r->flops = 5.0 * (double)n;

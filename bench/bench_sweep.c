@@ -1,15 +1,16 @@
 /* vkattn-bench: the sweeps. --quick (the default) is sized for lavapipe, a CPU
  * Vulkan driver, to finish in under a minute with a cold shader cache; --full
- * adds long sequences, decode, GQA, f16 and odd head sizes; --gpu replaces both
- * with the GPU targets of issue 10 (what scripts/gpu-check.sh runs and compares
- * with PyTorch's SDPA). The options --op, --path, --dtype and --shape then
- * filter and change the list. */
+ * adds long sequences, decode, GQA, f16, bf16 and odd head sizes; --gpu replaces
+ * both with the GPU targets of issue 10 (what scripts/gpu-check.sh runs and
+ * compares with PyTorch's SDPA). The options --op, --path, --dtype and --shape
+ * then filter and change the list. */
 #include "bench.h"
 
 #include <string.h>
 
 #define F32 VKATTN_DTYPE_F32
 #define F16 VKATTN_DTYPE_F16
+#define BF16 VKATTN_DTYPE_BF16
 
 /* attention: B, H, Hkv, Tq, Tk, D, Dv, causal, dtype, kv_splits */
 #define ATT(path_, b, h, hkv, tq, tk, d, dv, causal_, dt, splits)                              \
@@ -46,6 +47,7 @@ static const bench_case quick[] = {
     MATMUL(TILED, 1, 512, 512, 512, F32),
     MATMUL(AUTO, 8, 256, 64, 64, F32),
     MATMUL(AUTO, 1, 999, 1001, 99, F16),
+    MATMUL(AUTO, 1, 999, 1001, 99, BF16),      /* no texel format: the tiled kernel */
     SOFTMAX(AUTO, 8, 1, 1024, 1024, false),
     SOFTMAX(AUTO, 8, 1, 1024, 1024, true),
     SOFTMAX(SHARED, 8, 1, 1024, 1024, false),
@@ -85,6 +87,11 @@ static const bench_case full[] = {
     /* f16 inputs */
     ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
+    /* bf16 inputs: no texel format, so the storage-buffer kernels (tiled fused,
+     * tiled matmul) run even on CPU devices, where they are far slower: 1024 */
+    ATT(FUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
+    ATT(UNFUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
+    ATT(FUSED, 1, 32, 8, 1, 4096, 128, 128, false, BF16, 0),
     /* head sizes that are not powers of two */
     ATT(FUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),
     ATT(UNFUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),
@@ -105,6 +112,7 @@ static const bench_case gpu[] = {
     ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F16, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F32, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F32, 0),
+    ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, BF16, 0),
     /* decode against a KV cache, GQA 32/8, the keys split as the library chooses */
     ATT(AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16, 0),
     /* mid shapes */

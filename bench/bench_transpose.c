@@ -39,7 +39,7 @@ static void verify(const bench_env *env, const bench_case *c, const float *x, co
 void bench_run_transpose(const bench_env *env, const bench_case *c, bench_result *r)
 {
     size_t n = (size_t)(c->B * c->Tq * c->H * c->D);
-    double esize = c->dtype == VKATTN_DTYPE_F16 ? 2.0 : 4.0;
+    double esize = bench_dtype_bytes(c->dtype);
     r->flops = 0.0;
     r->bytes = (double)n * esize + (double)n * 4.0;
 
