@@ -61,8 +61,9 @@
  * core 1.1. Ops can also be recorded into the application's own command buffer
  * (vkattn_recording_begin). On a device vkattn creates itself it enables what
  * its faster kernels use where the device has it (shaderFloat16, subgroup size
- * control, VK_NV_cooperative_matrix); in an adopted device it uses none of them,
- * since it cannot know what the application enabled.
+ * control, VK_NV_cooperative_matrix); in an adopted device only those the
+ * application says it enabled (vkattn_device_features_query, then
+ * vkattn_vulkan_handles.enabled_features).
  *
  * Memory. Tensors are device buffers. On devices that share memory with the
  * host (integrated GPUs, lavapipe) and expose it host-visible and coherent, they
@@ -267,6 +268,34 @@ typedef enum vkattn_validation {
     VKATTN_VALIDATION_OFF,
 } vkattn_validation;
 
+/* What vkattn's faster kernels use beyond core Vulkan 1.1, for an application
+ * that creates the device vkattn will adopt: fp16 arithmetic (shaderFloat16),
+ * required subgroup sizes (subgroupSizeControl, computeFullSubgroups) and
+ * cooperative matrices (VK_NV_cooperative_matrix), each only where the physical
+ * device has it. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext
+ * (the last structure's pNext is NULL: append the application's own there, or
+ * copy the booleans into its own structures), then pass this struct as
+ * vkattn_vulkan_handles.enabled_features. `chain` points into the struct
+ * itself: use it where vkattn_device_features_query filled it, do not copy it. */
+typedef struct vkattn_device_features {
+    const char *extensions[4];
+    uint32_t extension_count;
+    VkPhysicalDeviceShaderFloat16Int8Features float16_int8;
+    VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix;
+    void *chain;                       /* the first structure to enable, NULL if none */
+} vkattn_device_features;
+
+/* Fills `*out` with the extensions and features vkattn would enable on
+ * `physical_device` of `instance` (created with apiVersion >= 1.1), whose
+ * functions come from `get_instance_proc_addr`. Structures for features the
+ * device lacks are left out of the chain. INVALID_ARGUMENT on NULL arguments,
+ * UNSUPPORTED if the instance lacks a Vulkan 1.1 query function. */
+VKATTN_API vkattn_status vkattn_device_features_query(VkInstance instance,
+                                                      PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                                                      VkPhysicalDevice physical_device,
+                                                      vkattn_device_features *out);
+
 /* An application's Vulkan objects for vkattn to run in. vkattn never destroys
  * them. The device must have been created with Vulkan >= 1.1 and with the queue
  * family `queue_family_index` supporting compute. */
@@ -277,6 +306,11 @@ typedef struct vkattn_vulkan_handles {
     uint32_t queue_family_index;
     VkQueue queue;                                  /* used from the context's thread only */
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+    const vkattn_device_features *enabled_features; /* default NULL: the device enables
+                                       nothing beyond core 1.1 as far as vkattn knows;
+                                       else what the application enabled from
+                                       vkattn_device_features_query (vkattn reads the
+                                       booleans during vkattn_context_create only) */
 } vkattn_vulkan_handles;
 
 typedef struct vkattn_context_desc {

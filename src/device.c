@@ -410,6 +410,33 @@ vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, 
     return s;
 }
 
+vkattn_status vkattn_device_features_query(VkInstance instance,
+                                          PFN_vkGetInstanceProcAddr get_instance_proc_addr,
+                                          VkPhysicalDevice physical_device,
+                                          vkattn_device_features *out)
+{
+    if (!instance || !get_instance_proc_addr || !physical_device || !out)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    vk_instance_table vki;
+    load_instance_table(&vki, get_instance_proc_addr, instance);
+    if (!instance_table_complete(&vki))
+        return VKATTN_ERROR_UNSUPPORTED;
+    VkPhysicalDeviceProperties props;
+    vki.GetPhysicalDeviceProperties(physical_device, &props);
+    uint32_t ext_count = 0;
+    vki.EnumerateDeviceExtensionProperties(physical_device, NULL, &ext_count, NULL);
+    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    if (!exts)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vki.EnumerateDeviceExtensionProperties(physical_device, NULL, &ext_count, exts);
+    device_caps caps;
+    device_caps_query(&vki, physical_device, props.apiVersion, exts, ext_count, &caps);
+    free(exts);
+    device_caps_features(&caps, out);
+    return VKATTN_OK;
+}
+
 /* ------------------------------------------------------------ choice ---- */
 
 static int type_rank(vkattn_device_type t)
@@ -472,8 +499,11 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
     };
-    device_feature_chain chain;
-    device_caps_chain(&vk->caps, &chain, &info);
+    vkattn_device_features features;
+    device_caps_features(&vk->caps, &features);
+    info.pNext = features.chain;
+    info.enabledExtensionCount = features.extension_count;
+    info.ppEnabledExtensionNames = features.extension_count ? features.extensions : NULL;
     VkResult r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreateDevice");
@@ -598,10 +628,9 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
                         "adopt: queue family %u does not support compute", h->queue_family_index);
 
     vk_device_query(ctx);
-    /* The application chose the device's features: use none beyond core 1.1. */
-    vk->enabled = (device_caps){.subgroup_min = vk->caps.subgroup_min,
-                                .subgroup_max = vk->caps.subgroup_max};
-    ctx->info.subgroup_size_required = false;
+    /* The application chose the device's features: only what it says it enabled. */
+    vk->enabled = device_caps_enabled(&vk->caps, h->enabled_features);
+    ctx->info.subgroup_size_required = vk->enabled.subgroup_size_control;
     vk->timestamp_valid_bits = families[h->queue_family_index].timestampValidBits;
     ctx->info.timestamps = vk->timestamp_valid_bits > 0 && ctx->info.timestamp_period_ns > 0;
     ctx->info.adopted = true;

@@ -100,34 +100,49 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
 }
 
-void device_caps_chain(const device_caps *caps, device_feature_chain *c, VkDeviceCreateInfo *info)
+void device_caps_features(const device_caps *caps, vkattn_device_features *c)
 {
     memset(c, 0, sizeof *c);
     void *next = NULL;
     if (caps->coopmat) {
-        c->coopmat = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
+        c->cooperative_matrix = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
             .pNext = next, .cooperativeMatrix = VK_TRUE};
-        next = &c->coopmat;
+        next = &c->cooperative_matrix;
         c->extensions[c->extension_count++] = "VK_NV_cooperative_matrix";
     }
     if (caps->subgroup_size_control) {
-        c->size_control = (VkPhysicalDeviceSubgroupSizeControlFeatures){
+        c->subgroup_size_control = (VkPhysicalDeviceSubgroupSizeControlFeatures){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
             .pNext = next, .subgroupSizeControl = VK_TRUE, .computeFullSubgroups = VK_TRUE};
-        next = &c->size_control;
+        next = &c->subgroup_size_control;
         if (caps->ext_subgroup_size_control)
             c->extensions[c->extension_count++] = "VK_EXT_subgroup_size_control";
     }
     if (caps->float16) {
-        c->f16 = (VkPhysicalDeviceShaderFloat16Int8Features){
+        c->float16_int8 = (VkPhysicalDeviceShaderFloat16Int8Features){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
             .pNext = next, .shaderFloat16 = VK_TRUE};
-        next = &c->f16;
+        next = &c->float16_int8;
         if (caps->ext_float16_int8)
             c->extensions[c->extension_count++] = "VK_KHR_shader_float16_int8";
     }
-    info->pNext = next;
-    info->enabledExtensionCount = c->extension_count;
-    info->ppEnabledExtensionNames = c->extension_count ? c->extensions : NULL;
+    c->chain = next;
+}
+
+device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *f)
+{
+    device_caps e = {.subgroup_min = caps->subgroup_min, .subgroup_max = caps->subgroup_max};
+    if (!f)
+        return e;
+    e.float16 = caps->float16 && f->float16_int8.shaderFloat16;
+    e.subgroup_size_control = caps->subgroup_size_control &&
+                              f->subgroup_size_control.subgroupSizeControl &&
+                              f->subgroup_size_control.computeFullSubgroups;
+    e.coopmat = caps->coopmat && e.float16 && f->cooperative_matrix.cooperativeMatrix;
+    if (e.coopmat) {
+        e.coopmat_shape_count = caps->coopmat_shape_count;
+        memcpy(e.coopmat_shapes, caps->coopmat_shapes, sizeof e.coopmat_shapes);
+    }
+    return e;
 }

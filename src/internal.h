@@ -190,19 +190,13 @@ typedef struct device_caps {
     uint32_t coopmat_shape_count;
 } device_caps;
 
-/* The pNext chain and extension names that enable `caps` on vkCreateDevice. */
-typedef struct device_feature_chain {
-    VkPhysicalDeviceShaderFloat16Int8Features f16;
-    VkPhysicalDeviceSubgroupSizeControlFeatures size_control;
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat;
-    const char *extensions[4];
-    uint32_t extension_count;
-} device_feature_chain;
 
 void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,
                        const VkExtensionProperties *exts, uint32_t ext_count, device_caps *caps);
-void device_caps_chain(const device_caps *caps, device_feature_chain *chain,
-                       VkDeviceCreateInfo *info);
+/* The extensions and the pNext chain that enable `caps` on vkCreateDevice. */
+void device_caps_features(const device_caps *caps, vkattn_device_features *out);
+/* What of `caps` an application says it enabled. */
+device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *enabled);
 
 /* ---------------------------------------------------- command stream --- */
 

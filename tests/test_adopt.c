@@ -5,6 +5,8 @@
 #include "test_app.h"
 #include "test_util.h"
 
+#include <string.h>
+
 static void test_adopted_device(void **state)
 {
     (void)state;
@@ -52,8 +54,67 @@ static void test_adopted_device(void **state)
     assert_int_equal(log.validation_messages, 0);
 }
 
+/* One f16 attention by the emulated coopmat kernel (it needs shaderFloat16). */
+static vkattn_status coopmat_attention(test_env *env, rng *r)
+{
+    int64_t shape[4] = {1, 2, 21, 32};
+    pair q = pair_random(env, VKATTN_DTYPE_F16, 4, shape, r, -1, 1);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+    vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
+    if (s == VKATTN_OK) {
+        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+        expect_close("adopted coopmat attention", &o, 2e-3, 0.0, NULL);
+    }
+    pair_destroy(&q);
+    pair_destroy(&o);
+    return s;
+}
+
+/* The application enables what vkattn_device_features_query asks for and says
+ * so: vkattn then uses it (required subgroup sizes, fp16 kernels) in the adopted
+ * device; without the declaration it uses none of it. */
+static void test_adopted_features(void **state)
+{
+    (void)state;
+    for (int declared = 0; declared < 2; declared++) {
+        test_app a;
+        if (declared)
+            test_app_create_with_features(&a);
+        else
+            test_app_create(&a);
+        vkattn_vulkan_handles handles = test_app_handles(&a);
+        test_log log = {0};
+        vkattn_context_desc cd = {.adopt = &handles, .log_fn = test_logger, .log_user_data = &log};
+        test_env env = {0};
+        assert_int_equal(vkattn_context_create(&cd, &env.gpu), VKATTN_OK);
+        vkattn_context_desc cpu_desc = {.backend = VKATTN_BACKEND_CPU};
+        assert_int_equal(vkattn_context_create(&cpu_desc, &env.cpu), VKATTN_OK);
+        vkattn_device_info info;
+        assert_int_equal(vkattn_context_info(env.gpu, &info), VKATTN_OK);
+        bool size_control = a.features.subgroup_size_control.subgroupSizeControl;
+        bool float16 = a.features.float16_int8.shaderFloat16;
+        assert_int_equal(info.subgroup_size_required, declared && size_control);
+        rng r = {12};
+        vkattn_status s = coopmat_attention(&env, &r);
+        assert_int_equal(s, declared && float16 ? VKATTN_OK : VKATTN_ERROR_UNSUPPORTED);
+        if (s != VKATTN_OK)
+            assert_non_null(strstr(vkattn_last_error(env.gpu), "shaderFloat16"));
+        vkattn_context_destroy(env.cpu);
+        vkattn_context_destroy(env.gpu);
+        assert_int_equal(vkDeviceWaitIdle(a.device), VK_SUCCESS);
+        test_app_destroy(&a);
+        assert_int_equal(a.validation_messages, 0);
+        assert_int_equal(log.validation_messages, 0);
+    }
+    assert_int_equal(vkattn_device_features_query(NULL, NULL, NULL, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_adopted_device)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_adopted_device),
+                                       cmocka_unit_test(test_adopted_features)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

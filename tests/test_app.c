@@ -61,9 +61,10 @@ static void create_instance(test_app *a)
     assert_int_equal(create_messenger(a->instance, &mi, NULL, &a->messenger), VK_SUCCESS);
 }
 
-void test_app_create(test_app *a)
+static void create(test_app *a, bool with_features)
 {
     memset(a, 0, sizeof *a);
+    a->with_features = with_features;
     create_instance(a);
     /* The application's own choice: the first device with a compute queue. */
     uint32_t n = 8;
@@ -91,6 +92,14 @@ void test_app_create(test_app *a)
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                              .queueCreateInfoCount = 1,
                              .pQueueCreateInfos = &qi};
+    if (with_features) {
+        assert_int_equal(vkattn_device_features_query(a->instance, vkGetInstanceProcAddr,
+                                                      a->physical_device, &a->features),
+                         VKATTN_OK);
+        di.pNext = a->features.chain;
+        di.enabledExtensionCount = a->features.extension_count;
+        di.ppEnabledExtensionNames = a->features.extensions;
+    }
     assert_int_equal(vkCreateDevice(a->physical_device, &di, NULL, &a->device), VK_SUCCESS);
     vkGetDeviceQueue(a->device, a->family, 0, &a->queue);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -109,6 +118,9 @@ void test_app_destroy(test_app *a)
     vkDestroyInstance(a->instance, NULL);
 }
 
+void test_app_create(test_app *a) { create(a, false); }
+void test_app_create_with_features(test_app *a) { create(a, true); }
+
 vkattn_vulkan_handles test_app_handles(const test_app *a)
 {
     return (vkattn_vulkan_handles){
@@ -118,5 +130,6 @@ vkattn_vulkan_handles test_app_handles(const test_app *a)
         .queue_family_index = a->family,
         .queue = a->queue,
         .get_instance_proc_addr = vkGetInstanceProcAddr,
+        .enabled_features = a->with_features ? &a->features : NULL,
     };
 }

@@ -18,11 +18,16 @@ typedef struct test_app {
     VkQueue queue;
     VkCommandPool pool;
     int validation_messages; /* counted by the application's own messenger */
+    bool with_features;      /* the device enables vkattn_device_features_query's */
+    vkattn_device_features features;
 } test_app;
 
 /* Creates everything, or exits with TEST_SKIP_CODE when there is no Vulkan
  * device; fails the test if the validation layer is missing. */
 void test_app_create(test_app *a);
+/* The same, the device created with what vkattn_device_features_query asks for
+ * (and vkattn told so by test_app_handles). */
+void test_app_create_with_features(test_app *a);
 /* Destroys everything (the device must be idle). */
 void test_app_destroy(test_app *a);
 /* The handles vkattn adopts. */
