@@ -149,7 +149,6 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
         ext_count = 0;
     bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
     bool has_driver_props = v12 || has_extension(exts, ext_count, "VK_KHR_driver_properties");
-    bool has_f16_features = v12 || has_extension(exts, ext_count, "VK_KHR_shader_float16_int8");
 
     VkPhysicalDeviceDriverProperties driver = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -166,11 +165,9 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
                                          .pNext = &subgroup};
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    /* fp16 arithmetic, subgroup size control, cooperative matrices: device_caps.c. */
     VkPhysicalDevice16BitStorageFeatures storage16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
-        .pNext = has_f16_features ? &f16 : NULL};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                           .pNext = &storage16};
     vki->GetPhysicalDeviceFeatures2(pd, &features);
@@ -198,11 +195,11 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     info->max_workgroup_invocations = lim->maxComputeWorkGroupInvocations;
     info->max_storage_buffer_range = lim->maxStorageBufferRange;
     info->storage_16bit = storage16.storageBuffer16BitAccess;
-    info->float16_arithmetic = has_f16_features && f16.shaderFloat16;
     info->cooperative_matrix = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix") ||
                                has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     info->timestamp_period_ns = lim->timestampPeriod;
     device_caps_query(vki, pd, base.apiVersion, exts, ext_count, &vk->caps);
+    info->float16_arithmetic = vk->caps.float16;
     info->subgroup_size_min = vk->caps.subgroup_min;
     info->subgroup_size_max = vk->caps.subgroup_max;
     info->subgroup_size_required = vk->caps.subgroup_size_control;

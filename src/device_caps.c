@@ -34,9 +34,11 @@ static void query_coopmat_shapes(const vk_instance_table *vki, VkPhysicalDevice 
     if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && caps->coopmat_shape_count < VKATTN_MAX_COOPMAT_SHAPES; i++) {
             const VkCooperativeMatrixPropertiesNV *p = &props[i];
-            if (p->AType == VK_COMPONENT_TYPE_FLOAT16_NV && p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                p->CType == VK_COMPONENT_TYPE_FLOAT32_NV && p->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                p->scope == VK_SCOPE_SUBGROUP_NV)
+            bool f16_operands = p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                                p->BType == VK_COMPONENT_TYPE_FLOAT16_NV;
+            bool f32_result = p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                              p->DType == VK_COMPONENT_TYPE_FLOAT32_NV;
+            if (f16_operands && f32_result && p->scope == VK_SCOPE_SUBGROUP_NV)
                 caps->coopmat_shapes[caps->coopmat_shape_count++] =
                     (coopmat_shape){p->MSize, p->NSize, p->KSize};
         }
@@ -62,7 +64,9 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .pNext = has_coopmat ? &coopmat_props : NULL};
     VkPhysicalDeviceSubgroupProperties subgroup = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
-        .pNext = has_size_control ? (void *)&size_props : (has_coopmat ? (void *)&coopmat_props : NULL)};
+        .pNext = has_size_control ? (void *)&size_props
+                 : has_coopmat    ? (void *)&coopmat_props
+                                  : NULL};
     VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                          .pNext = &subgroup};
     vki->GetPhysicalDeviceProperties2(pd, &props);
@@ -74,7 +78,9 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .pNext = has_coopmat ? &coopmat : NULL};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-        .pNext = has_size_control ? (void *)&size_control : (has_coopmat ? (void *)&coopmat : NULL)};
+        .pNext = has_size_control ? (void *)&size_control
+                 : has_coopmat    ? (void *)&coopmat
+                                  : NULL};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
                                           .pNext = has_float16 ? (void *)&f16
                                                    : has_size_control ? (void *)&size_control
