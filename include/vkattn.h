@@ -588,7 +588,10 @@ typedef struct vkattn_attention_desc {
     vkattn_attention_path path;     /* default AUTO */
     vkattn_fused_variant fused_variant; /* default AUTO; a forced variant is for tests */
     uint32_t kv_splits;             /* default 0: chosen; 1: never split the keys; n > 1:
-                                       split them n ways (flash-decoding), fused path only */
+                                       split them n ways (flash-decoding), fused path only.
+                                       On CPU devices (lavapipe) a kernel whose loops the
+                                       driver would cut short splits more (see
+                                       CPU_LOOP_BUDGET in src/ops/attention_fused.h) */
 } vkattn_attention_desc;
 
 /* O = softmax(scale * Q K^T, masked) V per batch entry and query head; DESIGN.md
