@@ -142,9 +142,17 @@ int main(void)
                                   .queueFamilyIndex = family,
                                   .queueCount = 1,
                                   .pQueuePriorities = &priority};
+    /* What vkattn's faster kernels use (fp16, required subgroup sizes, matrix
+     * units), where this device has it: enabled here, declared to vkattn below. */
+    vkattn_device_features vkattn_features;
+    CHECK(vkattn_device_features_query(instance, vkGetInstanceProcAddr, physical,
+                                       &vkattn_features) == VKATTN_OK);
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .pNext = vkattn_features.chain,
                              .queueCreateInfoCount = 1,
-                             .pQueueCreateInfos = &qi};
+                             .pQueueCreateInfos = &qi,
+                             .enabledExtensionCount = vkattn_features.extension_count,
+                             .ppEnabledExtensionNames = vkattn_features.extensions};
     VkDevice device;
     CHECK(vkCreateDevice(physical, &di, NULL, &device) == VK_SUCCESS);
     VkQueue queue;
@@ -155,7 +163,8 @@ int main(void)
     CHECK(vkCreateCommandPool(device, &pi, NULL, &pool) == VK_SUCCESS);
 
     /* ---- vkattn in the application's device ---- */
-    vkattn_vulkan_handles handles = {instance, physical, device, family, queue, vkGetInstanceProcAddr};
+    vkattn_vulkan_handles handles = {instance, physical, device, family, queue,
+                                     vkGetInstanceProcAddr, &vkattn_features};
     vkattn_context_desc cd = {.adopt = &handles};
     vkattn_context *ctx;
     CHECK(vkattn_context_create(&cd, &ctx) == VKATTN_OK);
