@@ -592,6 +592,39 @@ typedef struct vkattn_attention_desc {
                                        On CPU devices (lavapipe) a kernel whose loops the
                                        driver would cut short splits more (see
                                        CPU_LOOP_BUDGET in src/ops/attention_fused.h) */
+
+    /* Variants LLM runtimes use (DESIGN.md section 1); zero/NULL = off, every
+     * one composable with the others and with everything above. pos = i + q_offset
+     * is the key position of query row i. */
+    bool has_window;                /* default false; true: sliding window (FlashAttention's
+                                       window_size): key j is allowed only if
+                                       pos - window_left <= j <= pos + window_right */
+    int32_t window_left, window_right; /* with has_window: >= 0, or -1 = unbounded */
+    float softcap;                  /* default 0: off; else positive and finite: each score
+                                       s becomes softcap * tanh(s / softcap) (Gemma 2) */
+    const vkattn_tensor *sinks;     /* default NULL; else F32 (H): one raw logit per query
+                                       head (not scaled) that joins the softmax denominator
+                                       with no value row (gpt-oss) */
+    const vkattn_tensor *alibi_slopes; /* default NULL; else F32 (H): s += slope[h] * (j - pos) */
+    const vkattn_tensor *mask;      /* default NULL; else F32, F16 or BF16 added to the scores
+                                       (after softcap and ALiBi), shape (Tq, Tk), (B, 1, Tq, Tk)
+                                       or (B, H, Tq, Tk); -inf = key not allowed. With packed
+                                       sequences Tq and Tk are the longest ones; with a paged
+                                       cache Tk is max_blocks * block_size */
+    const vkattn_tensor *cu_seqlens_q; /* default NULL; else I32 (B + 1) offsets: packed
+                                       variable-length queries, Q (total_q, H, D) and O
+                                       (total_q, H, Dv); sequence b is rows cu_q[b]..cu_q[b+1]-1.
+                                       The layout field is then ignored */
+    const vkattn_tensor *cu_seqlens_k; /* likewise for keys: K (total_k, Hkv, D), V (total_k,
+                                       Hkv, Dv); required with cu_seqlens_q unless the keys
+                                       are paged. q_offset defaults per sequence to
+                                       Tk_b - Tq_b */
+    const vkattn_tensor *block_table; /* default NULL; else I32 (B, max_blocks): paged KV
+                                       cache. K is (num_blocks, block_size, Hkv, D), V
+                                       (num_blocks, block_size, Hkv, Dv), block_size 1..256;
+                                       key j of entry b is row j % block_size of block
+                                       block_table[b][j / block_size]; kv_len is required and
+                                       is each entry's key count (Tk_b). Fused path only */
 } vkattn_attention_desc;
 
 /* O = softmax(scale * Q K^T, masked) V per batch entry and query head; DESIGN.md
@@ -616,6 +649,12 @@ typedef struct vkattn_mha_desc {
     bool causal;                    /* default false */
     float scale;                    /* default 0 means 1/sqrt(Dh) */
     vkattn_attention_path path;     /* default AUTO, as for vkattn_attention */
+    /* The attention variants a layer uses, as in vkattn_attention_desc (zero/NULL = off) */
+    bool has_window;
+    int32_t window_left, window_right;
+    float softcap;
+    const vkattn_tensor *sinks;     /* F32 (H) */
+    const vkattn_tensor *alibi_slopes; /* F32 (H) */
 } vkattn_mha_desc;
 
 /* The multi-head attention layer (the seeds' MultiHeadCausalSelfAttention, with

@@ -365,14 +365,48 @@ struct vkattn_recording {
     vkattn_recording *next;
 };
 
-/* The shape of one attention problem, resolved from the tensors and the desc. */
+/* The attention variants of one call (vkattn_attention_desc, DESIGN.md section
+ * 1), checked: tensors NULL when off. */
+typedef struct attention_variants {
+    bool has_window;
+    int32_t window_left, window_right;  /* -1: unbounded */
+    float softcap;                      /* 0: off */
+    const vkattn_tensor *sinks, *alibi, *mask;
+    /* Element strides of the mask over (b, h, i); j is contiguous. 0 broadcasts. */
+    int64_t mask_sb, mask_sh, mask_si;
+    const vkattn_tensor *cu_q, *cu_k;   /* packed sequences (NULL: dense) */
+    const vkattn_tensor *block_table;   /* paged keys (NULL: dense) */
+    int64_t block_size, max_blocks, num_blocks;
+    int64_t total_q, total_k;           /* packed rows of Q, K (varlen) */
+} attention_variants;
+
+/* The shape of one attention problem, resolved from the tensors and the desc.
+ * With packed sequences Tq and Tk are the longest ones (bounds where the values
+ * cannot be read first); with paged keys Tk is max_blocks * block_size. */
 typedef struct attention_dims {
     int64_t B, H, Hkv, Tq, Tk, D, Dv;
     vkattn_layout layout;
     bool causal;
+    /* false: q_offset is each sequence's Tk_b - Tq_b (packed or paged sequences
+     * with no q_offset given); dense calls always resolve it here */
+    bool fixed_q_offset;
     int64_t q_offset;
     float scale;
+    attention_variants var;
 } attention_dims;
+
+/* Whether the call uses any variant that changes scores or which keys a row sees
+ * beyond causal/kv_len (window, softcap, sinks, ALiBi, mask). */
+static inline bool attention_has_score_variants(const attention_dims *d)
+{
+    const attention_variants *v = &d->var;
+    return v->has_window || v->softcap != 0.0f || v->sinks || v->alibi || v->mask;
+}
+/* Whether keys or queries are addressed through cu_seqlens or a block table. */
+static inline bool attention_has_layout_variants(const attention_dims *d)
+{
+    return d->var.cu_q || d->var.cu_k || d->var.block_table;
+}
 
 /* A 1-D F32 scratch tensor of at least `elements` (rounded up to a multiple of
  * 4, so it has vec4 texel views where the device allows). */

@@ -4,69 +4,154 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One attention problem over double arrays with element strides (batch, head,
- * sequence; the head dimension is contiguous). */
+ * sequence; the head dimension is contiguous), and the call's variants as host
+ * arrays (NULL: off). Packed and paged tensors have batch stride 0: their
+ * sequence index is the packed row (cu_seqlens) or the cache row (block table). */
 typedef struct dense_attention {
     const double *q, *k, *v;
     double *o;
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    const int32_t *kv_len, *cu_q, *cu_k, *block_table;
+    const double *sinks, *alibi, *mask;
 } dense_attention;
 
-/* The allowed keys of query row i are j < limit (DESIGN.md: j <= i + q_offset
- * when causal, j < kv_len[b]). */
-static int64_t row_limit(const attention_dims *d, const int32_t *kv_len, int64_t b, int64_t i)
+/* Batch entry b's queries and keys: how many, where its rows start, its q_offset. */
+typedef struct sequence {
+    int64_t Tq, keys, q_first, k_first, q_offset;
+} sequence;
+
+static sequence sequence_of(const attention_dims *d, const dense_attention *a, int64_t b)
 {
-    int64_t limit = d->Tk;
-    if (kv_len && kv_len[b] < limit)
-        limit = kv_len[b] > 0 ? kv_len[b] : 0;
-    if (d->causal && i + d->q_offset + 1 < limit)
-        limit = i + d->q_offset + 1 > 0 ? i + d->q_offset + 1 : 0;
-    return limit;
+    sequence s = {.Tq = d->Tq, .keys = d->Tk};
+    if (a->cu_q)
+        s.q_first = a->cu_q[b], s.Tq = a->cu_q[b + 1] - a->cu_q[b];
+    if (a->cu_k)
+        s.k_first = a->cu_k[b], s.keys = a->cu_k[b + 1] - a->cu_k[b];
+    if (a->block_table)
+        s.keys = a->kv_len[b];
+    s.q_offset = d->fixed_q_offset ? d->q_offset : s.keys - s.Tq;
+    if (a->kv_len && a->kv_len[b] < s.keys)
+        s.keys = a->kv_len[b] > 0 ? a->kv_len[b] : 0;
+    return s;
 }
 
-static bool attend(const attention_dims *d, const int32_t *kv_len, const dense_attention *a)
+/* The cache or packed row that holds key j of batch entry b. */
+static int64_t key_row(const attention_dims *d, const dense_attention *a, const sequence *s,
+                       int64_t b, int64_t j)
 {
-    double *p = malloc((size_t)(d->Tk ? d->Tk : 1) * sizeof *p);
-    if (!p)
-        return false;
-    int64_t group = d->H / d->Hkv;
-    for (int64_t b = 0; b < d->B; b++)
+    if (a->block_table) {
+        int64_t bs = d->var.block_size;
+        return (int64_t)a->block_table[b * d->var.max_blocks + j / bs] * bs + j % bs;
+    }
+    return s->k_first + j;
+}
+
+/* The keys a query row may see before its scores are known: [*lo, *hi) from
+ * causality, kv_len and the sliding window (DESIGN.md section 1). */
+static void key_range(const attention_dims *d, const sequence *s, int64_t i, int64_t *lo,
+                      int64_t *hi)
+{
+    int64_t pos = i + s->q_offset;
+    *lo = 0, *hi = s->keys;
+    if (d->causal && pos + 1 < *hi)
+        *hi = pos + 1;
+    if (d->var.has_window && d->var.window_left >= 0 && pos - d->var.window_left > *lo)
+        *lo = pos - d->var.window_left;
+    if (d->var.has_window && d->var.window_right >= 0 && pos + d->var.window_right + 1 < *hi)
+        *hi = pos + d->var.window_right + 1;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* The score of key j for row i of head h: scaled dot product, then soft-capping,
+ * ALiBi and the additive mask, in that order. */
+static double score(const attention_dims *d, const dense_attention *a, const double *q,
+                    const double *k, int64_t b, int64_t h, int64_t i, int64_t j, int64_t pos)
+{
+    double dot = 0.0;
+    for (int64_t c = 0; c < d->D; c++)
+        dot += q[c] * k[c];
+    double s = d->scale * dot;
+    if (d->var.softcap > 0.0f)
+        s = d->var.softcap * tanh(s / d->var.softcap);
+    if (a->alibi)
+        s += a->alibi[h] * (double)(j - pos);
+    if (a->mask)
+        s += a->mask[b * d->var.mask_sb + h * d->var.mask_sh + i * d->var.mask_si + j];
+    return s;
+}
+
+/* p[j] for j in [lo, hi): the scores; allowed[j] whether key j takes part (a
+ * score made -inf by the mask does not). The row maximum, NaN once any allowed
+ * score is NaN, -inf if no key is allowed. */
+static double row_scores(const attention_dims *d, const dense_attention *a, const sequence *s,
+                         int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi, double *p,
+                         bool *allowed)
+{
+    int64_t g = h / (d->H / d->Hkv);
+    const double *q = a->q + b * a->q_stride[0] + h * a->q_stride[1] + (s->q_first + i) * a->q_stride[2];
+    double max = -INFINITY;
+    for (int64_t j = lo; j < hi; j++) {
+        const double *k = a->k + b * a->k_stride[0] + g * a->k_stride[1] +
+                          key_row(d, a, s, b, j) * a->k_stride[2];
+        p[j] = score(d, a, q, k, b, h, i, j, i + s->q_offset);
+        allowed[j] = p[j] != -INFINITY;
+        if (allowed[j] && (isnan(p[j]) || p[j] > max))
+            max = isnan(max) ? max : p[j];
+    }
+    return max;
+}
+
+static void attend_row(const attention_dims *d, const dense_attention *a, const sequence *s,
+                       int64_t b, int64_t h, int64_t i, double *p, bool *allowed)
+{
+    int64_t g = h / (d->H / d->Hkv);
+    double *o = a->o + b * a->o_stride[0] + h * a->o_stride[1] + (s->q_first + i) * a->o_stride[2];
+    for (int64_t c = 0; c < d->Dv; c++)
+        o[c] = 0.0;
+    int64_t lo, hi;
+    key_range(d, s, i, &lo, &hi);
+    double max = row_scores(d, a, s, b, h, i, lo, hi, p, allowed);
+    if (max == -INFINITY)
+        return; /* no allowed key: a row of zeros, sink or no sink */
+    if (a->sinks && (a->sinks[h] > max || isnan(a->sinks[h])))
+        max = isnan(max) ? max : a->sinks[h];
+    double sum = a->sinks ? exp(a->sinks[h] - max) : 0.0;
+    for (int64_t j = lo; j < hi; j++)
+        if (allowed[j]) {
+            p[j] = exp(p[j] - max);
+            sum += p[j];
+        }
+    for (int64_t j = lo; j < hi; j++) {
+        if (!allowed[j])
+            continue; /* a key a row may not see never touches it, NaN or not */
+        const double *v = a->v + b * a->v_stride[0] + g * a->v_stride[1] +
+                          key_row(d, a, s, b, j) * a->v_stride[2];
+        for (int64_t c = 0; c < d->Dv; c++)
+            o[c] += p[j] * v[c];
+    }
+    for (int64_t c = 0; c < d->Dv; c++)
+        o[c] /= sum;
+}
+
+static bool attend(const attention_dims *d, const dense_attention *a)
+{
+    size_t keys = (size_t)(d->Tk ? d->Tk : 1);
+    double *p = malloc(keys * sizeof *p);
+    bool *allowed = malloc(keys * sizeof *allowed);
+    bool ok = p && allowed;
+    for (int64_t b = 0; ok && b < d->B; b++) {
+        sequence s = sequence_of(d, a, b);
         for (int64_t h = 0; h < d->H; h++)
-            for (int64_t i = 0; i < d->Tq; i++) {
-                int64_t g = h / group;
-                const double *q = a->q + b * a->q_stride[0] + h * a->q_stride[1] + i * a->q_stride[2];
-                double *o = a->o + b * a->o_stride[0] + h * a->o_stride[1] + i * a->o_stride[2];
-                int64_t limit = row_limit(d, kv_len, b, i);
-                double max = -INFINITY; /* NaN once any allowed score is NaN */
-                for (int64_t j = 0; j < limit; j++) {
-                    const double *k = a->k + b * a->k_stride[0] + g * a->k_stride[1] + j * a->k_stride[2];
-                    double dot = 0.0;
-                    for (int64_t c = 0; c < d->D; c++)
-                        dot += q[c] * k[c];
-                    p[j] = d->scale * dot;
-                    if (isnan(p[j]) || p[j] > max)
-                        max = isnan(max) ? max : p[j];
-                }
-                if (max == -INFINITY)
-                    limit = 0; /* no allowed key (or all -inf): a row of zeros */
-                double sum = 0.0;
-                for (int64_t j = 0; j < limit; j++) {
-                    p[j] = exp(p[j] - max);
-                    sum += p[j];
-                }
-                for (int64_t c = 0; c < d->Dv; c++)
-                    o[c] = 0.0;
-                for (int64_t j = 0; j < limit; j++) {
-                    const double *v = a->v + b * a->v_stride[0] + g * a->v_stride[1] + j * a->v_stride[2];
-                    for (int64_t c = 0; c < d->Dv; c++)
-                        o[c] += p[j] * v[c];
-                }
-                for (int64_t c = 0; c < d->Dv && limit; c++)
-                    o[c] /= sum;
-            }
+            for (int64_t i = 0; i < s.Tq; i++)
+                attend_row(d, a, &s, b, h, i, p, allowed);
+    }
     free(p);
-    return true;
+    free(allowed);
+    return ok;
 }
 
 /* Element strides (batch, head, sequence) of a 4-D tensor of `heads` heads of
@@ -93,21 +178,45 @@ vkattn_status cpu_attention(vkattn_context *ctx, const attention_dims *d, const 
                             const vkattn_tensor *k, const vkattn_tensor *v,
                             const vkattn_tensor *kv_len, vkattn_tensor *o)
 {
-    dense_attention a = {.q = to_double(q), .k = to_double(k), .v = to_double(v)};
-    double *out = malloc(o->count * sizeof *out);
+    const attention_variants *var = &d->var;
+    dense_attention a = {
+        .q = to_double(q), .k = to_double(k), .v = to_double(v),
+        .kv_len = kv_len ? kv_len->host : NULL,
+        .cu_q = var->cu_q ? var->cu_q->host : NULL,
+        .cu_k = var->cu_k ? var->cu_k->host : NULL,
+        .block_table = var->block_table ? var->block_table->host : NULL,
+        .sinks = var->sinks ? to_double(var->sinks) : NULL,
+        .alibi = var->alibi ? to_double(var->alibi) : NULL,
+        .mask = var->mask ? to_double(var->mask) : NULL,
+    };
+    double *out = calloc(o->count, sizeof *out);
     a.o = out;
     layout_strides(d->layout, d->H, d->Tq, d->D, a.q_stride);
     layout_strides(d->layout, d->Hkv, d->Tk, d->D, a.k_stride);
     layout_strides(d->layout, d->Hkv, d->Tk, d->Dv, a.v_stride);
     layout_strides(d->layout, d->H, d->Tq, d->Dv, a.o_stride);
-    bool ok = a.q && a.k && a.v && out &&
-              attend(d, kv_len ? (const int32_t *)kv_len->host : NULL, &a);
+    /* Packed rows and cache rows: (row, head, D) with no batch stride. */
+    if (var->cu_q) {
+        int64_t qs[3] = {0, d->D, d->H * d->D}, os[3] = {0, d->Dv, d->H * d->Dv};
+        memcpy(a.q_stride, qs, sizeof qs);
+        memcpy(a.o_stride, os, sizeof os);
+    }
+    if (var->cu_k || var->block_table) {
+        int64_t ks[3] = {0, d->D, d->Hkv * d->D}, vs[3] = {0, d->Dv, d->Hkv * d->Dv};
+        memcpy(a.k_stride, ks, sizeof ks);
+        memcpy(a.v_stride, vs, sizeof vs);
+    }
+    bool ok = a.q && a.k && a.v && out && (!var->sinks || a.sinks) && (!var->alibi || a.alibi) &&
+              (!var->mask || a.mask) && attend(d, &a);
     if (ok)
         for (size_t i = 0; i < o->count; i++)
             ((float *)o->host)[i] = (float)out[i];
     free((void *)a.q);
     free((void *)a.k);
     free((void *)a.v);
+    free((void *)a.sinks);
+    free((void *)a.alibi);
+    free((void *)a.mask);
     free(out);
     return ok ? VKATTN_OK
               : ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY,
@@ -147,14 +256,18 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
         ok = linear(xd, B * T, C, w_qkv, b_qkv, 3 * width, qkv);
     if (ok) {
         /* q, k, v are column blocks of qkv, each (B, T, H, Dh): BSHD with row stride 3*H*Dh. */
-        dense_attention a = {.q = qkv, .k = qkv + width, .v = qkv + 2 * width, .o = o};
+        dense_attention a = {.q = qkv, .k = qkv + width, .v = qkv + 2 * width, .o = o,
+                             .sinks = d->var.sinks ? to_double(d->var.sinks) : NULL,
+                             .alibi = d->var.alibi ? to_double(d->var.alibi) : NULL};
         int64_t in_strides[3] = {T * 3 * width, d->D, 3 * width};
         int64_t out_strides[3] = {T * width, d->D, width};
         for (int i = 0; i < 3; i++) {
             a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = in_strides[i];
             a.o_stride[i] = out_strides[i];
         }
-        ok = attend(d, NULL, &a);
+        ok = (!d->var.sinks || a.sinks) && (!d->var.alibi || a.alibi) && attend(d, &a);
+        free((void *)a.sinks);
+        free((void *)a.alibi);
     }
     if (ok)
         ok = linear(o, B * T, width, w_out, b_out, C_out, out);

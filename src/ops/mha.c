@@ -2,7 +2,7 @@
  * q, k and v row blocks of W_qkv), attention over their BSHD views, and the
  * output projection. No head transpose is needed on the fused path: attention
  * reads and writes BSHD through strides. */
-#include "ops_common.h"
+#include "attention_args.h"
 
 #include <math.h>
 
@@ -70,10 +70,16 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
         .B = B, .H = H, .Hkv = H, .Tq = T, .Tk = T, .D = Dh, .Dv = Dh,
         .layout = VKATTN_LAYOUT_BSHD,
         .causal = d->causal,
+        .fixed_q_offset = true,
         .q_offset = 0,
         .scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)Dh)),
     };
-    return VKATTN_OK;
+    vkattn_attention_desc variants = {
+        .has_window = d->has_window, .window_left = d->window_left,
+        .window_right = d->window_right, .softcap = d->softcap,
+        .sinks = d->sinks, .alibi_slopes = d->alibi_slopes,
+    };
+    return attention_check_variants(ctx, &variants, dims);
 }
 
 vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
