@@ -2,13 +2,15 @@
 // Combines the split-key partial results of a fused attention kernel: for each
 // packed row and four output columns, O = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s
 // with M the largest m_s (splits that saw no allowed key have m_s = -inf, l_s = 0
-// and add nothing). A row with no allowed key at all gives zeros.
+// and add nothing), the sink logit joining the denominator (attention_variants.glsl).
+// A row with no allowed key at all gives zeros.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DV = 64;
 layout(constant_id = 2) const bool VEC4 = true;  // DV % 4 == 0: vec4 stores
+// constant_id 15: VARIANTS (attention_variants.glsl)
 
 const uint DV4 = (DV + 3) / 4;
 
@@ -18,11 +20,13 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
 
 #include "attention_push.glsl"
+#include "attention_variants.glsl"
 
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    uint rows = p.group * p.Tq;
+    Sequence seq = sequence(b);
+    uint rows = p.group * seq.Tq;
     uint r = gl_GlobalInvocationID.x / DV4, d4 = gl_GlobalInvocationID.x % DV4;
     if (r >= rows)
         return;
@@ -40,10 +44,9 @@ void main()
         L += w * partial32[p.ml_offset + 2 * record + 1];
         acc += w * partial4[record * DV4 + d4];
     }
-    vec4 v = acc * (L == 0.0 ? 0.0 : 1.0 / L);
-
-    uint h = g * p.group + r / p.Tq, i = r % p.Tq;
-    uint base = b * p.o_sb + h * p.o_sh + i * p.o_ss;
+    uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
+    vec4 v = acc * output_scale(M, L, h);
+    uint base = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
     if (VEC4) {
         o4[(base >> 2) + d4] = v;
     } else {

@@ -11,9 +11,9 @@
 // TM. An invocation keeps its rows of Q (pre-scaled into the exp2 domain) and O
 // in registers and walks its keys KB at a time: KB scores per row, the online
 // softmax update (running maximum m and sum l, O rescaled as m grows), then
-// O += P V. Keys past a row's causal limit or kv_len are never used: steps
-// wholly above every row's diagonal are not visited, so causal attention does
-// about half the work. With SPLIT the unnormalised O, m and l go to the partial
+// O += P V. Keys outside a row's range (causality, kv_len, a window) are never
+// used: steps outside every row's range are not visited, so causal attention
+// does about half the work and a window of W keys costs O(W) per row. With SPLIT the unnormalised O, m and l go to the partial
 // buffer for attention_combine.comp; otherwise O / l is written (zeros for a
 // row with no allowed key).
 //
@@ -33,10 +33,10 @@ layout(constant_id = 2) const uint D = 64;        // head size of Q and K, at mo
 layout(constant_id = 3) const uint DV = 64;       // head size of V and O, at most 256
 layout(constant_id = 4) const bool VEC4 = true;   // D, DV % 4 == 0: RGBA views, vec4 stores
 layout(constant_id = 5) const bool CAUSAL = false;
-layout(constant_id = 6) const bool HAS_KV_LEN = false;
-layout(constant_id = 7) const bool SPLIT = false;
-layout(constant_id = 8) const uint TM = 1;        // query rows per invocation
-layout(constant_id = 9) const bool UNROLL = true;   // only with D, DV <= 128
+layout(constant_id = 6) const bool SPLIT = false;
+layout(constant_id = 7) const uint TM = 1;        // query rows per invocation
+layout(constant_id = 8) const bool UNROLL = true;   // only with D, DV <= 128
+// constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint D4 = (D + 3) / 4;
 const uint DV4 = (DV + 3) / 4;
@@ -54,12 +54,12 @@ const uint DV4 = (DV + 3) / 4;
 
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
-layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
 layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer q_tex;
 layout(set = 0, binding = TEXEL_BINDING(1)) uniform samplerBuffer k_tex;
 layout(set = 0, binding = TEXEL_BINDING(2)) uniform samplerBuffer v_tex;
 
 #include "attention_push.glsl"
+#include "attention_variants.glsl"
 
 // Four elements of a head vector from `base` (an element index), zero past `width`.
 vec4 fetch4(samplerBuffer tex, uint base, uint d4, uint width)
@@ -76,32 +76,33 @@ vec4 fetch4(samplerBuffer tex, uint base, uint d4, uint width)
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    uint rows = p.group * p.Tq;
-    uint blocks = (rows + TM - 1) / TM;
+    Sequence seq = sequence(b);
+    uint rows = p.group * seq.Tq;
+    uint blocks = (p.group * p.Tq + TM - 1) / TM;
     uint block = gl_GlobalInvocationID.x % blocks;
     uint split = gl_GlobalInvocationID.x / blocks;
-    if (split >= p.splits)
+    if (split >= p.splits || block * TM >= rows)
         return;
     uint key_begin = split * p.keys_per_split;
     uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    if (HAS_KV_LEN)
-        key_end = min(key_end, uint(max(kv_len[b], 0)));
 
     // This invocation's rows (past the last row: the last row again, not
-    // stored): where they read and write, and how far each may look.
-    uint q_base[TM], out_base[TM], limit[TM];
-    uint max_limit = 0, min_limit = key_end;
+    // stored): where they read and write, and which keys each may see.
+    uint q_base[TM], out_base[TM], lo[TM], limit[TM], head[TM], position[TM];
+    uint min_lo = key_end, max_lo = key_begin, max_limit = key_begin, min_limit = key_end;
     for (uint t = 0; t < TM; t++) {
         uint r = min(block * TM + t, rows - 1);
-        uint h = g * p.group + r / p.Tq, i = r % p.Tq;
-        q_base[t] = b * p.q_sb + h * p.q_sh + i * p.q_ss;
-        out_base[t] = b * p.o_sb + h * p.o_sh + i * p.o_ss;
-        uint lim = key_end;
-        if (CAUSAL)
-            lim = min(lim, uint(max(int(i) + p.q_offset + 1, 0)));
-        limit[t] = lim;
-        max_limit = max(max_limit, lim);
-        min_limit = min(min_limit, lim);
+        uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
+        q_base[t] = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
+        out_base[t] = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
+        head[t] = h, position[t] = i;
+        uvec2 range = key_range(seq, CAUSAL, i);
+        lo[t] = max(range.x, key_begin);
+        limit[t] = max(min(range.y, key_end), lo[t]);
+        min_lo = min(min_lo, lo[t]);
+        max_lo = max(max_lo, lo[t]);
+        max_limit = max(max_limit, limit[t]);
+        min_limit = min(min_limit, limit[t]);
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
@@ -124,7 +125,7 @@ void main()
         l[t] = 0.0;
     }
 
-    for (uint j0 = key_begin; j0 < max_limit; j0 += KB) {
+    for (uint j0 = min_lo; j0 < max_limit; j0 += KB) {
         // Keys past the limit in the last step re-read the last allowed key and
         // are masked below.
         float s[TM * KB];
@@ -133,7 +134,7 @@ void main()
 #define SCORE_STEP(d4)                                                          \
         if (d4 < D4)                                                            \
             for (uint c = 0; c < KB; c++) {                                     \
-                vec4 k = fetch4(k_tex, k_base + min(j0 + c, max_limit - 1) * p.k_ss, d4, D); \
+                vec4 k = fetch4(k_tex, k_base + key_row(b, seq, min(j0 + c, max_limit - 1)) * p.k_ss, d4, D); \
                 for (uint t = 0; t < TM; t++)                                   \
                     s[t * KB + c] += dot(q[t * D4 + d4], k);                    \
             }
@@ -145,7 +146,11 @@ void main()
         for (uint t = 0; t < TM; t++) {
             float step_max = NEG_INF;
             for (uint c = 0; c < KB; c++) {
-                s[t * KB + c] = j0 + c < limit[t] ? s[t * KB + c] : NEG_INF;
+                uint j = j0 + c;
+                s[t * KB + c] = j >= lo[t] && j < limit[t]
+                    ? adjust_score(s[t * KB + c], b, head[t], position[t], j,
+                                   int(position[t]) + seq.q_offset)
+                    : NEG_INF;
                 step_max = max(step_max, s[t * KB + c]);
             }
             float m_new = max(m[t], step_max);
@@ -160,19 +165,22 @@ void main()
             m[t] = m_new;
         }
 
-        // O = alpha O + P V. Keys past a row's limit are skipped rather than
-        // weighted by 0, so a NaN or Inf in V there cannot reach the row.
-        bool whole_step = j0 + KB <= min_limit;
+        // O = alpha O + P V. Keys outside a row's range (or masked to -inf) are
+        // skipped rather than weighted by 0, so a NaN or Inf in V there cannot
+        // reach the row.
+        bool whole_step = !KEYWISE_MASK && j0 >= max_lo && j0 + KB <= min_limit;
 #define VALUE_STEP(d4)                                                          \
         if (d4 < DV4) {                                                         \
             vec4 v[KB];                                                         \
             for (uint c = 0; c < KB; c++)                                       \
-                v[c] = fetch4(v_tex, v_base + min(j0 + c, max_limit - 1) * p.v_ss, d4, DV); \
+                v[c] = fetch4(v_tex, v_base + key_row(b, seq, min(j0 + c, max_limit - 1)) * p.v_ss, d4, DV); \
             for (uint t = 0; t < TM; t++) {                                     \
                 vec4 acc = o[t * DV4 + d4] * alpha[t];                          \
                 for (uint c = 0; c < KB; c++) {                                 \
                     vec4 updated = fma(vec4(s[t * KB + c]), v[c], acc);         \
-                    acc = whole_step || j0 + c < limit[t] ? updated : acc;      \
+                    bool used = j0 + c >= lo[t] && j0 + c < limit[t] &&         \
+                                (!KEYWISE_MASK || s[t * KB + c] != 0.0);             \
+                    acc = whole_step || used ? updated : acc;                   \
                 }                                                               \
                 o[t * DV4 + d4] = acc;                                          \
             }                                                                   \
@@ -185,7 +193,7 @@ void main()
     uint record_base = partial_record(b * p.Hkv + g, split, 0);
     for (uint t = 0; t < TM; t++) {
         uint row = block * TM + t;
-        scale_out[t] = SPLIT ? 1.0 : l[t] == 0.0 ? 0.0 : 1.0 / l[t];
+        scale_out[t] = SPLIT ? 1.0 : output_scale(m[t], l[t], head[t]);
         if (SPLIT && row < rows) {
             o32[p.ml_offset + 2 * (record_base + row)] = m[t];
             o32[p.ml_offset + 2 * (record_base + row) + 1] = l[t];

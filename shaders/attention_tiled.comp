@@ -13,8 +13,9 @@
 // partial dot products over its dimensions, a butterfly of subgroup shuffles sums
 // them across the row's TPR invocations, the online softmax update runs (running
 // maximum m and sum l in the exp2 domain, O rescaled as m grows), and
-// O += P V over the invocation's output dimensions. Tiles above every row's
-// causal limit are not loaded at all. With SPLIT, unnormalised O, m and l go to
+// O += P V over the invocation's output dimensions. Only the tiles some row of
+// the block may see (causality, kv_len, a window) are loaded, so a window of W
+// keys costs O(W) per row, not O(Tk). With SPLIT, unnormalised O, m and l go to
 // the partial buffer for attention_combine.comp; otherwise O / l is written.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -27,11 +28,11 @@ layout(constant_id = 2) const uint BC = 32;     // keys per tile
 layout(constant_id = 3) const uint D = 64;
 layout(constant_id = 4) const uint DV = 64;
 layout(constant_id = 5) const bool CAUSAL = false;
-layout(constant_id = 6) const bool HAS_KV_LEN = false;
-layout(constant_id = 7) const bool SPLIT = false;
-layout(constant_id = 8) const uint Q_DTYPE = DTYPE_F32;
-layout(constant_id = 9) const uint K_DTYPE = DTYPE_F32;
-layout(constant_id = 10) const uint V_DTYPE = DTYPE_F32;
+layout(constant_id = 6) const bool SPLIT = false;
+layout(constant_id = 7) const uint Q_DTYPE = DTYPE_F32;
+layout(constant_id = 8) const uint K_DTYPE = DTYPE_F32;
+layout(constant_id = 9) const uint V_DTYPE = DTYPE_F32;
+// constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint WG = gl_WorkGroupSize.x;
 const uint BR = WG / TPR;
@@ -46,45 +47,44 @@ layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
 layout(set = 0, binding = 2) readonly buffer V32 { float v32[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
-layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
 
 #include "attention_push.glsl"
+#include "attention_variants.glsl"
 
 shared float k_tile[BC * D];
 shared float v_tile[BC * DV];
 
-// The query position of packed row r.
-uint position(uint r) { return r % p.Tq; }
-
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    uint rows = p.group * p.Tq;
-    uint blocks = (rows + BR - 1) / BR;
+    Sequence seq = sequence(b);
+    uint rows = p.group * seq.Tq;
+    uint blocks = (p.group * p.Tq + BR - 1) / BR;
     uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
+    if (block * BR >= rows)
+        return;  // past this sequence's rows (packed sequences): the whole workgroup
     uint tid = gl_LocalInvocationIndex, lane = tid % TPR;
     uint row = block * BR + tid / TPR;
     bool valid = row < rows;
     uint r = min(row, rows - 1);
-    uint h = g * p.group + r / p.Tq, i = position(r);
+    uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
 
+    // The keys of this split that this row, and any row of the block, may see.
+    // Rows of one block may span two query heads, and then it holds positions
+    // 0 and Tq - 1.
     uint key_begin = split * p.keys_per_split;
     uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    if (HAS_KV_LEN)
-        key_end = min(key_end, uint(max(kv_len[b], 0)));
-    uint limit = key_end;
-    // The block's last key: rows of one block may span two query heads, and then
-    // some row sits at position Tq - 1.
+    uvec2 range = key_range(seq, CAUSAL, i);
     uint first = block * BR, last = min(first + BR, rows) - 1;
-    uint block_limit = key_end;
-    if (CAUSAL) {
-        limit = min(limit, uint(max(int(i) + p.q_offset + 1, 0)));
-        uint last_i = first / p.Tq != last / p.Tq ? p.Tq - 1 : position(last);
-        block_limit = min(block_limit, uint(max(int(last_i) + p.q_offset + 1, 0)));
-    }
+    bool spans = first / seq.Tq != last / seq.Tq;
+    uvec2 block_range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
+                              key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
+    uint lo = max(range.x, key_begin), limit = min(range.y, key_end);
+    uint block_lo = max(block_range.x, key_begin), block_limit = min(block_range.y, key_end);
+    int pos = int(i) + seq.q_offset;
 
     float q[DS];
-    uint q_base = b * p.q_sb + h * p.q_sh + i * p.q_ss;
+    uint q_base = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
     for (uint s = 0; s < DS; s++) {
         uint d = lane + TPR * s;
         q[s] = d < D ? LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d) * p.scale_log2e : 0.0;
@@ -97,17 +97,19 @@ void main()
     for (uint s = 0; s < DVS; s++)
         o[s] = 0.0;
 
-    for (uint t0 = key_begin; t0 < block_limit; t0 += BC) {
+    for (uint t0 = block_lo; t0 < block_limit; t0 += BC) {
         barrier();  // every invocation is done with the previous tile
         for (uint e = tid; e < BC * D; e += WG) {
             uint key = t0 + e / D;
             k_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(K_DTYPE, k32, k16, k_base + key * p.k_ss + e % D) : 0.0;
+                ? LOAD_ELEMENT(K_DTYPE, k32, k16, k_base + key_row(b, seq, key) * p.k_ss + e % D)
+                : 0.0;
         }
         for (uint e = tid; e < BC * DV; e += WG) {
             uint key = t0 + e / DV;
             v_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(V_DTYPE, v32, v16, v_base + key * p.v_ss + e % DV) : 0.0;
+                ? LOAD_ELEMENT(V_DTYPE, v32, v16, v_base + key_row(b, seq, key) * p.v_ss + e % DV)
+                : 0.0;
         }
         barrier();
 
@@ -128,7 +130,8 @@ void main()
         // Online softmax; masked keys get weight exactly 0 (see attention_rows.comp).
         float step_max = NEG_INF;
         for (uint c = 0; c < BC; c++) {
-            sc[c] = t0 + c < limit ? sc[c] : NEG_INF;
+            uint j = t0 + c;
+            sc[c] = j >= lo && j < limit ? adjust_score(sc[c], b, h, i, j, pos) : NEG_INF;
             step_max = max(step_max, sc[c]);
         }
         float m_new = max(m, step_max);
@@ -142,13 +145,16 @@ void main()
         l = l * alpha + sum;
         m = m_new;
 
-        bool whole_tile = t0 + BC <= limit;
+        // Keys outside the row's range (or masked to -inf) are skipped, not
+        // weighted by 0, so a NaN or Inf in V there cannot reach the row.
+        bool whole_tile = !KEYWISE_MASK && t0 >= lo && t0 + BC <= limit;
         for (uint s = 0; s < DVS; s++) {
             uint d = min(lane + TPR * s, DV - 1);
             float acc = o[s] * alpha;
             for (uint c = 0; c < BC; c++) {
                 float updated = fma(sc[c], v_tile[c * DV + d], acc);
-                acc = whole_tile || t0 + c < limit ? updated : acc;
+                bool used = t0 + c >= lo && t0 + c < limit && (!KEYWISE_MASK || sc[c] != 0.0);
+                acc = whole_tile || used ? updated : acc;
             }
             o[s] = acc;
         }
@@ -169,8 +175,8 @@ void main()
         }
         return;
     }
-    float inv = l == 0.0 ? 0.0 : 1.0 / l;
-    uint out_base = b * p.o_sb + h * p.o_sh + i * p.o_ss;
+    float inv = output_scale(m, l, h);
+    uint out_base = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
     for (uint s = 0; s < DVS; s++) {
         uint d = lane + TPR * s;
         if (d < DV)

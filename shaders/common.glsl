@@ -25,7 +25,7 @@ vec2 unpack_pair(uint dtype, uint word)
     vec4(unpack_pair(DTYPE, BUF_U32[WORD]), unpack_pair(DTYPE, BUF_U32[(WORD) + 1]))
 
 // Binding i as a uniform texel buffer (see VKATTN_TEXEL_BINDING_BASE in src/internal.h).
-#define TEXEL_BINDING(i) (8 + (i))
+#define TEXEL_BINDING(i) (12 + (i))
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 

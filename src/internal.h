@@ -141,15 +141,15 @@ const shader_code *shader_get(shader_id id);
 
 /* --------------------------------------------------------- pipelines --- */
 
-/* Every kernel sees set 0 as: bindings 0..7 storage buffers, and bindings 8..15
- * the same eight tensors again as uniform texel buffers (R32/R16 or RGBA32/RGBA16
+/* Every kernel sees set 0 as: bindings 0..11 storage buffers, and bindings 12..23
+ * the same twelve tensors again as uniform texel buffers (R32/R16 or RGBA32/RGBA16
  * float views), for kernels that read through texelFetch. Some devices fetch
  * texels far faster than they load storage buffers (lavapipe: a vector gather
  * instead of a branchy per-lane loop), and an R16 view converts f16 for free.
  * Keep in sync with TEXEL_BINDING in shaders/common.glsl. */
-#define VKATTN_MAX_BINDINGS 8
-#define VKATTN_TEXEL_BINDING_BASE 8
-#define VKATTN_MAX_SPEC_CONSTANTS 12
+#define VKATTN_MAX_BINDINGS 12
+#define VKATTN_TEXEL_BINDING_BASE 12
+#define VKATTN_MAX_SPEC_CONSTANTS 16
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
 typedef struct pipeline_key {

@@ -6,12 +6,13 @@
 vkattn_status vk_attention_record(vkattn_context *ctx, const attention_call *c)
 {
     char why[256];
-    if (attention_has_score_variants(&c->dims) || attention_has_layout_variants(&c->dims))
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "attention: the Vulkan kernels do not take the variants yet");
     if (c->path == VKATTN_PATH_UNFUSED)
         return vk_attention_unfused(ctx, c);
-    if (c->path == VKATTN_PATH_AUTO && !vk_attention_fused_applies(ctx, c, why, sizeof why)) {
+    /* The variants exist on the fused path only: the unfused one refuses them. */
+    bool fused_only = attention_has_layout_variants(&c->dims) ||
+                      attention_has_score_variants(&c->dims);
+    if (c->path == VKATTN_PATH_AUTO && !fused_only &&
+        !vk_attention_fused_applies(ctx, c, why, sizeof why)) {
         ctx_log(ctx, VKATTN_LOG_DEBUG, "attention: %s; taking the unfused path", why);
         return vk_attention_unfused(ctx, c);
     }

@@ -17,11 +17,16 @@ typedef struct attention_push {
     float scale_log2e;
     uint32_t splits, keys_per_split;
     uint32_t ml_offset;
+    int32_t window_left, window_right;
+    float softcap_log2e;
+    uint32_t mask_sb, mask_sh, mask_si;
+    uint32_t block_size, max_blocks;
+    uint32_t q_rows, k_rows;
 } attention_push;
 _Static_assert(sizeof(attention_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum combine_spec { /* constant_id values in attention_combine.comp */
-    AC_SPEC_WORKGROUP = 0, AC_SPEC_DV, AC_SPEC_VEC4, AC_SPEC_COUNT
+    AC_SPEC_WORKGROUP = 0, AC_SPEC_DV, AC_SPEC_VEC4
 };
 
 /* No split gets fewer keys than this. */
@@ -45,6 +50,35 @@ static const fused_variant_row *variant_row(vkattn_fused_variant v)
         if (fused_variants[i]->variant == v)
             return fused_variants[i];
     return NULL;
+}
+
+uint32_t attention_variant_bits(const attention_call *c)
+{
+    const attention_variants *v = &c->dims.var;
+    const vkattn_tensor *mask = v->mask;
+    return (v->has_window ? VAR_WINDOW : 0) | (v->softcap != 0.0f ? VAR_SOFTCAP : 0) |
+           (v->alibi ? VAR_ALIBI : 0) | (mask ? VAR_MASK : 0) | (v->sinks ? VAR_SINKS : 0) |
+           (v->cu_q ? VAR_PACKED_Q : 0) | (v->cu_k ? VAR_PACKED_K : 0) |
+           (v->block_table ? VAR_PAGED : 0) | (c->dims.fixed_q_offset ? 0 : VAR_SEQ_Q_OFFSET) |
+           (mask && mask->dtype == VKATTN_DTYPE_F16 ? VAR_MASK_F16 : 0) |
+           (mask && mask->dtype == VKATTN_DTYPE_BF16 ? VAR_MASK_BF16 : 0) |
+           (c->kv_len ? VAR_KV_LEN : 0);
+}
+
+bool fused_plain_only(const attention_call *c, const char *kernel, char *why, size_t why_size)
+{
+    if (!attention_has_score_variants(&c->dims) && !attention_has_layout_variants(&c->dims))
+        return true;
+    snprintf(why, why_size, "the %s kernel takes no windows, softcap, sinks, ALiBi, masks, packed "
+             "or paged sequences", kernel);
+    return false;
+}
+
+/* A window side past every position is no bound at all; clamping keeps the
+ * kernels' int arithmetic (pos + right + 1) from overflowing. */
+static int32_t window_side(int32_t side, const attention_dims *d)
+{
+    return side < 0 || (int64_t)side > d->Tk + d->Tq ? -1 : side;
 }
 
 /* Splits, grid and limits, once the variant has planned its tiles. */
@@ -93,12 +127,6 @@ static bool plan_variant(vkattn_context *ctx, const attention_call *c, const fus
 static const fused_variant_row *choose(vkattn_context *ctx, const attention_call *c,
                                        fused_plan *plan, char *why, size_t why_size)
 {
-    const attention_dims *d = &c->dims;
-    if (d->D > FUSED_MAX_HEAD_SIZE || d->Dv > FUSED_MAX_HEAD_SIZE) {
-        snprintf(why, why_size, "head sizes %lld and %lld: the fused kernels take up to %d",
-                 (long long)d->D, (long long)d->Dv, FUSED_MAX_HEAD_SIZE);
-        return NULL;
-    }
     if (c->fused_variant != VKATTN_FUSED_AUTO) {
         const fused_variant_row *row = variant_row(c->fused_variant);
         if (!row) {
@@ -143,6 +171,14 @@ static void strides(vkattn_layout layout, int64_t heads, int64_t T, int64_t widt
     out[2] = (uint32_t)(bshd ? heads * width : width);
 }
 
+/* Strides of a packed or paged tensor: (row, head, width) with no batch stride. */
+static void packed_strides(int64_t heads, int64_t width, uint32_t *out)
+{
+    out[0] = 0;
+    out[1] = (uint32_t)width;
+    out[2] = (uint32_t)(heads * width);
+}
+
 vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
 {
     const attention_dims *d = &c->dims;
@@ -170,20 +206,45 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
         .splits = plan.splits,
         .keys_per_split = plan.keys_per_split,
         .ml_offset = (uint32_t)(records * 4 * dv4),
+        .window_left = window_side(d->var.window_left, d),
+        .window_right = window_side(d->var.window_right, d),
+        .softcap_log2e = (float)((double)d->var.softcap * LOG2_E),
+        .mask_sb = (uint32_t)d->var.mask_sb,
+        .mask_sh = (uint32_t)d->var.mask_sh,
+        .mask_si = (uint32_t)d->var.mask_si,
+        .block_size = (uint32_t)d->var.block_size,
+        .max_blocks = (uint32_t)d->var.max_blocks,
+        .q_rows = (uint32_t)d->var.total_q,
+        .k_rows = (uint32_t)(d->var.block_table ? d->var.num_blocks : d->var.total_k),
     };
     strides(d->layout, d->H, d->Tq, d->D, &push.q_sb);
     strides(d->layout, d->Hkv, d->Tk, d->D, &push.k_sb);
     strides(d->layout, d->Hkv, d->Tk, d->Dv, &push.v_sb);
     strides(d->layout, d->H, d->Tq, d->Dv, &push.o_sb);
+    /* Packed rows and cache rows: (row, head, width), no batch stride. */
+    if (d->var.cu_q) {
+        packed_strides(d->H, d->D, &push.q_sb);
+        packed_strides(d->H, d->Dv, &push.o_sb);
+    }
+    if (d->var.cu_k || d->var.block_table) {
+        packed_strides(d->Hkv, d->D, &push.k_sb);
+        packed_strides(d->Hkv, d->Dv, &push.v_sb);
+    }
+    const vk_binding variant_bindings[] = {
+        vk_bind(c->kv_len, false), vk_bind(d->var.cu_q, false), vk_bind(d->var.cu_k, false),
+        vk_bind(d->var.block_table, false), vk_bind(d->var.mask, false),
+        vk_bind(d->var.sinks, false), vk_bind(d->var.alibi, false),
+    };
 
     vk_dispatch attend = {
         .bindings = {vk_bind(c->q, false), vk_bind(c->k, false), vk_bind(c->v, false),
-                     vk_bind(split ? partial : c->o, true), vk_bind(c->kv_len, false)},
-        .binding_count = 5,
+                     vk_bind(split ? partial : c->o, true)},
+        .binding_count = 11,
         .push = &push,
         .push_bytes = sizeof push,
         .groups = {0, (uint32_t)d->Hkv, (uint32_t)d->B},
     };
+    memcpy(&attend.bindings[4], variant_bindings, sizeof variant_bindings);
     row->specialize(c, &plan, split, &attend);
     vkattn_status s = vk_cmd_dispatch(ctx, &attend);
     if (s != VKATTN_OK || !split)
@@ -191,14 +252,16 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
 
     vk_dispatch combine = {
         .key = {.shader = SHADER_ATTENTION_COMBINE,
-                .spec_count = AC_SPEC_COUNT,
+                .spec_count = ATTENTION_SPEC_COUNT,
                 .spec = {[AC_SPEC_WORKGROUP] = COMBINE_WORKGROUP, [AC_SPEC_DV] = (uint32_t)d->Dv,
-                         [AC_SPEC_VEC4] = plan.vec4}},
+                         [AC_SPEC_VEC4] = plan.vec4,
+                         [ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c)}},
         .bindings = {vk_bind(partial, false), [3] = vk_bind(c->o, true)},
-        .binding_count = 4,
+        .binding_count = 11,
         .push = &push,
         .push_bytes = sizeof push,
         .groups = {div_up(rows * dv4, COMBINE_WORKGROUP), (uint32_t)d->Hkv, (uint32_t)d->B},
     };
+    memcpy(&combine.bindings[4], variant_bindings, sizeof variant_bindings);
     return vk_cmd_dispatch(ctx, &combine);
 }

@@ -7,8 +7,26 @@
 
 #include "ops_common.h"
 
-/* Head sizes the fused kernels keep in registers or shared memory. */
+/* Head sizes the rows and coopmat kernels keep in registers; the tiled kernel
+ * splits a row over several invocations and takes up to TILED_MAX_HEAD_SIZE
+ * (DeepSeek's MLA: D = 576, Dv = 512). */
 #define FUSED_MAX_HEAD_SIZE 256
+#define TILED_MAX_HEAD_SIZE 576
+
+/* Every fused attention kernel and the combine pass take the call's variants as
+ * one bit set in specialization constant 15 (shaders/attention_variants.glsl);
+ * their own constants come first. */
+#define ATTENTION_VARIANTS_SPEC_ID 15
+#define ATTENTION_SPEC_COUNT 16
+enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.glsl */
+    VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
+    VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
+    VAR_SEQ_Q_OFFSET = 1u << 8, VAR_MASK_F16 = 1u << 9, VAR_MASK_BF16 = 1u << 10,
+    VAR_KV_LEN = 1u << 11,
+};
+uint32_t attention_variant_bits(const attention_call *c);
+/* Refuses (false, with the reason) a call using a variant that `kernel` lacks. */
+bool fused_plain_only(const attention_call *c, const char *kernel, char *why, size_t why_size);
 
 typedef struct fused_plan {
     uint32_t workgroup;

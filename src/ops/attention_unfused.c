@@ -123,6 +123,14 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
 vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c)
 {
     const attention_dims *d = &c->dims;
+    /* Paging and packing are addressing inside the fused kernels; the score
+     * variants would need a pass over the materialised scores that is not
+     * written yet. AUTO never sends them here. */
+    if (attention_has_layout_variants(d) || attention_has_score_variants(d))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "attention: the unfused path takes no window, softcap, sinks, ALiBi, "
+                        "mask, packed (cu_seqlens) or paged (block_table) sequences: use the "
+                        "fused path");
     chunking ch;
     operands op;
     vkattn_status s = plan_chunks(ctx, d, &ch);

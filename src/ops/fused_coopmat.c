@@ -42,6 +42,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     const attention_dims *d = &c->dims;
     const vkattn_device_info *info = &ctx->info;
     const char *name = emulated ? "the emulated coopmat kernel" : "the coopmat kernel";
+    if (!fused_plain_only(c, emulated ? "emulated coopmat" : "coopmat", why, why_size))
+        return false;
+    if (d->D > FUSED_MAX_HEAD_SIZE || d->Dv > FUSED_MAX_HEAD_SIZE) {
+        snprintf(why, why_size, "head sizes %lld and %lld: %s takes up to %d", (long long)d->D,
+                 (long long)d->Dv, name, FUSED_MAX_HEAD_SIZE);
+        return false;
+    }
     if (c->q->dtype != VKATTN_DTYPE_F16 || c->k->dtype != VKATTN_DTYPE_F16 ||
         c->v->dtype != VKATTN_DTYPE_F16) {
         snprintf(why, why_size, "%s takes f16 Q, K and V (got %s, %s, %s)", name,

@@ -9,7 +9,7 @@
 
 enum rows_spec { /* constant_id values in attention_rows.comp */
     AR_SPEC_WORKGROUP = 0, AR_SPEC_KB, AR_SPEC_D, AR_SPEC_DV, AR_SPEC_VEC4, AR_SPEC_CAUSAL,
-    AR_SPEC_HAS_KV_LEN, AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_COUNT
+    AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL
 };
 
 /* One SIMD vector of lavapipe per workgroup. */
@@ -28,6 +28,11 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
                       size_t why_size)
 {
     const attention_dims *d = &c->dims;
+    if (d->D > FUSED_MAX_HEAD_SIZE || d->Dv > FUSED_MAX_HEAD_SIZE) {
+        snprintf(why, why_size, "head sizes %lld and %lld: the rows kernel takes up to %d",
+                 (long long)d->D, (long long)d->Dv, FUSED_MAX_HEAD_SIZE);
+        return false;
+    }
     plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
     for (int i = 0; i < 3; i++) {
@@ -76,17 +81,17 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
             dispatch->bindings[i].texels = (i == 0 ? c->q : i == 1 ? c->k : c->v)->texels4;
     uint32_t *spec = dispatch->key.spec;
     dispatch->key.shader = SHADER_ATTENTION_ROWS;
-    dispatch->key.spec_count = AR_SPEC_COUNT;
+    dispatch->key.spec_count = ATTENTION_SPEC_COUNT;
     spec[AR_SPEC_WORKGROUP] = plan->workgroup;
     spec[AR_SPEC_KB] = plan->kb;
     spec[AR_SPEC_D] = (uint32_t)d->D;
     spec[AR_SPEC_DV] = (uint32_t)d->Dv;
     spec[AR_SPEC_VEC4] = plan->vec4;
     spec[AR_SPEC_CAUSAL] = d->causal;
-    spec[AR_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
     spec[AR_SPEC_SPLIT] = split;
     spec[AR_SPEC_TM] = plan->tm;
     spec[AR_SPEC_UNROLL] = plan->unroll;
+    spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     /* Invocations run over (row group, split) pairs linearly. */
     dispatch->groups[0] =
         div_up(div_up(fused_rows(d), plan->tm) * (uint64_t)plan->splits, plan->workgroup);

@@ -12,8 +12,7 @@
 
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
-    AT_SPEC_HAS_KV_LEN, AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE,
-    AT_SPEC_COUNT
+    AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE
 };
 
 /* About this many invocations per workgroup, at most this many keys per tile
@@ -38,6 +37,11 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
 {
     const attention_dims *d = &c->dims;
     const vkattn_device_info *info = &ctx->info;
+    if (d->D > TILED_MAX_HEAD_SIZE || d->Dv > TILED_MAX_HEAD_SIZE) {
+        snprintf(why, why_size, "head sizes %lld and %lld: the tiled kernel takes up to %d",
+                 (long long)d->D, (long long)d->Dv, TILED_MAX_HEAD_SIZE);
+        return false;
+    }
     bool required;
     uint32_t sg = kernel_subgroup_size(ctx, &required);
     if (!ctx->vk.subgroup_shuffle || sg == 0) {
@@ -91,18 +95,18 @@ static void tiled_specialize(const attention_call *c, const fused_plan *plan, bo
     uint32_t *spec = dispatch->key.spec;
     dispatch->key.shader = SHADER_ATTENTION_TILED;
     dispatch->key.subgroup_size = plan->subgroup_size;
-    dispatch->key.spec_count = AT_SPEC_COUNT;
+    dispatch->key.spec_count = ATTENTION_SPEC_COUNT;
     spec[AT_SPEC_WORKGROUP] = plan->workgroup;
     spec[AT_SPEC_TPR] = plan->tpr;
     spec[AT_SPEC_BC] = plan->bc;
     spec[AT_SPEC_D] = (uint32_t)d->D;
     spec[AT_SPEC_DV] = (uint32_t)d->Dv;
     spec[AT_SPEC_CAUSAL] = d->causal;
-    spec[AT_SPEC_HAS_KV_LEN] = c->kv_len != NULL;
     spec[AT_SPEC_SPLIT] = split;
     spec[AT_SPEC_Q_DTYPE] = shader_dtype(c->q);
     spec[AT_SPEC_K_DTYPE] = shader_dtype(c->k);
     spec[AT_SPEC_V_DTYPE] = shader_dtype(c->v);
+    spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
 

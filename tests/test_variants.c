@@ -1,0 +1,480 @@
+/* The attention variants (windows, soft-capping, sinks, ALiBi, masks, packed
+ * sequences, paged KV caches), alone and combined, on every GPU path, against
+ * the CPU reference; and their argument checks. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum mask_form { NO_MASK = 0, MASK_2D, MASK_B1, MASK_BH };
+
+typedef struct var_case {
+    const char *name;
+    int64_t B, H, Hkv, Tq, Tk, D, Dv;
+    bool causal, has_q_offset;
+    int64_t q_offset;
+    bool has_window;
+    int32_t left, right;
+    float softcap;
+    bool sinks, alibi;
+    enum mask_form mask;
+    bool neg_inf_row;          /* mask row 1 entirely -inf, and some scattered -inf */
+    bool kv_len;               /* random lengths, the first entry 0 */
+    const int32_t *q_lens, *k_lens; /* packed sequences (B lengths), or NULL */
+    int64_t block_size;        /* paged keys: Tk is the capacity per entry */
+    vkattn_dtype dtype;
+    vkattn_layout layout;
+    float magnitude;
+} var_case;
+
+typedef struct var_path {
+    vkattn_attention_path path;
+    vkattn_fused_variant variant;
+    uint32_t kv_splits;
+} var_path;
+
+static const var_path all_paths[] = {
+    {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+    {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+};
+
+/* The same I32 values in both contexts. */
+typedef struct i32_pair { vkattn_tensor *gpu, *cpu; } i32_pair;
+
+static i32_pair i32_pair_make(test_env *env, int ndim, const int64_t *shape, const int32_t *values)
+{
+    vkattn_tensor_desc d = {.dtype = VKATTN_DTYPE_I32, .ndim = ndim};
+    for (int i = 0; i < ndim; i++)
+        d.shape[i] = shape[i];
+    i32_pair p;
+    assert_int_equal(vkattn_tensor_create(env->gpu, &d, &p.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_create(env->cpu, &d, &p.cpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(p.gpu, values, VKATTN_DTYPE_I32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(p.cpu, values, VKATTN_DTYPE_I32), VKATTN_OK);
+    return p;
+}
+
+static void i32_pair_destroy(i32_pair *p)
+{
+    vkattn_tensor_destroy(p->gpu);
+    vkattn_tensor_destroy(p->cpu);
+}
+
+static void dims4(const var_case *c, int64_t heads, int64_t T, int64_t width, int64_t out[4])
+{
+    bool bshd = c->layout == VKATTN_LAYOUT_BSHD;
+    out[0] = c->B, out[1] = bshd ? T : heads, out[2] = bshd ? heads : T, out[3] = width;
+}
+
+static int64_t sum_lens(const int32_t *lens, int64_t B, int32_t *cu)
+{
+    cu[0] = 0;
+    for (int64_t b = 0; b < B; b++)
+        cu[b + 1] = cu[b] + lens[b];
+    return cu[B];
+}
+
+static int64_t max_len(const int32_t *lens, int64_t B)
+{
+    int64_t m = 1;
+    for (int64_t b = 0; b < B; b++)
+        m = lens[b] > m ? lens[b] : m;
+    return m;
+}
+
+/* Everything one case needs, on both sides. */
+typedef struct var_inputs {
+    pair q, k, v, o, sinks, alibi, mask;
+    i32_pair kv_len, cu_q, cu_k, table;
+    vkattn_attention_desc gpu, cpu;
+} var_inputs;
+
+static void make_mask(test_env *env, const var_case *c, int64_t Tq, int64_t Tk, rng *r,
+                      var_inputs *in)
+{
+    int64_t shape[4] = {c->B, c->mask == MASK_BH ? c->H : 1, Tq, Tk};
+    int64_t two[2] = {Tq, Tk};
+    vkattn_dtype dtype = c->dtype == VKATTN_DTYPE_F32 ? VKATTN_DTYPE_F32 : VKATTN_DTYPE_F16;
+    in->mask = c->mask == MASK_2D ? pair_random(env, dtype, 2, two, r, -2.0f, 2.0f)
+                                  : pair_random(env, dtype, 4, shape, r, -2.0f, 2.0f);
+    if (c->neg_inf_row) {
+        for (size_t e = 0; e < in->mask.count; e++) {
+            int64_t i = (int64_t)(e / (size_t)Tk) % Tq;
+            if (i == 1 || rng_int(r, 0, 6) == 0)
+                in->mask.host[e] = -INFINITY;
+        }
+        assert_int_equal(vkattn_tensor_upload(in->mask.gpu, in->mask.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(in->mask.cpu, in->mask.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    }
+    in->gpu.mask = in->mask.gpu, in->cpu.mask = in->mask.cpu;
+}
+
+static void make_inputs(test_env *env, const var_case *c, rng *r, var_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    float m = c->magnitude != 0.0f ? c->magnitude : 1.0f;
+    int64_t Tq = c->Tq, Tk = c->Tk;
+    int32_t cu_q[65], cu_k[65];
+    assert_true(c->B <= 64);
+    if (c->q_lens) {
+        int64_t total = sum_lens(c->q_lens, c->B, cu_q);
+        int64_t qs[3] = {total > 0 ? total : 1, c->H, c->D}, os[3] = {qs[0], c->H, c->Dv};
+        in->q = pair_random(env, c->dtype, 3, qs, r, -m, m);
+        in->o = pair_output(env, 3, os);
+        int64_t n = c->B + 1;
+        in->cu_q = i32_pair_make(env, 1, &n, cu_q);
+        Tq = max_len(c->q_lens, c->B);
+    } else {
+        int64_t qs[4], os[4];
+        dims4(c, c->H, Tq, c->D, qs);
+        dims4(c, c->H, Tq, c->Dv, os);
+        in->q = pair_random(env, c->dtype, 4, qs, r, -m, m);
+        in->o = pair_output(env, 4, os);
+    }
+    int32_t lens[64];
+    if (c->k_lens) {
+        int64_t total = sum_lens(c->k_lens, c->B, cu_k);
+        int64_t ks[3] = {total > 0 ? total : 1, c->Hkv, c->D}, vs[3] = {ks[0], c->Hkv, c->Dv};
+        in->k = pair_random(env, c->dtype, 3, ks, r, -m, m);
+        in->v = pair_random(env, c->dtype, 3, vs, r, -1.0f, 1.0f);
+        int64_t n = c->B + 1;
+        in->cu_k = i32_pair_make(env, 1, &n, cu_k);
+        Tk = max_len(c->k_lens, c->B);
+    } else if (c->block_size) {
+        int64_t max_blocks = (Tk + c->block_size - 1) / c->block_size;
+        int64_t num_blocks = c->B * max_blocks + 3; /* a few blocks no entry uses */
+        int64_t ks[4] = {num_blocks, c->block_size, c->Hkv, c->D};
+        int64_t vs[4] = {num_blocks, c->block_size, c->Hkv, c->Dv};
+        in->k = pair_random(env, c->dtype, 4, ks, r, -m, m);
+        in->v = pair_random(env, c->dtype, 4, vs, r, -1.0f, 1.0f);
+        /* Blocks in a shuffled order. */
+        int32_t *table = malloc((size_t)(c->B * max_blocks) * sizeof *table);
+        assert_non_null(table);
+        for (int64_t e = 0; e < c->B * max_blocks; e++)
+            table[e] = (int32_t)e + 3;
+        for (int64_t e = c->B * max_blocks - 1; e > 0; e--) {
+            int x = rng_int(r, 0, (int)e);
+            int32_t t = table[e];
+            table[e] = table[x], table[x] = t;
+        }
+        int64_t ts[2] = {c->B, max_blocks};
+        in->table = i32_pair_make(env, 2, ts, table);
+        free(table);
+        Tk = max_blocks * c->block_size;
+        for (int64_t b = 0; b < c->B; b++) /* the last block partly filled */
+            lens[b] = (int32_t)(b == 0 ? c->Tk : rng_int(r, 0, (int)c->Tk));
+    } else {
+        int64_t ks[4], vs[4];
+        dims4(c, c->Hkv, Tk, c->D, ks);
+        dims4(c, c->Hkv, Tk, c->Dv, vs);
+        in->k = pair_random(env, c->dtype, 4, ks, r, -m, m);
+        in->v = pair_random(env, c->dtype, 4, vs, r, -1.0f, 1.0f);
+    }
+    vkattn_attention_desc d = {
+        .layout = c->layout, .causal = c->causal,
+        .has_q_offset = c->has_q_offset, .q_offset = c->q_offset,
+        .has_window = c->has_window, .window_left = c->left, .window_right = c->right,
+        .softcap = c->softcap,
+    };
+    in->gpu = in->cpu = d;
+    if (c->kv_len && !c->block_size) {
+        for (int64_t b = 0; b < c->B; b++) {
+            int64_t keys = c->k_lens ? c->k_lens[b] : Tk;
+            lens[b] = b == 0 ? 0 : rng_int(r, 0, (int)keys);
+        }
+    }
+    if (c->kv_len || c->block_size) {
+        int64_t n = c->B;
+        in->kv_len = i32_pair_make(env, 1, &n, lens);
+        in->gpu.kv_len = in->kv_len.gpu, in->cpu.kv_len = in->kv_len.cpu;
+    }
+    int64_t h = c->H;
+    if (c->sinks) {
+        in->sinks = pair_random(env, VKATTN_DTYPE_F32, 1, &h, r, -1.0f, 2.0f);
+        in->gpu.sinks = in->sinks.gpu, in->cpu.sinks = in->sinks.cpu;
+    }
+    if (c->alibi) {
+        in->alibi = pair_random(env, VKATTN_DTYPE_F32, 1, &h, r, 0.0f, 1.0f);
+        for (int64_t i = 0; i < c->H; i++) /* ALiBi's geometric slopes */
+            in->alibi.host[i] = powf(2.0f, -8.0f * (float)(i + 1) / (float)c->H);
+        assert_int_equal(vkattn_tensor_upload(in->alibi.gpu, in->alibi.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(in->alibi.cpu, in->alibi.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        in->gpu.alibi_slopes = in->alibi.gpu, in->cpu.alibi_slopes = in->alibi.cpu;
+    }
+    if (c->mask)
+        make_mask(env, c, Tq, Tk, r, in);
+    in->gpu.cu_seqlens_q = in->cu_q.gpu, in->cpu.cu_seqlens_q = in->cu_q.cpu;
+    in->gpu.cu_seqlens_k = in->cu_k.gpu, in->cpu.cu_seqlens_k = in->cu_k.cpu;
+    in->gpu.block_table = in->table.gpu, in->cpu.block_table = in->table.cpu;
+}
+
+static void free_inputs(var_inputs *in)
+{
+    pair *pairs[] = {&in->q, &in->k, &in->v, &in->o, &in->sinks, &in->alibi, &in->mask};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (pairs[i]->gpu)
+            pair_destroy(pairs[i]);
+    i32_pair *ints[] = {&in->kv_len, &in->cu_q, &in->cu_k, &in->table};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        i32_pair_destroy(ints[i]);
+}
+
+static const char *path_name(const var_path *p, char *buf, size_t size)
+{
+    static const char *paths[] = {"auto", "fused", "unfused"};
+    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
+    snprintf(buf, size, "%s/%s splits %u", paths[p->path], variants[p->variant], p->kv_splits);
+    return buf;
+}
+
+static void run_var_case(test_env *env, const var_case *c, const var_path *paths, int npaths,
+                         rng *r)
+{
+    var_inputs in;
+    make_inputs(env, c, r, &in);
+    assert_int_equal(vkattn_attention(env->cpu, &in.cpu, in.q.cpu, in.k.cpu, in.v.cpu, in.o.cpu),
+                     VKATTN_OK);
+    double score_size = (double)c->D * c->magnitude * c->magnitude / sqrt((double)c->D);
+    double atol = 16 * 1.2e-7 * (score_size + 4.0) + 2e-5;
+    bool bf16 = c->dtype == VKATTN_DTYPE_BF16;
+    for (int i = 0; i < npaths; i++) {
+        char name[256], pn[64];
+        snprintf(name, sizeof name, "%s (%s)", c->name, path_name(&paths[i], pn, sizeof pn));
+        assert_int_equal(vkattn_tensor_upload(in.o.gpu, in.o.host, VKATTN_DTYPE_F32), VKATTN_OK);
+        vkattn_attention_desc d = in.gpu;
+        d.path = paths[i].path;
+        d.fused_variant = paths[i].variant;
+        d.kv_splits = paths[i].kv_splits;
+        vkattn_status s = vkattn_attention(env->gpu, &d, in.q.gpu, in.k.gpu, in.v.gpu, in.o.gpu);
+        /* The unfused path takes none of the variants (yet): it must say so. */
+        bool refuses = paths[i].path == VKATTN_PATH_UNFUSED ||
+                       (paths[i].variant == VKATTN_FUSED_ROWS && bf16);
+        if (refuses) {
+            if (s != VKATTN_ERROR_UNSUPPORTED)
+                fail_msg("%s: %s, expected UNSUPPORTED", name, vkattn_status_string(s));
+            continue;
+        }
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
+        expect_close(name, &in.o, atol, 0.0, NULL);
+    }
+    free_inputs(&in);
+}
+
+#define F32 VKATTN_DTYPE_F32
+#define F16 VKATTN_DTYPE_F16
+#define BF16 VKATTN_DTYPE_BF16
+#define BHSD VKATTN_LAYOUT_BHSD
+#define BSHD VKATTN_LAYOUT_BSHD
+#define NPATHS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const int32_t lens_q3[] = {5, 0, 17}, lens_k3[] = {9, 4, 17};
+static const int32_t lens_q4[] = {1, 23, 3, 8}, lens_k4[] = {40, 23, 1, 8};
+static const int32_t lens_dec[] = {1, 1, 1}, lens_mixed[] = {1, 70, 6};
+
+/* Scores and which keys a row sees, on dense tensors. */
+static const var_case score_cases[] = {
+    {.name = "window", .B = 1, .H = 2, .Hkv = 2, .Tq = 40, .Tk = 40, .D = 16, .Dv = 16,
+     .causal = true, .has_window = true, .left = 7, .right = 0, .dtype = F32, .magnitude = 1},
+    {.name = "window two-sided non-causal", .B = 2, .H = 2, .Hkv = 1, .Tq = 23, .Tk = 31, .D = 13,
+     .Dv = 13, .has_window = true, .left = 3, .right = 5, .dtype = F32, .magnitude = 1},
+    {.name = "window left unbounded", .B = 1, .H = 3, .Hkv = 3, .Tq = 9, .Tk = 30, .D = 8, .Dv = 8,
+     .has_window = true, .left = -1, .right = 2, .dtype = F32, .magnitude = 1},
+    {.name = "window causal q_offset", .B = 2, .H = 4, .Hkv = 2, .Tq = 11, .Tk = 50, .D = 32,
+     .Dv = 32, .causal = true, .has_q_offset = true, .q_offset = 20, .has_window = true, .left = 6,
+     .right = 3, .kv_len = true, .layout = BSHD, .dtype = F32, .magnitude = 1},
+    {.name = "window 0 (diagonal only)", .B = 1, .H = 1, .Hkv = 1, .Tq = 12, .Tk = 12, .D = 8,
+     .Dv = 8, .has_window = true, .left = 0, .right = 0, .dtype = F32, .magnitude = 1},
+    {.name = "softcap", .B = 1, .H = 2, .Hkv = 2, .Tq = 19, .Tk = 27, .D = 24, .Dv = 24,
+     .causal = true, .softcap = 5.0f, .dtype = F32, .magnitude = 4},
+    {.name = "softcap large magnitude", .B = 1, .H = 2, .Hkv = 1, .Tq = 9, .Tk = 9, .D = 16,
+     .Dv = 16, .softcap = 30.0f, .dtype = F32, .magnitude = 30},
+    {.name = "sinks", .B = 2, .H = 4, .Hkv = 2, .Tq = 13, .Tk = 13, .D = 16, .Dv = 16,
+     .causal = true, .sinks = true, .dtype = F32, .magnitude = 1},
+    {.name = "sinks fully masked rows", .B = 3, .H = 2, .Hkv = 2, .Tq = 7, .Tk = 20, .D = 8,
+     .Dv = 8, .causal = true, .has_q_offset = true, .q_offset = -3, .sinks = true, .kv_len = true,
+     .dtype = F32, .magnitude = 1},
+    {.name = "alibi", .B = 1, .H = 4, .Hkv = 4, .Tq = 21, .Tk = 21, .D = 16, .Dv = 16,
+     .causal = true, .alibi = true, .dtype = F32, .magnitude = 1},
+    {.name = "alibi non-causal Tq<Tk", .B = 2, .H = 3, .Hkv = 1, .Tq = 5, .Tk = 33, .D = 12,
+     .Dv = 20, .alibi = true, .dtype = F32, .magnitude = 1},
+    {.name = "mask 2-D", .B = 2, .H = 2, .Hkv = 2, .Tq = 10, .Tk = 15, .D = 8, .Dv = 8,
+     .mask = MASK_2D, .dtype = F32, .magnitude = 1},
+    {.name = "mask (B,1) -inf rows", .B = 2, .H = 3, .Hkv = 3, .Tq = 9, .Tk = 9, .D = 16,
+     .Dv = 16, .causal = true, .mask = MASK_B1, .neg_inf_row = true, .dtype = F32, .magnitude = 1},
+    {.name = "mask (B,H) f16 GQA", .B = 1, .H = 4, .Hkv = 2, .Tq = 17, .Tk = 29, .D = 32,
+     .Dv = 32, .mask = MASK_BH, .neg_inf_row = true, .layout = BSHD, .dtype = F16, .magnitude = 1},
+    {.name = "everything", .B = 2, .H = 4, .Hkv = 2, .Tq = 19, .Tk = 37, .D = 24, .Dv = 16,
+     .causal = true, .has_window = true, .left = 9, .right = -1, .softcap = 10.0f, .sinks = true,
+     .alibi = true, .mask = MASK_BH, .neg_inf_row = true, .kv_len = true, .dtype = F32,
+     .magnitude = 2},
+    {.name = "everything bf16 bshd", .B = 2, .H = 4, .Hkv = 1, .Tq = 6, .Tk = 41, .D = 40,
+     .Dv = 40, .causal = true, .has_window = true, .left = 12, .right = 2, .softcap = 20.0f,
+     .sinks = true, .alibi = true, .mask = MASK_B1, .layout = BSHD, .dtype = BF16, .magnitude = 1},
+    {.name = "T=1 everything", .B = 1, .H = 2, .Hkv = 1, .Tq = 1, .Tk = 1, .D = 5, .Dv = 7,
+     .causal = true, .has_window = true, .left = 0, .right = 0, .softcap = 1.0f, .sinks = true,
+     .alibi = true, .mask = MASK_2D, .dtype = F32, .magnitude = 1},
+};
+
+/* Where the keys and queries are: packed sequences and paged caches. */
+static const var_case layout_cases[] = {
+    {.name = "varlen with an empty sequence", .B = 3, .H = 2, .Hkv = 2, .D = 16, .Dv = 16,
+     .causal = true, .q_lens = lens_q3, .k_lens = lens_k3, .dtype = F32, .magnitude = 1},
+    {.name = "varlen GQA non-causal", .B = 4, .H = 6, .Hkv = 2, .D = 13, .Dv = 8,
+     .q_lens = lens_q4, .k_lens = lens_k4, .dtype = F32, .magnitude = 1},
+    {.name = "varlen every variant f16", .B = 4, .H = 4, .Hkv = 2, .D = 32, .Dv = 32,
+     .causal = true, .has_window = true, .left = 5, .right = 1, .softcap = 8.0f, .sinks = true,
+     .alibi = true, .mask = MASK_BH, .kv_len = true, .q_lens = lens_q4, .k_lens = lens_k4,
+     .dtype = F16, .magnitude = 1},
+    {.name = "varlen 1 beside 70", .B = 3, .H = 2, .Hkv = 1, .D = 64, .Dv = 64, .causal = true,
+     .q_lens = lens_mixed, .k_lens = lens_mixed, .dtype = BF16, .magnitude = 1},
+    {.name = "paged decode block 16", .B = 3, .H = 8, .Hkv = 2, .Tq = 1, .Tk = 70, .D = 32,
+     .Dv = 32, .causal = true, .block_size = 16, .dtype = F32, .magnitude = 1},
+    {.name = "paged block 1", .B = 2, .H = 2, .Hkv = 2, .Tq = 3, .Tk = 9, .D = 8, .Dv = 8,
+     .causal = true, .block_size = 1, .dtype = F32, .magnitude = 1},
+    {.name = "paged prefill chunk bshd", .B = 2, .H = 4, .Hkv = 1, .Tq = 7, .Tk = 45, .D = 24,
+     .Dv = 16, .causal = true, .block_size = 8, .layout = BSHD, .dtype = F16, .magnitude = 1},
+    {.name = "paged every variant", .B = 2, .H = 4, .Hkv = 2, .Tq = 5, .Tk = 37, .D = 16,
+     .Dv = 16, .causal = true, .has_window = true, .left = 10, .right = 0, .softcap = 6.0f,
+     .sinks = true, .alibi = true, .mask = MASK_B1, .block_size = 5, .dtype = F32,
+     .magnitude = 1},
+    {.name = "paged block 256", .B = 1, .H = 2, .Hkv = 1, .Tq = 2, .Tk = 300, .D = 16, .Dv = 16,
+     .causal = true, .block_size = 256, .dtype = F32, .magnitude = 1},
+    {.name = "packed queries on a paged cache", .B = 3, .H = 2, .Hkv = 1, .Tk = 30, .D = 8,
+     .Dv = 8, .causal = true, .q_lens = lens_dec, .block_size = 4, .dtype = F32, .magnitude = 1},
+};
+
+static void test_score_variants(void **state)
+{
+    test_env *env = *state;
+    rng r = {21};
+    for (size_t i = 0; i < sizeof score_cases / sizeof score_cases[0]; i++)
+        run_var_case(env, &score_cases[i], all_paths, NPATHS(all_paths), &r);
+}
+
+static void test_layout_variants(void **state)
+{
+    test_env *env = *state;
+    rng r = {22};
+    for (size_t i = 0; i < sizeof layout_cases / sizeof layout_cases[0]; i++)
+        run_var_case(env, &layout_cases[i], all_paths, NPATHS(all_paths), &r);
+}
+
+/* A window of W keys at T: long enough that only the window's tiles are read. */
+static void test_long_window(void **state)
+{
+    test_env *env = *state;
+    rng r = {23};
+    static const var_path paths[] = {
+        {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
+    };
+    var_case c = {.name = "window 100 at T=3000", .B = 1, .H = 2, .Hkv = 1, .Tq = 3000,
+                  .Tk = 3000, .D = 32, .Dv = 32, .causal = true, .has_window = true, .left = 100,
+                  .right = 0, .dtype = F16, .magnitude = 1};
+    run_var_case(env, &c, paths, NPATHS(paths), &r);
+}
+
+/* MLA head sizes (DeepSeek: D = 576, Dv = 512) on the path AUTO takes. */
+static void test_large_heads(void **state)
+{
+    test_env *env = *state;
+    rng r = {24};
+    static const var_path paths[] = {
+        {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
+    };
+    var_case c = {.name = "D=576 Dv=512 paged decode", .B = 2, .H = 4, .Hkv = 1, .Tq = 1,
+                  .Tk = 40, .D = 576, .Dv = 512, .causal = true, .block_size = 16, .dtype = F16,
+                  .magnitude = 0.5f};
+    run_var_case(env, &c, paths, NPATHS(paths), &r);
+    var_case dense = {.name = "D=576 Dv=512 prefill", .B = 1, .H = 2, .Hkv = 1, .Tq = 9, .Tk = 9,
+                      .D = 576, .Dv = 512, .causal = true, .dtype = F32, .magnitude = 0.5f};
+    run_var_case(env, &dense, paths, NPATHS(paths), &r);
+}
+
+/* Each bad variant argument: its status, and a message that names the tensor. */
+static void expect_refusal(test_env *env, const vkattn_attention_desc *d, const pair *q,
+                           const pair *k, const pair *v, const pair *o, vkattn_status want,
+                           const char *needle)
+{
+    vkattn_status s = vkattn_attention(env->gpu, d, q->gpu, k->gpu, v->gpu, o->gpu);
+    const char *msg = vkattn_last_error(env->gpu);
+    if (s != want || !strstr(msg, needle))
+        fail_msg("got %s \"%s\", expected %s naming \"%s\"", vkattn_status_string(s), msg,
+                 vkattn_status_string(want), needle);
+}
+
+static void test_variant_errors(void **state)
+{
+    test_env *env = *state;
+    rng r = {25};
+    int64_t qs[4] = {2, 2, 4, 8}, packed[3] = {6, 2, 8}, cache[4] = {4, 2, 2, 8}, one = 2;
+    pair q = pair_random(env, F32, 4, qs, &r, -1, 1), o = pair_output(env, 4, qs);
+    pair qp = pair_random(env, F32, 3, packed, &r, -1, 1), op = pair_output(env, 3, packed);
+    pair kc = pair_random(env, F32, 4, cache, &r, -1, 1);
+    int64_t wrong_shape[2] = {4, 5};
+    pair mask = pair_random(env, F32, 2, wrong_shape, &r, 0, 0);
+    pair f_table = pair_random(env, F32, 2, (int64_t[]){2, 2}, &r, 0, 0);
+    pair sinks3 = pair_random(env, F32, 1, (int64_t[]){3}, &r, 0, 0);
+    int32_t bad_cu[3] = {0, 4, 3}, past_cu[3] = {0, 3, 9}, lens[2] = {3, 4};
+    int32_t table[4] = {0, 1, 2, 9};
+    int64_t three = 3, ts[2] = {2, 2};
+    i32_pair cu_bad = i32_pair_make(env, 1, &three, bad_cu);
+    i32_pair cu_past = i32_pair_make(env, 1, &three, past_cu);
+    i32_pair kv = i32_pair_make(env, 1, &one, lens);
+    i32_pair tab = i32_pair_make(env, 2, ts, table);
+
+    vkattn_attention_desc d = {.has_window = true, .window_left = -2, .window_right = 0};
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT, "window (-2, 0)");
+    d = (vkattn_attention_desc){.softcap = -1.0f};
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT, "softcap is -1");
+    d = (vkattn_attention_desc){.mask = mask.gpu};
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_SHAPE_MISMATCH, "mask is 4x5");
+    d = (vkattn_attention_desc){.sinks = sinks3.gpu};
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_SHAPE_MISMATCH, "sinks is f32 3");
+    d = (vkattn_attention_desc){.cu_seqlens_q = cu_bad.gpu, .cu_seqlens_k = cu_bad.gpu};
+    expect_refusal(env, &d, &qp, &qp, &qp, &op, VKATTN_ERROR_INVALID_ARGUMENT,
+                   "cu_seqlens_q[2] = 3 is less than cu_seqlens_q[1] = 4");
+    d = (vkattn_attention_desc){.cu_seqlens_q = cu_past.gpu, .cu_seqlens_k = cu_past.gpu};
+    expect_refusal(env, &d, &qp, &qp, &qp, &op, VKATTN_ERROR_INVALID_ARGUMENT,
+                   "cu_seqlens_q[2] = 9 is past Q's 6 rows");
+    d = (vkattn_attention_desc){.block_table = f_table.gpu, .kv_len = kv.gpu};
+    expect_refusal(env, &d, &q, &kc, &kc, &o, VKATTN_ERROR_SHAPE_MISMATCH,
+                   "block_table is f32");
+    d = (vkattn_attention_desc){.block_table = tab.gpu};
+    expect_refusal(env, &d, &q, &kc, &kc, &o, VKATTN_ERROR_INVALID_ARGUMENT, "needs kv_len");
+    d = (vkattn_attention_desc){.block_table = tab.gpu, .kv_len = kv.gpu};
+    expect_refusal(env, &d, &q, &kc, &kc, &o, VKATTN_ERROR_INVALID_ARGUMENT,
+                   "block_table[1][1] = 9 is outside the cache's 4 blocks");
+    d = (vkattn_attention_desc){.kv_len = kv.gpu};
+    lens[1] = 5;
+    assert_int_equal(vkattn_tensor_upload(kv.gpu, lens, VKATTN_DTYPE_I32), VKATTN_OK);
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT,
+                   "kv_len[1] = 5 is outside 0..4");
+
+    pair *pairs[] = {&q, &o, &qp, &op, &kc, &mask, &f_table, &sinks3};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        pair_destroy(pairs[i]);
+    i32_pair *ints[] = {&cu_bad, &cu_past, &kv, &tab};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        i32_pair_destroy(ints[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_variant_errors),
+        cmocka_unit_test(test_score_variants),
+        cmocka_unit_test(test_layout_variants),
+        cmocka_unit_test(test_long_window),
+        cmocka_unit_test(test_large_heads),
+    };
+    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+}
