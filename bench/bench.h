@@ -44,6 +44,12 @@ typedef enum bench_path {
  *                   H = Hkv = 1, Dv = 0
  *   softmax         X (B,H,Tq,Tk), softmax over Tk; D = Dv = 0, Hkv = H
  *   head_transpose  X (B,T,H,D) -> Y (B,H,T,D): Tq = T, Tk = 0, Hkv = H, Dv = D */
+/* An attention variant a case runs with (bench_variants.c); `param` is the
+ * window's left size or the paged cache's block size. */
+typedef enum bench_att_variant {
+    AV_NONE, AV_WINDOW, AV_SOFTCAP, AV_SINKS, AV_ALIBI, AV_MASK, AV_VARLEN, AV_PAGED,
+} bench_att_variant;
+
 typedef struct bench_case {
     bench_op op;
     bench_path path;
@@ -54,6 +60,8 @@ typedef struct bench_case {
     bool has_q_offset;      /* attention/softmax: else q_offset = Tk - Tq */
     int64_t q_offset;
     vkattn_dtype dtype;     /* of the inputs; outputs are f32 */
+    bench_att_variant att_variant; /* attention: AV_NONE, or the variant it adds */
+    int64_t param;
 } bench_case;
 
 typedef struct bench_options {
@@ -199,6 +207,9 @@ double bench_unmasked_pairs(int64_t Tq, int64_t Tk, bool causal, int64_t q_offse
 /* ---- one file per op ----------------------------------------------------- */
 
 void bench_run_attention(const bench_env *env, const bench_case *c, bench_result *r);
+/* Attention with c->att_variant, verified against the CPU reference on the whole problem. */
+void bench_run_attention_variant(const bench_env *env, const bench_case *c, bench_result *r);
+const char *bench_att_variant_name(const bench_case *c);
 void bench_run_mha(const bench_env *env, const bench_case *c, bench_result *r);
 void bench_run_matmul(const bench_env *env, const bench_case *c, bench_result *r);
 void bench_run_softmax(const bench_env *env, const bench_case *c, bench_result *r);

@@ -14,7 +14,12 @@ static void run_case(const bench_env *env, const bench_case *c, bench_result *r)
     memset(r, 0, sizeof *r);
     r->ok = true;
     switch (c->op) {
-    case OP_ATTENTION: bench_run_attention(env, c, r); break;
+    case OP_ATTENTION:
+        if (c->att_variant != AV_NONE)
+            bench_run_attention_variant(env, c, r);
+        else
+            bench_run_attention(env, c, r);
+        break;
     case OP_MHA: bench_run_mha(env, c, r); break;
     case OP_MATMUL: bench_run_matmul(env, c, r); break;
     case OP_SOFTMAX: bench_run_softmax(env, c, r); break;

@@ -35,7 +35,8 @@ const char *bench_variant_name(const bench_case *c)
             static const char *fused[] = {"", "rows ", "tiled ", "coopmat ", "coopmat_emu "};
             static char name[48];
             uint32_t k = c->kv_splits;
-            snprintf(name, sizeof name, "%s%s", (unsigned)c->variant < 5 ? fused[c->variant] : "? ",
+            snprintf(name, sizeof name, "%s%s%s", bench_att_variant_name(c),
+                     (unsigned)c->variant < 5 ? fused[c->variant] : "? ",
                      splits[k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : k == 4 ? 3 : k == 8 ? 4 : 5]);
             return name;
         }
@@ -111,7 +112,7 @@ static figures derive(const bench_report *rep, const bench_case *c, const bench_
 }
 
 static const char *table_format =
-    "%-14s %-9s %-11s %-24s %-3s %-3s %10s %10s %4s %9s %8s %6s %9s %9s %s\n";
+    "%-14s %-9s %-22s %-24s %-3s %-3s %10s %10s %4s %9s %8s %6s %9s %9s %s\n";
 
 void bench_report_begin(const bench_report *rep)
 {

@@ -1,6 +1,7 @@
 /* vkattn-bench: the sweeps. --quick (the default) is sized for lavapipe, a CPU
  * Vulkan driver, to finish in under a minute with a cold shader cache; --full
- * adds long sequences, decode, GQA, f16, bf16 and odd head sizes; --gpu replaces
+ * adds long sequences, decode, GQA, f16, bf16, odd head sizes and each
+ * attention variant beside the plain case it extends; --gpu replaces
  * both with the GPU targets of issue 10 (what scripts/gpu-check.sh runs and
  * compares with PyTorch's SDPA). The options --op, --path, --dtype and --shape
  * then filter and change the list. */
@@ -20,6 +21,11 @@
 #define ATT_VARIANT(variant_, b, h, hkv, tq, tk, d, dv, causal_, dt)                          \
     {.op = OP_ATTENTION, .path = PATH_FUSED, .variant = VKATTN_FUSED_##variant_, .B = b,      \
      .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_, .dtype = dt}
+/* attention with a variant (bench_variants.c): window left size or block size */
+#define ATT_VAR(kind, param_, path_, b, h, hkv, tq, tk, d, dv, causal_, dt)                    \
+    {.op = OP_ATTENTION, .path = PATH_##path_, .att_variant = AV_##kind, .param = param_,      \
+     .B = b, .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_,      \
+     .dtype = dt}
 /* mha: B, H, T, Dh (C = H * Dh) */
 #define MHA(path_, b, h, t, dh, causal_, dt)                                                    \
     {.op = OP_MHA, .path = PATH_##path_, .B = b, .H = h, .Hkv = h, .Tq = t, .Tk = t, .D = dh,  \
@@ -56,6 +62,9 @@ static const bench_case quick[] = {
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
     ATT(REFERENCE, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
     ATT(FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32, 0),           /* decode */
+    /* the same prefill with a sliding window, the same decode from a paged cache */
+    ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
+    ATT_VAR(PAGED, 16, FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32),
     MHA(AUTO, 1, 4, 256, 64, true, F32),
 };
 
@@ -99,6 +108,16 @@ static const bench_case full[] = {
     ATT(UNFUSED, 1, 8, 8, 1024, 1024, 96, 96, true, F32, 0),
     MHA(FUSED, 1, 8, 512, 64, true, F32),
     MHA(UNFUSED, 1, 8, 512, 64, true, F32),
+    /* the variants (issue 11): each beside the plain case it extends */
+    ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 8192, 8192, 64, 64, true, F32),  /* vs T=8192 causal */
+    ATT_VAR(PAGED, 16, FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32),   /* vs contiguous decode */
+    ATT_VAR(VARLEN, 0, FUSED, 8, 8, 8, 4096, 4096, 64, 64, true, F32),    /* lengths 1..4096 */
+    ATT(FUSED, 8, 8, 8, 4096, 4096, 64, 64, true, F32, 0),                /* the same, padded */
+    ATT_VAR(SOFTCAP, 0, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),   /* vs T=2048 causal */
+    ATT_VAR(SINKS, 0, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
+    ATT_VAR(ALIBI, 0, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
+    ATT_VAR(MASK, 0, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
+    ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
 };
 
 /* The GPU targets: attention only, by the path a user gets (auto), one row per
@@ -134,7 +153,8 @@ static bool same_case(const bench_case *a, const bench_case *b)
            a->kv_splits == b->kv_splits && a->B == b->B && a->H == b->H && a->Hkv == b->Hkv &&
            a->Tq == b->Tq && a->Tk == b->Tk && a->D == b->D && a->Dv == b->Dv &&
            a->causal == b->causal && a->has_q_offset == b->has_q_offset &&
-           a->q_offset == b->q_offset && a->dtype == b->dtype;
+           a->q_offset == b->q_offset && a->dtype == b->dtype &&
+           a->att_variant == b->att_variant && a->param == b->param;
 }
 
 /* Appends c unless its op is filtered out or the list has it already. */

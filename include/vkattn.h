@@ -635,8 +635,20 @@ typedef struct vkattn_attention_desc {
  * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O is F32 and must
  * not alias an input. A query row with no allowed key gives zeros. Scratch
  * memory the call needs is kept in the context and reused by later calls of the
- * same or smaller size. `desc` may be NULL. Statuses: INVALID_ARGUMENT (NULL,
- * aliasing, bad enum, scale not positive and finite, q_offset out of range),
+ * same or smaller size. `desc` may be NULL.
+ * kv_len, cu_seqlens and block tables are read back and checked before anything
+ * is recorded (so a call with them first waits for the work recorded before it):
+ * kv_len[b] must lie in 0..(that entry's key count), offsets must start at 0 or
+ * more, never decrease and end within the packed tensor, and every block an entry
+ * uses (below its kv_len) must be in the cache. While recording into an
+ * application's command buffer they cannot be read: nothing is checked, the grid
+ * is sized for the packed totals, and the kernels clamp every offset and block
+ * index into its tensor, so nothing outside a tensor is ever read.
+ * The variants run on the fused path (the unfused one refuses them; AUTO takes
+ * the fused path for them). Statuses: INVALID_ARGUMENT (NULL,
+ * aliasing, bad enum, scale not positive and finite, q_offset out of range, a
+ * window side below -1, softcap not positive and finite, the sequence values
+ * above, a missing kv_len with a block table),
  * INVALID_SHAPE (not 4-D), SHAPE_MISMATCH (with both shapes in the message),
  * UNSUPPORTED (dtypes; FUSED or a fused variant forced where it cannot run),
  * EXCEEDS_DEVICE_LIMIT, OUT_OF_DEVICE_MEMORY, OUT_OF_HOST_MEMORY. */

@@ -131,10 +131,15 @@ void main()
         float s[TM * KB];
         for (uint x = 0; x < TM * KB; x++)
             s[x] = 0.0;
+        // Where the step's keys are (a paged cache: a table lookup and a
+        // division each), found once for every dimension.
+        uint key_at[KB];
+        for (uint c = 0; c < KB; c++)
+            key_at[c] = key_row(b, seq, min(j0 + c, max_limit - 1));
 #define SCORE_STEP(d4)                                                          \
         if (d4 < D4)                                                            \
             for (uint c = 0; c < KB; c++) {                                     \
-                vec4 k = fetch4(k_tex, k_base + key_row(b, seq, min(j0 + c, max_limit - 1)) * p.k_ss, d4, D); \
+                vec4 k = fetch4(k_tex, k_base + key_at[c] * p.k_ss, d4, D); \
                 for (uint t = 0; t < TM; t++)                                   \
                     s[t * KB + c] += dot(q[t * D4 + d4], k);                    \
             }
@@ -173,7 +178,7 @@ void main()
         if (d4 < DV4) {                                                         \
             vec4 v[KB];                                                         \
             for (uint c = 0; c < KB; c++)                                       \
-                v[c] = fetch4(v_tex, v_base + key_row(b, seq, min(j0 + c, max_limit - 1)) * p.v_ss, d4, DV); \
+                v[c] = fetch4(v_tex, v_base + key_at[c] * p.v_ss, d4, DV); \
             for (uint t = 0; t < TM; t++) {                                     \
                 vec4 acc = o[t * DV4 + d4] * alpha[t];                          \
                 for (uint c = 0; c < KB; c++) {                                 \

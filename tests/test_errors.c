@@ -124,12 +124,12 @@ static void test_attention_errors(void **state)
     vkattn_tensor *q3 = make(ctx, VKATTN_DTYPE_F32, 3, 4, 3, 16, 0);
     vkattn_tensor *lens_f32 = make(ctx, VKATTN_DTYPE_F32, 1, 1, 0, 0, 0);
     vkattn_tensor *lens_long = make(ctx, VKATTN_DTYPE_I32, 1, 2, 0, 0, 0);
-    vkattn_tensor *q_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 3, 300);
-    vkattn_tensor *k_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 5, 300);
+    vkattn_tensor *q_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 3, 600);
+    vkattn_tensor *k_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 5, 600);
     vkattn_tensor *o_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 3, 8);
     vkattn_tensor *v_big = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 5, 8);
-    float data[480], sentinel[96], out[96];
-    for (int i = 0; i < 480; i++)
+    float data[3000], sentinel[96], out[96];
+    for (int i = 0; i < 3000; i++)
         data[i] = 0.01f * (float)(i % 17);
     for (int i = 0; i < 96; i++)
         sentinel[i] = -7.0f;
@@ -164,10 +164,10 @@ static void test_attention_errors(void **state)
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH, "kv_len is i32 2");
     d = (vkattn_attention_desc){.has_q_offset = true, .q_offset = (int64_t)1 << 40};
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "q_offset");
-    /* Head size 300 is past the fused kernels: FUSED refuses, AUTO takes the unfused path. */
+    /* Head size 600 is past every fused kernel (the tiled one takes 576): FUSED refuses, AUTO takes the unfused path. */
     d = (vkattn_attention_desc){.path = VKATTN_PATH_FUSED};
     EXPECT_STATUS(vkattn_attention(ctx, &d, q_big, k_big, v_big, o_big), VKATTN_ERROR_UNSUPPORTED,
-                  "fused path: head sizes 300 and 8");
+                  "fused path: head sizes 600 and 8");
     d.path = VKATTN_PATH_AUTO;
     assert_int_equal(vkattn_attention(ctx, &d, q_big, k_big, v_big, o_big), VKATTN_OK);
 
