@@ -20,6 +20,7 @@ layout(constant_id = 2) const bool CAUSAL = false;
 layout(constant_id = 3) const bool HAS_KV_LEN = false;
 layout(constant_id = 4) const bool X_TEXELS = false;  // read X through its texel view
 layout(constant_id = 5) const bool VEC4 = false;      // Tk % 4 == 0: aligned vec4 accesses
+layout(constant_id = 6) const bool HAS_SINKS = false; // attention sinks (one logit per head)
 
 layout(set = 0, binding = 0) readonly buffer X32 { float x32[]; };
 layout(set = 0, binding = 0) readonly buffer X16 { uint x16[]; };
@@ -27,6 +28,7 @@ layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = 1) readonly buffer KvLen { int kv_len[]; };
 layout(set = 0, binding = 2) buffer Y { float y[]; };
 layout(set = 0, binding = 2) buffer Y4 { vec4 y4[]; };
+layout(set = 0, binding = 3) readonly buffer Sinks { float sinks[]; };
 // X again: an RGBA view when VEC4, else an R view.
 layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer x_tex;
 
@@ -39,6 +41,7 @@ layout(push_constant) uniform Push {
     int q_offset;
     uint rows_per_workgroup;
     uint kv_row_base;     // row index of this dispatch's first row, for kv_len
+    uint rows_per_head, heads;  // sinks: row r + kv_row_base is of head (that / rows_per_head) % heads
 } p;
 
 // Elements e .. e+3 of X (e % 4 == 0 when VEC4, so the aligned vec4 lies inside
@@ -111,6 +114,15 @@ void softmax_row(uint row, bool row_valid)
         return;
     // Nothing allowed, or only -inf: the row is zeros (a NaN keeps it NaN).
     bool empty = row_m == NEG_INF && !isnan(s);
+    // A sink logit (raw, so in X's units it is divided by the scale) joins the
+    // denominator of a row that has any allowed key.
+    if (HAS_SINKS && !empty) {
+        float sink = sinks[((row + p.kv_row_base) / p.rows_per_head) % p.heads] *
+                     (1.4426950408889634 / p.scale_log2e);
+        float top = max(row_m, sink);
+        s = s * exp2((row_m - top) * p.scale_log2e) + exp2((sink - top) * p.scale_log2e);
+        row_m = top;
+    }
     float inv = empty ? 0.0 : 1.0 / s;
     float shift = row_m == NEG_INF ? 0.0 : row_m;
     // Sweep 2: normalised values over the allowed keys, exact zeros past them.

@@ -5,6 +5,7 @@
 #include "attention_coopmat_emulated_spv.h"
 #include "attention_coopmat_spv.h"
 #include "attention_rows_spv.h"
+#include "attention_scores_spv.h"
 #include "attention_tiled_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_coopmat_emulated_spv.h"
@@ -32,6 +33,7 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_COOPMAT_EMULATED, "attention_coopmat_emulated",
            attention_coopmat_emulated_spv),
     ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
+    ENTRY_(SHADER_ATTENTION_SCORES, "attention_scores", attention_scores_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

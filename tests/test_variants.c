@@ -243,6 +243,7 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
     double score_size = (double)c->D * c->magnitude * c->magnitude / sqrt((double)c->D);
     double atol = 16 * 1.2e-7 * (score_size + 4.0) + 2e-5;
     bool bf16 = c->dtype == VKATTN_DTYPE_BF16;
+    bool layout_variant = c->q_lens || c->k_lens || c->block_size;
     for (int i = 0; i < npaths; i++) {
         char name[256], pn[64];
         snprintf(name, sizeof name, "%s (%s)", c->name, path_name(&paths[i], pn, sizeof pn));
@@ -252,8 +253,8 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         d.fused_variant = paths[i].variant;
         d.kv_splits = paths[i].kv_splits;
         vkattn_status s = vkattn_attention(env->gpu, &d, in.q.gpu, in.k.gpu, in.v.gpu, in.o.gpu);
-        /* The unfused path takes none of the variants (yet): it must say so. */
-        bool refuses = paths[i].path == VKATTN_PATH_UNFUSED ||
+        /* Packed and paged sequences are for the fused path: the unfused one refuses. */
+        bool refuses = (paths[i].path == VKATTN_PATH_UNFUSED && layout_variant) ||
                        (paths[i].variant == VKATTN_FUSED_ROWS && bf16);
         if (refuses) {
             if (s != VKATTN_ERROR_UNSUPPORTED)

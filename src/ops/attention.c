@@ -8,9 +8,8 @@ vkattn_status vk_attention_record(vkattn_context *ctx, const attention_call *c)
     char why[256];
     if (c->path == VKATTN_PATH_UNFUSED)
         return vk_attention_unfused(ctx, c);
-    /* The variants exist on the fused path only: the unfused one refuses them. */
-    bool fused_only = attention_has_layout_variants(&c->dims) ||
-                      attention_has_score_variants(&c->dims);
+    /* Packed and paged sequences exist on the fused path only. */
+    bool fused_only = attention_has_layout_variants(&c->dims);
     if (c->path == VKATTN_PATH_AUTO && !fused_only &&
         !vk_attention_fused_applies(ctx, c, why, sizeof why)) {
         ctx_log(ctx, VKATTN_LOG_DEBUG, "attention: %s; taking the unfused path", why);

@@ -76,7 +76,7 @@ bool fused_plain_only(const attention_call *c, const char *kernel, char *why, si
 
 /* A window side past every position is no bound at all; clamping keeps the
  * kernels' int arithmetic (pos + right + 1) from overflowing. */
-static int32_t window_side(int32_t side, const attention_dims *d)
+int32_t attention_window_side(int32_t side, const attention_dims *d)
 {
     return side < 0 || (int64_t)side > d->Tk + d->Tq ? -1 : side;
 }
@@ -206,8 +206,8 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
         .splits = plan.splits,
         .keys_per_split = plan.keys_per_split,
         .ml_offset = (uint32_t)(records * 4 * dv4),
-        .window_left = window_side(d->var.window_left, d),
-        .window_right = window_side(d->var.window_right, d),
+        .window_left = attention_window_side(d->var.window_left, d),
+        .window_right = attention_window_side(d->var.window_right, d),
         .softcap_log2e = (float)((double)d->var.softcap * LOG2_E),
         .mask_sb = (uint32_t)d->var.mask_sb,
         .mask_sh = (uint32_t)d->var.mask_sh,

@@ -1,12 +1,13 @@
 /* The unfused attention path, the seeds' pipeline as separate kernels:
  *   (BSHD only) head transpose Q, K, V to BHSD scratch copies;
  *   S = Q K^T (matmul, B*H batches, kv batch z / group for grouped-query);
- *   P = masked softmax(scale * S) in place;
+ *   (with score variants) S = adjusted scale * S, -inf outside a window, in place;
+ *   P = masked softmax(scale * S) in place (sinks in its denominator);
  *   O = P V (matmul); (BSHD only) head transpose O back.
  * The scores are Tq x Tk per head. They go through one scratch buffer no larger
  * than the device's buffer range (and SCORES_BUDGET_BYTES): a chunk of whole
  * heads at a time, or of query rows of one head when a single head does not fit. */
-#include "ops_common.h"
+#include "attention_fused.h"
 
 /* Memory the scores may take at once, whatever the device allows: beyond this
  * the unfused path gains nothing from fewer, larger chunks. */
@@ -72,6 +73,57 @@ static vkattn_status get_operands(vkattn_context *ctx, const attention_call *c,
     return VKATTN_OK;
 }
 
+/* Keep in sync with shaders/attention_scores.comp. */
+typedef struct scores_push {
+    uint32_t count;
+    uint32_t Tk, rows, heads;
+    uint32_t z0, r0;
+    uint32_t H;
+    int32_t q_offset;
+    float scale_log2e, softcap_log2e;
+    int32_t window_left, window_right;
+    uint32_t mask_sb, mask_sh, mask_si;
+} scores_push;
+_Static_assert(sizeof(scores_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
+
+#define SCORES_WORKGROUP 64
+
+/* The score variants over a chunk of raw scores, in place (attention_scores.comp):
+ * scaled, adjusted, -inf outside the window, in the exp2 domain. */
+static vkattn_status record_score_variants(vkattn_context *ctx, const attention_call *c,
+                                           const operands *op, uint64_t z0, uint64_t nz,
+                                           uint64_t r0, uint64_t nr)
+{
+    const attention_dims *d = &c->dims;
+    const attention_variants *v = &d->var;
+    scores_push push = {
+        .count = (uint32_t)(nz * nr * (uint64_t)d->Tk),
+        .Tk = (uint32_t)d->Tk, .rows = (uint32_t)nr, .heads = (uint32_t)nz,
+        .z0 = (uint32_t)z0, .r0 = (uint32_t)r0, .H = (uint32_t)d->H,
+        .q_offset = (int32_t)d->q_offset,
+        .scale_log2e = (float)((double)d->scale * LOG2_E),
+        .softcap_log2e = (float)((double)v->softcap * LOG2_E),
+        .window_left = attention_window_side(v->window_left, d),
+        .window_right = attention_window_side(v->window_right, d),
+        .mask_sb = (uint32_t)v->mask_sb, .mask_sh = (uint32_t)v->mask_sh,
+        .mask_si = (uint32_t)v->mask_si,
+    };
+    vk_dispatch dispatch = {
+        .key = {.shader = SHADER_ATTENTION_SCORES,
+                .spec_count = ATTENTION_SPEC_COUNT,
+                .spec = {[0] = SCORES_WORKGROUP,
+                         [ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c)}},
+        .bindings = {vk_bind(op->scores, true), [8] = vk_bind(v->mask, false),
+                     [10] = vk_bind(v->alibi, false)},
+        .binding_count = 11,
+        .push = &push,
+        .push_bytes = sizeof push,
+    };
+    vkattn_status s = grid_for(ctx, div_up(push.count, SCORES_WORKGROUP), "attention",
+                               dispatch.groups);
+    return s ? s : vk_cmd_dispatch(ctx, &dispatch);
+}
+
 /* Scores, softmax and P @ V for heads [z0, z0 + nz) and query rows [r0, r0 + nr). */
 static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, const operands *op,
                                   uint64_t z0, uint64_t nz, uint64_t r0, uint64_t nr)
@@ -91,6 +143,9 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .alpha = 1.0f,
     };
     vkattn_status s = vk_matmul_record(ctx, &scores);
+    bool adjusted = attention_has_score_variants(d);
+    if (s == VKATTN_OK && adjusted)
+        s = record_score_variants(ctx, c, op, z0, nz, r0, nr);
     if (s != VKATTN_OK)
         return s;
     softmax_call softmax = {
@@ -101,9 +156,14 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
          * (that) / (H * Tq) whether the chunk holds whole heads or rows of one. */
         .rows_per_batch = (uint32_t)((uint64_t)d->H * Tq),
         .kv_row_base = (uint32_t)(z0 * Tq + r0),
-        .scale = d->scale,
+        /* Adjusted scores are already scaled, in the exp2 domain: ln 2 makes
+         * the softmax's exponent exactly 2^s. */
+        .scale = adjusted ? (float)LN_2 : d->scale,
         .causal = d->causal,
         .q_offset = (int32_t)(d->q_offset + (int64_t)r0),
+        .sinks = d->var.sinks,
+        .rows_per_head = (uint32_t)Tq,
+        .heads = (uint32_t)d->H,
     };
     if ((s = vk_softmax_record(ctx, &softmax)) != VKATTN_OK)
         return s;
@@ -123,14 +183,12 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
 vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c)
 {
     const attention_dims *d = &c->dims;
-    /* Paging and packing are addressing inside the fused kernels; the score
-     * variants would need a pass over the materialised scores that is not
-     * written yet. AUTO never sends them here. */
-    if (attention_has_layout_variants(d) || attention_has_score_variants(d))
+    /* Packed and paged sequences are addressing inside the fused kernels; AUTO
+     * never sends them here. */
+    if (attention_has_layout_variants(d))
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "attention: the unfused path takes no window, softcap, sinks, ALiBi, "
-                        "mask, packed (cu_seqlens) or paged (block_table) sequences: use the "
-                        "fused path");
+                        "attention: packed (cu_seqlens) and paged (block_table) sequences run on "
+                        "the fused path only");
     chunking ch;
     operands op;
     vkattn_status s = plan_chunks(ctx, d, &ch);

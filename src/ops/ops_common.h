@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #define LOG2_E 1.4426950408889634
+#define LN_2 0.6931471805599453
 
 /* An input an op reads: F32, F16 or BF16. */
 vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
@@ -86,6 +87,10 @@ typedef struct softmax_call {
     bool causal;
     int32_t q_offset;
     vkattn_softmax_variant variant;
+    /* Attention sinks (NULL: none): row r + kv_row_base is of head
+     * ((r + kv_row_base) / rows_per_head) % heads. */
+    const vkattn_tensor *sinks;
+    uint32_t rows_per_head, heads;
 } softmax_call;
 
 vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c);

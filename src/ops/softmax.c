@@ -12,12 +12,13 @@ typedef struct softmax_push {
     int32_t q_offset;
     uint32_t rows_per_workgroup;
     uint32_t kv_row_base;
+    uint32_t rows_per_head, heads;
 } softmax_push;
 _Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum softmax_spec { /* constant_id values in softmax_body.glsl */
     SM_SPEC_WORKGROUP = 0, SM_SPEC_X_DTYPE, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
-    SM_SPEC_VEC4, SM_SPEC_COUNT
+    SM_SPEC_VEC4, SM_SPEC_HAS_SINKS, SM_SPEC_COUNT
 };
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
@@ -119,6 +120,8 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
         .q_offset = c->q_offset,
         .rows_per_workgroup = rows_per_workgroup,
         .kv_row_base = c->kv_row_base,
+        .rows_per_head = c->rows_per_head ? c->rows_per_head : 1,
+        .heads = c->heads ? c->heads : 1,
     };
     vk_binding x = vk_bind(c->x, false);
     if (vec4)
@@ -132,9 +135,10 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
                          [SM_SPEC_CAUSAL] = c->causal,
                          [SM_SPEC_HAS_KV_LEN] = c->kv_len != NULL,
                          [SM_SPEC_X_TEXELS] = texels,
-                         [SM_SPEC_VEC4] = vec4}},
-        .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true)},
-        .binding_count = 3,
+                         [SM_SPEC_VEC4] = vec4,
+                         [SM_SPEC_HAS_SINKS] = c->sinks != NULL}},
+        .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true), vk_bind(c->sinks, false)},
+        .binding_count = 4,
         .push = &push,
         .push_bytes = sizeof push,
     };

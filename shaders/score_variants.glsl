@@ -1,0 +1,67 @@
+// The attention variants that change scores (DESIGN.md section 1), shared by
+// the fused kernels (through attention_variants.glsl) and the unfused path's
+// score pass (attention_scores.comp): the variant bit set, the sliding window's
+// key range, soft-capping, ALiBi and the additive mask. Scores live in the exp2
+// domain (scale * log2(e) already applied).
+//
+// VARIANTS is one bit set, specialization constant 15 of every attention kernel
+// (keep in sync with the VAR_* bits and ATTENTION_VARIANTS_SPEC_ID in
+// src/ops/attention_fused.h), so each unused variant compiles away. The mask,
+// sinks and ALiBi slopes are bindings 8, 9 and 10 of every such kernel.
+layout(constant_id = 15) const uint VARIANTS = 0u;
+const uint VAR_WINDOW = 1u, VAR_SOFTCAP = 2u, VAR_ALIBI = 4u, VAR_MASK = 8u, VAR_SINKS = 16u,
+           VAR_PACKED_Q = 32u, VAR_PACKED_K = 64u, VAR_PAGED = 128u, VAR_SEQ_Q_OFFSET = 256u,
+           VAR_MASK_F16 = 512u, VAR_MASK_BF16 = 1024u, VAR_KV_LEN = 2048u;
+const bool HAS_WINDOW = (VARIANTS & VAR_WINDOW) != 0u;
+const bool HAS_SOFTCAP = (VARIANTS & VAR_SOFTCAP) != 0u;
+const bool HAS_ALIBI = (VARIANTS & VAR_ALIBI) != 0u;
+const bool HAS_MASK = (VARIANTS & VAR_MASK) != 0u;
+const bool HAS_SINKS = (VARIANTS & VAR_SINKS) != 0u;
+const bool PACKED_Q = (VARIANTS & VAR_PACKED_Q) != 0u;
+const bool PACKED_K = (VARIANTS & VAR_PACKED_K) != 0u;
+const bool PAGED = (VARIANTS & VAR_PAGED) != 0u;
+const bool SEQ_Q_OFFSET = (VARIANTS & VAR_SEQ_Q_OFFSET) != 0u;
+const bool SEQ_KV_LEN = (VARIANTS & VAR_KV_LEN) != 0u;
+const uint MASK_DTYPE = (VARIANTS & VAR_MASK_F16) != 0u ? DTYPE_F16
+                        : (VARIANTS & VAR_MASK_BF16) != 0u ? DTYPE_BF16 : DTYPE_F32;
+// Scores whose weight may be 0 inside a row's key range (a -inf mask entry):
+// such keys must be skipped, not weighted by 0, so a NaN in V cannot reach the row.
+const bool KEYWISE_MASK = HAS_MASK;
+
+const float LOG2E = 1.4426950408889634;
+layout(set = 0, binding = 8) readonly buffer Mask32 { float mask32[]; };
+layout(set = 0, binding = 8) readonly buffer Mask16 { uint mask16[]; };
+layout(set = 0, binding = 9) readonly buffer Sinks { float sinks[]; };
+layout(set = 0, binding = 10) readonly buffer Alibi { float alibi[]; };
+
+// Keys [x, y) inside the window of the row at key position pos (FlashAttention's
+// window_size: a side of -1 is unbounded); all keys without a window.
+ivec2 window_range(int pos, int left, int right)
+{
+    ivec2 r = ivec2(-0x7fffffff, 0x7fffffff);
+    if (HAS_WINDOW && left >= 0)
+        r.x = pos - left;
+    if (HAS_WINDOW && right >= 0)
+        r.y = pos + right + 1;
+    return r;
+}
+
+// tanh that stays finite for large arguments (the GLSL builtin may overflow).
+float stable_tanh(float x)
+{
+    float e = exp2(-2.0 * LOG2E * abs(x));
+    return sign(x) * (1.0 - e) / (1.0 + e);
+}
+
+// Soft-capping, ALiBi and the mask on a score s2 (exp2 domain) of head h whose
+// key is `rel` = j - pos positions from the row's own, mask element `mask_at`.
+float adjusted_score(float s2, float softcap_log2e, uint h, int rel, uint mask_at)
+{
+    if (HAS_SOFTCAP)
+        s2 = softcap_log2e * stable_tanh(s2 / softcap_log2e);
+    if (HAS_ALIBI)
+        s2 += alibi[h] * LOG2E * float(rel);
+    if (HAS_MASK)
+        s2 += LOG2E * LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
+    return s2;
+}
