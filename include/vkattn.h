@@ -618,7 +618,7 @@ typedef struct vkattn_attention_desc {
     const vkattn_tensor *cu_seqlens_k; /* likewise for keys: K (total_k, Hkv, D), V (total_k,
                                        Hkv, Dv); required with cu_seqlens_q unless the keys
                                        are paged. q_offset defaults per sequence to
-                                       Tk_b - Tq_b */
+                                       Tk_b - Tq_b. Fused path only */
     const vkattn_tensor *block_table; /* default NULL; else I32 (B, max_blocks): paged KV
                                        cache. K is (num_blocks, block_size, Hkv, D), V
                                        (num_blocks, block_size, Hkv, Dv), block_size 1..256;
@@ -644,8 +644,8 @@ typedef struct vkattn_attention_desc {
  * application's command buffer they cannot be read: nothing is checked, the grid
  * is sized for the packed totals, and the kernels clamp every offset and block
  * index into its tensor, so nothing outside a tensor is ever read.
- * The variants run on the fused path (the unfused one refuses them; AUTO takes
- * the fused path for them). Statuses: INVALID_ARGUMENT (NULL,
+ * Every variant runs on the fused path; the unfused one takes all but packed
+ * and paged sequences (it refuses those; AUTO takes the fused path for them). Statuses: INVALID_ARGUMENT (NULL,
  * aliasing, bad enum, scale not positive and finite, q_offset out of range, a
  * window side below -1, softcap not positive and finite, the sequence values
  * above, a missing kv_len with a block table),
