@@ -10,6 +10,7 @@ typedef struct mha_case {
     int64_t B, T, C, H, Dh, C_out;
     bool b_qkv, b_out, causal;
     vkattn_dtype dtype;
+    bool variants;  /* a window (left 4), softcap 2, sinks and ALiBi slopes */
 } mha_case;
 
 static void run_case(test_env *env, const mha_case *c, rng *r)
@@ -27,9 +28,19 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
     pair y = pair_output(env, 3, ys);
 
     vkattn_mha_desc d = {.heads = (int32_t)c->H, .causal = c->causal};
+    int64_t heads[1] = {c->H};
+    pair sinks = {0}, alibi = {0};
+    if (c->variants) {
+        sinks = pair_random(env, VKATTN_DTYPE_F32, 1, heads, r, -1.0f, 1.0f);
+        alibi = pair_random(env, VKATTN_DTYPE_F32, 1, heads, r, 0.0f, 0.5f);
+        d.has_window = true, d.window_left = 4, d.window_right = c->causal ? 0 : 3;
+        d.softcap = 2.0f;
+        d.sinks = sinks.cpu, d.alibi_slopes = alibi.cpu;
+    }
     assert_int_equal(vkattn_mha(env->cpu, &d, x.cpu, w_qkv.cpu, b_qkv.cpu, w_out.cpu, b_out.cpu,
                                 y.cpu),
                      VKATTN_OK);
+    d.sinks = sinks.gpu, d.alibi_slopes = alibi.gpu;
     /* The attention output is off by about 1e-5 of |v| (see test_attention);
      * the projection sums that over a row of W_out. f16 and bf16 inputs are
      * rounded once, on upload, and both sides read those values, so the bound
@@ -63,6 +74,10 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
     pair_destroy(&w_out);
     pair_destroy(&b_out);
     pair_destroy(&y);
+    if (c->variants) {
+        pair_destroy(&sinks);
+        pair_destroy(&alibi);
+    }
 }
 
 static void test_cases(void **state)
@@ -70,18 +85,20 @@ static void test_cases(void **state)
     test_env *env = *state;
     rng r = {31};
     static const mha_case cases[] = {
-        /* name                 B   T   C   H  Dh C_out b_qkv b_out causal dtype */
-        {"seed shape",          4,  8, 16,  8, 32,  16, true,  true,  true,  VKATTN_DTYPE_F32},
-        {"T=1",                 2,  1, 32,  4,  8,  32, true,  true,  true,  VKATTN_DTYPE_F32},
-        {"no biases",           1, 13, 24,  3, 16,  24, false, false, true,  VKATTN_DTYPE_F32},
-        {"non-causal",          2, 21, 20,  2, 40,  20, true,  false, false, VKATTN_DTYPE_F32},
-        {"odd Dh, C_out != C",  1, 17, 10,  3,  5,   7, false, true,  true,  VKATTN_DTYPE_F32},
-        {"one head",            3, 30, 64,  1, 64,  64, true,  true,  true,  VKATTN_DTYPE_F32},
-        {"f16",                 2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F16},
-        {"bf16",                2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_BF16},
-        {"bf16 T=1 odd Dh",     1,  1, 10,  3,  5,   7, true,  false, true,  VKATTN_DTYPE_BF16},
-        {"bf16 ragged",         1, 37, 20,  2, 24,  13, false, true,  false, VKATTN_DTYPE_BF16},
-        {"longer",              1, 200, 64, 4, 32,  64, true,  true,  true,  VKATTN_DTYPE_F32},
+        /* name                 B   T   C   H  Dh C_out b_qkv b_out causal dtype  variants */
+        {"seed shape",          4,  8, 16,  8, 32,  16, true,  true,  true,  VKATTN_DTYPE_F32, false},
+        {"T=1",                 2,  1, 32,  4,  8,  32, true,  true,  true,  VKATTN_DTYPE_F32, false},
+        {"no biases",           1, 13, 24,  3, 16,  24, false, false, true,  VKATTN_DTYPE_F32, false},
+        {"non-causal",          2, 21, 20,  2, 40,  20, true,  false, false, VKATTN_DTYPE_F32, false},
+        {"odd Dh, C_out != C",  1, 17, 10,  3,  5,   7, false, true,  true,  VKATTN_DTYPE_F32, false},
+        {"one head",            3, 30, 64,  1, 64,  64, true,  true,  true,  VKATTN_DTYPE_F32, false},
+        {"f16",                 2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F16, false},
+        {"bf16",                2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_BF16, false},
+        {"bf16 T=1 odd Dh",     1,  1, 10,  3,  5,   7, true,  false, true,  VKATTN_DTYPE_BF16, false},
+        {"bf16 ragged",         1, 37, 20,  2, 24,  13, false, true,  false, VKATTN_DTYPE_BF16, false},
+        {"longer",              1, 200, 64, 4, 32,  64, true,  true,  true,  VKATTN_DTYPE_F32, false},
+        {"variants",            2, 23, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F32, true},
+        {"variants non-causal", 1, 17, 20,  2,  8,  20, false, true,  false, VKATTN_DTYPE_F16, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(env, &cases[i], &r);
