@@ -191,6 +191,33 @@ static size_t fortran_to_c(size_t f, const npy_array *a)
     return c;
 }
 
+/* The element size of a 'descr' such as '<f4' and the dtype it is read as
+ * (float64 as float32, int64 as int32); -1 with a message for the others. */
+static int parse_descr(const char *descr, size_t *element, npy_dtype *dtype, char *err,
+                       size_t err_size)
+{
+    char order = descr[0], kind = descr[1];
+    const char *size = descr[0] && descr[1] ? descr + 2 : "";
+    if (order == '>')
+        return fail(err, err_size, "dtype '%s' is big-endian; save it little-endian ('<')", descr);
+    if ((order != '<' && order != '=' && order != '|') || (kind != 'f' && kind != 'i'))
+        return fail(err, err_size,
+                    "dtype '%s' is neither a float nor a signed integer (float16, float32, "
+                    "float64, int32 and int64 are read)", descr);
+    if (kind == 'i') {
+        if (strcmp(size, "4") && strcmp(size, "8"))
+            return fail(err, err_size, "dtype '%s' is not int32 or int64", descr);
+        *element = (size_t)(size[0] - '0');
+        *dtype = NPY_I32;
+        return 0;
+    }
+    if (strcmp(size, "2") && strcmp(size, "4") && strcmp(size, "8"))
+        return fail(err, err_size, "dtype '%s' is not float16, float32 or float64", descr);
+    *element = (size_t)(size[0] - '0');
+    *dtype = *element == 2 ? NPY_F16 : NPY_F32;
+    return 0;
+}
+
 int npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
@@ -224,21 +251,9 @@ int npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size
     header h;
     if (parse_header(text, header_len, &h, out, err, err_size))
         return -1;
-    size_t element;
-    char order = h.descr[0], kind = h.descr[1];
-    if (order == '>')
-        return fail(err, err_size, "dtype '%s' is big-endian; save it little-endian ('<')", h.descr);
-    if ((order != '<' && order != '=' && order != '|') || kind != 'f')
-        return fail(err, err_size, "dtype '%s' is not a float (float16, float32 or float64 are read)",
-                    h.descr);
-    if (!strcmp(h.descr + 2, "2"))
-        element = 2;
-    else if (!strcmp(h.descr + 2, "4"))
-        element = 4;
-    else if (!strcmp(h.descr + 2, "8"))
-        element = 8;
-    else
-        return fail(err, err_size, "dtype '%s' is not float16, float32 or float64", h.descr);
+    size_t element = 0;
+    if (parse_descr(h.descr, &element, &out->dtype, err, err_size))
+        return -1;
 
     size_t count = 1;
     for (int i = 0; i < out->ndim; i++) {
@@ -254,19 +269,27 @@ int npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size
         return fail(err, err_size, "%zu bytes after the data the shape describes",
                     available - data_bytes);
 
-    out->dtype = element == 2 ? NPY_F16 : NPY_F32;
     out->count = count;
-    size_t stored = element == 2 ? 2 : 4;
+    size_t stored = out->dtype == NPY_F16 ? 2 : 4;
     out->data = malloc(count ? count * stored : 1);
     if (!out->data)
         return fail(err, err_size, "out of memory for %zu elements", count);
     const uint8_t *src = bytes + prefix + header_len;
     for (size_t i = 0; i < count; i++) {
         size_t at = h.fortran_order ? fortran_to_c(i, out) : i;
-        if (element == 8) {
+        if (element == 8 && out->dtype == NPY_F32) {
             double v;
             memcpy(&v, src + 8 * i, 8);
             ((float *)out->data)[at] = (float)v;
+        } else if (element == 8) {
+            int64_t v;
+            memcpy(&v, src + 8 * i, 8);
+            if (v < INT32_MIN || v > INT32_MAX) {
+                npy_free(out);
+                return fail(err, err_size, "int64 element %zu is %lld, outside int32's range", i,
+                            (long long)v);
+            }
+            ((int32_t *)out->data)[at] = (int32_t)v;
         } else {
             memcpy((uint8_t *)out->data + at * stored, src + element * i, element);
         }
@@ -305,11 +328,19 @@ int npy_read(const char *path, npy_array *out, char *err, size_t err_size)
     return rc;
 }
 
-int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
-                  size_t err_size)
+const char *npy_dtype_name(npy_dtype dtype)
 {
+    return dtype == NPY_F16 ? "float16" : dtype == NPY_I32 ? "int32" : "float32";
+}
+
+int npy_write(const char *path, const void *data, npy_dtype dtype, int ndim, const int64_t *shape,
+              char *err, size_t err_size)
+{
+    const char *descr = dtype == NPY_F16 ? "<f2" : dtype == NPY_I32 ? "<i4" : "<f4";
+    size_t element = dtype == NPY_F16 ? 2 : 4;
     char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
     size_t count = 1;
     for (int i = 0; i < ndim; i++) {
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)shape[i],
@@ -341,7 +372,7 @@ int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *
         ok = fwrite(prefix, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
         for (size_t i = 10 + (size_t)n; ok && i + 1 < padded; i++)
             ok = fputc(' ', f) != EOF;
-        ok = ok && fputc('\n', f) != EOF && fwrite(data, sizeof(float), count, f) == count;
+        ok = ok && fputc('\n', f) != EOF && fwrite(data, element, count, f) == count;
         ok = (fclose(f) == 0) && ok;
     } else {
         close(fd);
@@ -353,6 +384,12 @@ int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *
         unlink(tmp);
     free(tmp);
     return ok ? 0 : fail(err, err_size, "cannot write: %s", strerror(e));
+}
+
+int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
+                  size_t err_size)
+{
+    return npy_write(path, data, NPY_F32, ndim, shape, err, err_size);
 }
 
 void npy_free(npy_array *a)

@@ -97,7 +97,10 @@ static void test_malformed_headers(void **state)
     (void)state;
     static const bad_case cases[] = {
         {"big-endian", "{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }", 24, "big-endian"},
-        {"int32", "{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", 24, "not a float"},
+        {"uint32", "{'descr': '<u4', 'fortran_order': False, 'shape': (6,), }", 24,
+         "neither a float nor a signed integer"},
+        {"int16", "{'descr': '<i2', 'fortran_order': False, 'shape': (6,), }", 12, "not int32 or int64"},
+        {"big-endian int", "{'descr': '>i4', 'fortran_order': False, 'shape': (6,), }", 24, "big-endian"},
         {"float128", "{'descr': '<f16', 'fortran_order': False, 'shape': (6,), }", 96, "not float16"},
         {"structured", "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", 24,
          "structured"},
@@ -128,6 +131,39 @@ static void test_malformed_headers(void **state)
             fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].name, err, cases[i].message);
         assert_null(a.data);
     }
+}
+
+/* int32 files are read as they are and int64 ones narrowed (numpy's default
+ * integer is int64, so np.save(np.array([0, 3, 5])) writes '<i8'); a value
+ * past int32 is refused, not wrapped. */
+static void test_integers(void **state)
+{
+    (void)state;
+    image im;
+    npy_array a;
+    char err[256];
+    const int32_t narrow[3] = {0, -3, 2147483647};
+    build(&im, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", narrow,
+          sizeof narrow);
+    assert_int_equal(npy_parse(im.bytes, im.size, &a, err, sizeof err), 0);
+    assert_int_equal(a.dtype, NPY_I32);
+    assert_int_equal(a.count, 3);
+    assert_memory_equal(a.data, narrow, sizeof narrow);
+    npy_free(&a);
+    /* int64 in Fortran order: (2, 2) stored by columns. */
+    const int64_t wide[4] = {1, -3, 2, 4}, rows[4] = {1, 2, -3, 4};
+    build(&im, 1, "{'descr': '<i8', 'fortran_order': True, 'shape': (2, 2), }", wide, sizeof wide);
+    assert_int_equal(npy_parse(im.bytes, im.size, &a, err, sizeof err), 0);
+    assert_int_equal(a.dtype, NPY_I32);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(((int32_t *)a.data)[i], rows[i]);
+    npy_free(&a);
+    const int64_t too_wide[2] = {5, (int64_t)1 << 31};
+    build(&im, 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", too_wide,
+          sizeof too_wide);
+    assert_int_not_equal(npy_parse(im.bytes, im.size, &a, err, sizeof err), 0);
+    assert_non_null(strstr(err, "element 1 is 2147483648, outside int32"));
+    assert_null(a.data);
 }
 
 static void test_malformed_prefix(void **state)
@@ -178,6 +214,21 @@ static void test_write_read_round_trip(void **state)
     assert_int_equal((ftell(f) - (long)sizeof six) % 64, 0);
     fclose(f);
     assert_int_equal(unlink(path), 0);
+    /* int32 and float16 come back as written. */
+    const int32_t offsets[3] = {0, 2, 7};
+    const uint16_t halves[3] = {0x3c00, 0xfc00, 0x0001}; /* 1.0, -inf, the smallest subnormal */
+    const int64_t three[1] = {3};
+    assert_int_equal(npy_write(path, offsets, NPY_I32, 1, three, err, sizeof err), 0);
+    assert_int_equal(npy_read(path, &a, err, sizeof err), 0);
+    assert_int_equal(a.dtype, NPY_I32);
+    assert_memory_equal(a.data, offsets, sizeof offsets);
+    npy_free(&a);
+    assert_int_equal(npy_write(path, halves, NPY_F16, 1, three, err, sizeof err), 0);
+    assert_int_equal(npy_read(path, &a, err, sizeof err), 0);
+    assert_int_equal(a.dtype, NPY_F16);
+    assert_memory_equal(a.data, halves, sizeof halves);
+    npy_free(&a);
+    assert_int_equal(unlink(path), 0);
     /* Nothing is left behind when the write cannot happen. */
     char missing[96];
     snprintf(missing, sizeof missing, "%s/no/such/dir/b.npy", dir);
@@ -192,6 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_files),
         cmocka_unit_test(test_malformed_headers),
+        cmocka_unit_test(test_integers),
         cmocka_unit_test(test_malformed_prefix),
         cmocka_unit_test(test_write_read_round_trip),
     };
