@@ -468,6 +468,68 @@ static void test_variant_errors(void **state)
         i32_pair_destroy(ints[i]);
 }
 
+/* One answer on non-finite inputs (DESIGN.md section 2): a NaN or Inf in Q, K or
+ * V at a position that is allowed, masked by causality, by kv_len or by a window
+ * gives NaN and Inf at the same places on every path as on the CPU reference, so
+ * a key a row may not see never touches it. The coopmat kernels are left out:
+ * their P V runs on whole blocks (see the README). */
+static void test_nonfinite(void **state)
+{
+    test_env *env = *state;
+    static const var_path paths[] = {
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+    };
+    /* b = 1 has kv_len 7; the window keeps the last 5 keys of each row. */
+    static const int32_t lens[2] = {12, 7};
+    const float values[2] = {NAN, INFINITY};
+    for (int windowed = 0; windowed < 2; windowed++)
+        for (int which = 0; which < 3; which++)          /* Q, K, V */
+            for (int vi = 0; vi < 2; vi++)
+                for (int at = 0; at < 4; at++) {
+                    static const int64_t positions[4] = {1, 5, 9, 11};
+                    rng r = {(uint64_t)(40 + at)};
+                    int64_t qs[4] = {2, 2, 12, 16}, ks[4] = {2, 1, 12, 16};
+                    pair q = pair_random(env, F32, 4, qs, &r, -1, 1);
+                    pair k = pair_random(env, F32, 4, ks, &r, -1, 1);
+                    pair v = pair_random(env, F32, 4, ks, &r, -1, 1);
+                    pair o = pair_output(env, 4, qs);
+                    int64_t two = 2;
+                    i32_pair kv = i32_pair_make(env, 1, &two, lens);
+                    pair *target = which == 0 ? &q : which == 1 ? &k : &v;
+                    int64_t row = positions[at];
+                    /* batch entry 1, (kv) head 0, row `row`, dimension 3 */
+                    size_t e = (size_t)(((1 * (which == 0 ? 2 : 1) + 0) * 12 + row) * 16 + 3);
+                    target->host[e] = values[vi];
+                    assert_int_equal(vkattn_tensor_upload(target->gpu, target->host, F32), VKATTN_OK);
+                    assert_int_equal(vkattn_tensor_upload(target->cpu, target->host, F32), VKATTN_OK);
+                    vkattn_attention_desc d = {.causal = true, .kv_len = kv.cpu,
+                                               .has_window = windowed, .window_left = 4};
+                    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu),
+                                     VKATTN_OK);
+                    d.kv_len = kv.gpu;
+                    for (int i = 0; i < NPATHS(paths); i++) {
+                        char name[160], pn[64];
+                        snprintf(name, sizeof name, "%s in %c at row %lld%s (%s)",
+                                 vi ? "Inf" : "NaN", "QKV"[which], (long long)row,
+                                 windowed ? ", window 4" : "", path_name(&paths[i], pn, sizeof pn));
+                        assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
+                        d.path = paths[i].path;
+                        d.fused_variant = paths[i].variant;
+                        d.kv_splits = paths[i].kv_splits;
+                        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+                        if (s != VKATTN_OK)
+                            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+                        expect_close(name, &o, 1e-5, 0.0, NULL);
+                    }
+                    pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
+                    i32_pair_destroy(&kv);
+                }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_layout_variants),
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
+        cmocka_unit_test(test_nonfinite),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

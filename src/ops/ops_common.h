@@ -52,6 +52,9 @@ typedef struct matmul_call {
     uint32_t a_offset, b_offset, bias_offset, c_offset;
     float alpha;
     vkattn_matmul_variant variant;
+    /* A zero in A contributes nothing, even against Inf or NaN in B (P V: keys
+     * a row may not see). The coopmat kernels refuse it. */
+    bool zero_a_skips;
 } matmul_call;
 
 vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c);
