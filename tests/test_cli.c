@@ -278,6 +278,582 @@ static void test_mha_run(void **state)
     free(b_out);
 }
 
+/* ------------------------------------------------------------ variants ---- */
+
+/* The test's own reference for the attention variants: DESIGN.md section 1
+ * written out in double, sharing nothing with the library. Q (and O) are dense
+ * (B, H, Tq, D) or packed (rows, H, D); K and V dense (B, Hkv, Tk, D), packed
+ * (rows, Hkv, D) or paged caches (blocks, block_size, Hkv, D). */
+typedef struct ref_case {
+    int B, H, Hkv, D, Dv;
+    int Tq, Tk;                   /* dense lengths; the mask is (..., Tq, Tk) */
+    const int32_t *cu_q, *cu_k;   /* packed sequences: B + 1 offsets, or NULL */
+    const int32_t *table;         /* paged keys: (B, max_blocks), or NULL */
+    int max_blocks, block_size;
+    const int32_t *kv_len;        /* (B) or NULL */
+    bool causal, has_q_offset;
+    int q_offset;
+    double scale;                 /* 0: 1/sqrt(D) */
+    bool has_window;
+    int window_left, window_right;
+    double softcap;               /* 0: off */
+    const float *sinks, *alibi;   /* (H) or NULL */
+    const float *mask;            /* (Tq, Tk), or (B, mask_heads, Tq, Tk) when mask_batched */
+    bool mask_batched;
+    int mask_heads;
+    const float *q, *k, *v;
+} ref_case;
+
+/* The row of Q (or O) holding query i of head h of entry b, in rows of D (or Dv). */
+static size_t q_row(const ref_case *c, int b, int h, int i)
+{
+    return c->cu_q ? (size_t)(c->cu_q[b] + i) * c->H + h : ((size_t)b * c->H + h) * c->Tq + i;
+}
+
+/* The row of K (or V) holding key j of kv head g of entry b. */
+static size_t kv_row(const ref_case *c, int b, int g, int j)
+{
+    if (c->table) {
+        int block = c->table[b * c->max_blocks + j / c->block_size];
+        return ((size_t)block * c->block_size + j % c->block_size) * c->Hkv + g;
+    }
+    return c->cu_k ? (size_t)(c->cu_k[b] + j) * c->Hkv + g : ((size_t)b * c->Hkv + g) * c->Tk + j;
+}
+
+/* scale * dot, then softcap, then ALiBi, then the mask, in that order. */
+static double ref_score(const ref_case *c, int b, int h, int i, int j, int pos)
+{
+    const float *q = c->q + q_row(c, b, h, i) * c->D;
+    const float *k = c->k + kv_row(c, b, h / (c->H / c->Hkv), j) * c->D;
+    double dot = 0.0;
+    for (int d = 0; d < c->D; d++)
+        dot += (double)q[d] * k[d];
+    double s = (c->scale ? c->scale : 1.0 / sqrt(c->D)) * dot;
+    if (c->softcap > 0.0)
+        s = c->softcap * tanh(s / c->softcap);
+    if (c->alibi)
+        s += c->alibi[h] * (double)(j - pos);
+    if (c->mask) {
+        size_t plane =
+            c->mask_batched ? (size_t)b * c->mask_heads + (c->mask_heads > 1 ? h : 0) : 0;
+        s += c->mask[(plane * c->Tq + i) * c->Tk + j];
+    }
+    return s;
+}
+
+static bool ref_allowed(const ref_case *c, int j, int pos, double score)
+{
+    bool window = !c->has_window || ((c->window_left < 0 || j >= pos - c->window_left) &&
+                                     (c->window_right < 0 || j <= pos + c->window_right));
+    return (!c->causal || j <= pos) && window && score != -INFINITY;
+}
+
+/* One output row over the first `keys` keys; zeros when none is allowed, sinks or not. */
+static void ref_row(const ref_case *c, int b, int h, int i, int keys, int pos, float *o)
+{
+    double s[32], acc[16] = {0}, sum = 0.0, m = c->sinks ? c->sinks[h] : -INFINITY;
+    bool allowed[32], any = false;
+    assert_true(keys <= 32 && c->Dv <= 16);
+    for (int j = 0; j < keys; j++) {
+        s[j] = ref_score(c, b, h, i, j, pos);
+        allowed[j] = ref_allowed(c, j, pos, s[j]);
+        if (allowed[j]) {
+            any = true;
+            m = fmax(m, s[j]);
+        }
+    }
+    if (c->sinks)
+        sum = exp(c->sinks[h] - m); /* a raw logit: not scaled */
+    for (int j = 0; j < keys; j++) {
+        if (!allowed[j])
+            continue;
+        const float *v = c->v + kv_row(c, b, h / (c->H / c->Hkv), j) * c->Dv;
+        double w = exp(s[j] - m);
+        sum += w;
+        for (int d = 0; d < c->Dv; d++)
+            acc[d] += w * v[d];
+    }
+    for (int d = 0; d < c->Dv; d++)
+        o[d] = any ? (float)(acc[d] / sum) : 0.0f;
+}
+
+static void ref_attention(const ref_case *c, float *o)
+{
+    for (int b = 0; b < c->B; b++) {
+        int tq = c->cu_q ? c->cu_q[b + 1] - c->cu_q[b] : c->Tq;
+        /* Tk_b: the sequence's keys (a paged entry's kv_len), before kv_len masks any. */
+        int tk = c->table ? c->kv_len[b] : c->cu_k ? c->cu_k[b + 1] - c->cu_k[b] : c->Tk;
+        int keys = c->kv_len ? c->kv_len[b] : tk;
+        int q_offset = c->has_q_offset ? c->q_offset : tk - tq;
+        for (int h = 0; h < c->H; h++)
+            for (int i = 0; i < tq; i++)
+                ref_row(c, b, h, i, keys, i + q_offset, o + q_row(c, b, h, i) * c->Dv);
+    }
+}
+
+/* One CLI run of a variant case and what it must write to vo.npy. */
+typedef struct cli_case {
+    char args[512];
+    float want[64];
+    int ndim;
+    int64_t shape[4];
+} cli_case;
+
+static void fill(rng *r, float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = rng_uniform(r, -1.0f, 1.0f);
+}
+
+static void write_i32(const char *name, const int32_t *data, int ndim, const int64_t *shape)
+{
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (npy_write(path, data, NPY_I32, ndim, shape, err, sizeof err))
+        fail_msg("%s: %s", path, err);
+}
+
+/* Writes `values` as a float16 file, leaving in them the values it holds. */
+static void write_f16(test_env *env, const char *name, float *values, int ndim,
+                      const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    uint16_t halves[128];
+    assert_true(n <= 128);
+    vkattn_tensor *t;
+    vkattn_tensor_desc td = {.dtype = VKATTN_DTYPE_F16, .ndim = 1, .shape = {(int64_t)n}};
+    assert_int_equal(vkattn_tensor_create(env->cpu, &td, &t), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(t, values, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(t, halves, VKATTN_DTYPE_F16), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(t, values, VKATTN_DTYPE_F32), VKATTN_OK);
+    vkattn_tensor_destroy(t);
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (npy_write(path, halves, NPY_F16, ndim, shape, err, sizeof err))
+        fail_msg("%s: %s", path, err);
+}
+
+/* Dense 3-D inputs: 2 query heads over 1 kv head, Tq 5, Tk 7, D 4, Dv 3. */
+typedef struct dense_inputs {
+    float q[40], k[28], v[21];
+} dense_inputs;
+
+static void dense_3d(dense_inputs *in, uint64_t seed, ref_case *r)
+{
+    rng g = {seed};
+    fill(&g, in->q, 40);
+    fill(&g, in->k, 28);
+    fill(&g, in->v, 21);
+    write_npy("vq.npy", in->q, 3, (const int64_t[3]){2, 5, 4});
+    write_npy("vk.npy", in->k, 3, (const int64_t[3]){1, 7, 4});
+    write_npy("vv.npy", in->v, 3, (const int64_t[3]){1, 7, 3});
+    *r = (ref_case){.B = 1, .H = 2, .Hkv = 1, .D = 4, .Dv = 3, .Tq = 5, .Tk = 7,
+                    .q = in->q, .k = in->k, .v = in->v};
+}
+
+static void finish_dense(cli_case *c, const ref_case *r, const char *options)
+{
+    snprintf(c->args, sizeof c->args, "attention -q vq.npy -k vk.npy -v vv.npy -o vo.npy %s",
+             options);
+    ref_attention(r, c->want);
+    c->ndim = 3;
+    memcpy(c->shape, (const int64_t[3]){2, 5, 3}, 3 * sizeof c->shape[0]);
+}
+
+static const float two_sinks[2] = {0.8f, -0.5f};
+
+static void case_window(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    dense_3d(&in, 51, &r);
+    r.has_window = true, r.window_left = 2, r.window_right = 1;
+    finish_dense(c, &r, "--window 2,1");
+}
+
+/* -1 leaves the right side open; causality closes it. */
+static void case_window_causal(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    dense_3d(&in, 52, &r);
+    r.has_window = true, r.window_left = 1, r.window_right = -1, r.causal = true;
+    finish_dense(c, &r, "--window 1,-1 --causal");
+}
+
+/* A large scale so that the cap bends the scores. */
+static void case_softcap(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    dense_3d(&in, 53, &r);
+    r.softcap = 1.5, r.scale = 2.0, r.causal = true;
+    finish_dense(c, &r, "--softcap 1.5 --scale 2 --causal");
+}
+
+/* q_offset -2: rows 0 and 1 see no key and give zeros although there is a sink. */
+static void case_sinks(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    dense_3d(&in, 54, &r);
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    r.sinks = two_sinks, r.causal = true, r.has_q_offset = true, r.q_offset = -2;
+    finish_dense(c, &r, "--sinks vs.npy --causal --q-offset -2");
+}
+
+/* Slopes from a float16 file (converted to f32 on loading). */
+static void case_alibi(test_env *env, cli_case *c)
+{
+    dense_inputs in;
+    ref_case r;
+    static float slopes[2] = {0.5f, 0.25f};
+    dense_3d(&in, 55, &r);
+    write_f16(env, "va.npy", slopes, 1, (const int64_t[1]){2});
+    r.alibi = slopes, r.causal = true;
+    finish_dense(c, &r, "--alibi va.npy --causal");
+}
+
+/* A (Tq, Tk) mask with -inf entries and a row of them: that row is zeros, sink or not. */
+static void case_mask(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    static float mask[35];
+    rng g = {56};
+    dense_3d(&in, 57, &r);
+    fill(&g, mask, 35);
+    for (int j = 0; j < 7; j++)
+        mask[3 * 7 + j] = -INFINITY;
+    mask[0] = mask[1 * 7 + 4] = mask[4 * 7 + 6] = -INFINITY;
+    write_npy("vm.npy", mask, 2, (const int64_t[2]){5, 7});
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    r.mask = mask, r.sinks = two_sinks;
+    finish_dense(c, &r, "--mask vm.npy --sinks vs.npy");
+}
+
+/* 4-D inputs: B 2, H 2, Hkv 1, Tq 3, Tk 6, D 4, Dv 3. */
+typedef struct batched_inputs {
+    float q[48], k[48], v[36];
+} batched_inputs;
+
+static void batched_4d(batched_inputs *in, uint64_t seed, ref_case *r)
+{
+    rng g = {seed};
+    fill(&g, in->q, 48);
+    fill(&g, in->k, 48);
+    fill(&g, in->v, 36);
+    write_npy("vq.npy", in->q, 4, (const int64_t[4]){2, 2, 3, 4});
+    write_npy("vk.npy", in->k, 4, (const int64_t[4]){2, 1, 6, 4});
+    write_npy("vv.npy", in->v, 4, (const int64_t[4]){2, 1, 6, 3});
+    *r = (ref_case){.B = 2, .H = 2, .Hkv = 1, .D = 4, .Dv = 3, .Tq = 3, .Tk = 6,
+                    .q = in->q, .k = in->k, .v = in->v};
+}
+
+static void finish_batched(cli_case *c, const ref_case *r, const char *options)
+{
+    snprintf(c->args, sizeof c->args, "attention -q vq.npy -k vk.npy -v vv.npy -o vo.npy %s",
+             options);
+    ref_attention(r, c->want);
+    c->ndim = 4;
+    memcpy(c->shape, (const int64_t[4]){2, 2, 3, 3}, sizeof c->shape);
+}
+
+/* A (B, 1, Tq, Tk) float16 mask (kept F16): quarters, exact in f16, and -inf. */
+static void case_mask_batched_f16(test_env *env, cli_case *c)
+{
+    batched_inputs in;
+    ref_case r;
+    static float mask[36];
+    rng g = {58};
+    batched_4d(&in, 59, &r);
+    for (int n = 0; n < 36; n++)
+        mask[n] = n % 7 == 3 ? -INFINITY : 0.25f * (float)rng_int(&g, -4, 4);
+    write_f16(env, "vm.npy", mask, 4, (const int64_t[4]){2, 1, 3, 6});
+    r.mask = mask, r.mask_batched = true, r.mask_heads = 1, r.causal = true;
+    finish_batched(c, &r, "--mask vm.npy --causal");
+}
+
+/* A (B, H, Tq, Tk) mask after soft-capping and ALiBi: the order matters. */
+static void case_mask_heads_softcap_alibi(test_env *env, cli_case *c)
+{
+    (void)env;
+    batched_inputs in;
+    ref_case r;
+    static float mask[72];
+    static const float slopes[2] = {0.5f, -0.375f};
+    rng g = {60};
+    batched_4d(&in, 61, &r);
+    fill(&g, mask, 72);
+    write_npy("vm.npy", mask, 4, (const int64_t[4]){2, 2, 3, 6});
+    write_npy("va.npy", slopes, 1, (const int64_t[1]){2});
+    r.mask = mask, r.mask_batched = true, r.mask_heads = 2, r.alibi = slopes;
+    r.softcap = 0.75, r.scale = 3.0;
+    finish_batched(c, &r, "--mask vm.npy --alibi va.npy --softcap 0.75 --scale 3");
+}
+
+/* Packed sequences of 2 and 3 queries over 4 and 3 keys: Q (5, 2, 4), K (7, 1, 4),
+ * V (7, 1, 3); q_offset is Tk_b - Tq_b: 2, then 0 (neither is Tk - Tq of the
+ * longest sequences). */
+typedef struct packed_inputs {
+    float q[40], k[28], v[21];
+} packed_inputs;
+
+static const int32_t packed_cu_q[3] = {0, 2, 5}, packed_cu_k[3] = {0, 4, 7};
+
+static void packed(packed_inputs *in, uint64_t seed, ref_case *r)
+{
+    rng g = {seed};
+    fill(&g, in->q, 40);
+    fill(&g, in->k, 28);
+    fill(&g, in->v, 21);
+    write_npy("vq.npy", in->q, 3, (const int64_t[3]){5, 2, 4});
+    write_npy("vk.npy", in->k, 3, (const int64_t[3]){7, 1, 4});
+    write_npy("vv.npy", in->v, 3, (const int64_t[3]){7, 1, 3});
+    write_i32("vcq.npy", packed_cu_q, 1, (const int64_t[1]){3});
+    write_i32("vck.npy", packed_cu_k, 1, (const int64_t[1]){3});
+    *r = (ref_case){.B = 2, .H = 2, .Hkv = 1, .D = 4, .Dv = 3, .Tq = 3, .Tk = 4,
+                    .cu_q = packed_cu_q, .cu_k = packed_cu_k, .q = in->q, .k = in->k, .v = in->v};
+}
+
+static void finish_packed(cli_case *c, const ref_case *r, const char *options)
+{
+    snprintf(c->args, sizeof c->args, "attention -q vq.npy -k vk.npy -v vv.npy -o vo.npy "
+             "--cu-seqlens-q vcq.npy --cu-seqlens-k vck.npy %s", options);
+    ref_attention(r, c->want);
+    c->ndim = 3;
+    memcpy(c->shape, (const int64_t[3]){5, 2, 3}, 3 * sizeof c->shape[0]);
+}
+
+static void case_varlen(test_env *env, cli_case *c)
+{
+    (void)env;
+    packed_inputs in;
+    ref_case r;
+    packed(&in, 62, &r);
+    r.causal = true;
+    finish_packed(c, &r, "--causal");
+}
+
+/* With a window, kv_len and a mask of the longest sequences (Tq 3, Tk 4). */
+static void case_varlen_window_mask(test_env *env, cli_case *c)
+{
+    (void)env;
+    packed_inputs in;
+    ref_case r;
+    static float mask[12];
+    static const int32_t kv_len[2] = {3, 3};
+    rng g = {63};
+    packed(&in, 64, &r);
+    fill(&g, mask, 12);
+    mask[1 * 4 + 1] = -INFINITY;
+    write_npy("vm.npy", mask, 2, (const int64_t[2]){3, 4});
+    r.has_window = true, r.window_left = 1, r.window_right = 0, r.kv_len = kv_len, r.mask = mask;
+    finish_packed(c, &r, "--window 1,0 --kv-len 3,3 --mask vm.npy");
+}
+
+/* A paged cache of 5 blocks of 2 keys (Hkv 1, D 4, Dv 3); entry 0 holds 5 keys in
+ * blocks 3, 0, 4 and entry 1 holds 3 keys in blocks 1, 2 (its third slot unused). */
+typedef struct paged_inputs {
+    float q[48], k[40], v[30];
+} paged_inputs;
+
+static const int32_t paged_table[6] = {3, 0, 4, 1, 2, 0}, paged_kv_len[2] = {5, 3};
+
+static void paged(paged_inputs *in, uint64_t seed, ref_case *r)
+{
+    rng g = {seed};
+    fill(&g, in->q, 48);
+    fill(&g, in->k, 40);
+    fill(&g, in->v, 30);
+    write_npy("vk.npy", in->k, 4, (const int64_t[4]){5, 2, 1, 4});
+    write_npy("vv.npy", in->v, 4, (const int64_t[4]){5, 2, 1, 3});
+    write_i32("vt.npy", paged_table, 2, (const int64_t[2]){2, 3});
+    *r = (ref_case){.B = 2, .H = 2, .Hkv = 1, .D = 4, .Dv = 3, .Tk = 6, .table = paged_table,
+                    .max_blocks = 3, .block_size = 2, .kv_len = paged_kv_len,
+                    .q = in->q, .k = in->k, .v = in->v};
+}
+
+/* Dense Q (B 2, H 2, Tq 2, D 4); q_offset is kv_len - Tq: 3 and 1. */
+static void case_paged(test_env *env, cli_case *c)
+{
+    (void)env;
+    paged_inputs in;
+    ref_case r;
+    paged(&in, 65, &r);
+    write_npy("vq.npy", in.q, 4, (const int64_t[4]){2, 2, 2, 4});
+    r.Tq = 2, r.causal = true;
+    snprintf(c->args, sizeof c->args, "attention -q vq.npy -k vk.npy -v vv.npy -o vo.npy "
+             "--block-table vt.npy --kv-len 5,3 --causal");
+    ref_attention(&r, c->want);
+    c->ndim = 4;
+    memcpy(c->shape, (const int64_t[4]){2, 2, 2, 3}, sizeof c->shape);
+}
+
+/* Packed queries (1 and 2 rows) over the paged cache, with sinks and a window. */
+static void case_paged_packed(test_env *env, cli_case *c)
+{
+    (void)env;
+    paged_inputs in;
+    ref_case r;
+    static const int32_t cu_q[3] = {0, 1, 3};
+    paged(&in, 66, &r);
+    write_npy("vq.npy", in.q, 3, (const int64_t[3]){3, 2, 4});
+    write_i32("vcq.npy", cu_q, 1, (const int64_t[1]){3});
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    r.cu_q = cu_q, r.Tq = 2, r.sinks = two_sinks;
+    r.has_window = true, r.window_left = 2, r.window_right = -1;
+    snprintf(c->args, sizeof c->args, "attention -q vq.npy -k vk.npy -v vv.npy -o vo.npy "
+             "--cu-seqlens-q vcq.npy --block-table vt.npy --kv-len 5,3 --sinks vs.npy "
+             "--window 2,-1");
+    ref_attention(&r, c->want);
+    c->ndim = 3;
+    memcpy(c->shape, (const int64_t[3]){3, 2, 3}, 3 * sizeof c->shape[0]);
+}
+
+/* mha: X (T 5, C 6), H 2, Dh 4, W_qkv (24, 6) with its bias, W_out (5, 8) without.
+ * The reference projects in double, attends with ref_attention (BHSD) and
+ * projects back. */
+static void mha_case(cli_case *c, uint64_t seed, ref_case *r, const char *options)
+{
+    float x[30], w_qkv[144], b_qkv[24], w_out[40], qkv[3][40], o[40];
+    rng g = {seed};
+    fill(&g, x, 30);
+    fill(&g, w_qkv, 144);
+    fill(&g, b_qkv, 24);
+    fill(&g, w_out, 40);
+    write_npy("mx.npy", x, 2, (const int64_t[2]){5, 6});
+    write_npy("mwq.npy", w_qkv, 2, (const int64_t[2]){24, 6});
+    write_npy("mbq.npy", b_qkv, 1, (const int64_t[1]){24});
+    write_npy("mwo.npy", w_out, 2, (const int64_t[2]){5, 8});
+    for (int t = 0; t < 5; t++)
+        for (int n = 0; n < 24; n++) {
+            double acc = b_qkv[n];
+            for (int ch = 0; ch < 6; ch++)
+                acc += (double)x[t * 6 + ch] * w_qkv[n * 6 + ch];
+            /* column n is part n / 8 (q, k, v) of head (n % 8) / 4, element n % 4 */
+            qkv[n / 8][((n % 8) / 4 * 5 + t) * 4 + n % 4] = (float)acc;
+        }
+    r->B = 1, r->H = 2, r->Hkv = 2, r->D = 4, r->Dv = 4, r->Tq = 5, r->Tk = 5;
+    r->q = qkv[0], r->k = qkv[1], r->v = qkv[2];
+    ref_attention(r, o);
+    for (int t = 0; t < 5; t++)
+        for (int n = 0; n < 5; n++) {
+            double acc = 0.0;
+            for (int h = 0; h < 2; h++)
+                for (int d = 0; d < 4; d++)
+                    acc += (double)o[(h * 5 + t) * 4 + d] * w_out[n * 8 + h * 4 + d];
+            c->want[t * 5 + n] = (float)acc;
+        }
+    snprintf(c->args, sizeof c->args, "mha -x mx.npy --w-qkv mwq.npy --b-qkv mbq.npy --w-out "
+             "mwo.npy --heads 2 -o vo.npy %s", options);
+    c->ndim = 2;
+    memcpy(c->shape, (const int64_t[2]){5, 5}, 2 * sizeof c->shape[0]);
+}
+
+static void case_mha_window(test_env *env, cli_case *c)
+{
+    (void)env;
+    ref_case r = {.has_window = true, .window_left = 2, .window_right = 0};
+    mha_case(c, 67, &r, "--window 2,0");
+}
+
+static void case_mha_softcap(test_env *env, cli_case *c)
+{
+    (void)env;
+    ref_case r = {.softcap = 0.5, .causal = true};
+    mha_case(c, 68, &r, "--softcap 0.5 --causal");
+}
+
+static void case_mha_sinks(test_env *env, cli_case *c)
+{
+    (void)env;
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    ref_case r = {.sinks = two_sinks, .causal = true};
+    mha_case(c, 69, &r, "--sinks vs.npy --causal");
+}
+
+static void case_mha_alibi(test_env *env, cli_case *c)
+{
+    (void)env;
+    static const float slopes[2] = {0.25f, 0.0625f};
+    write_npy("va.npy", slopes, 1, (const int64_t[1]){2});
+    ref_case r = {.alibi = slopes, .causal = true};
+    mha_case(c, 70, &r, "--alibi va.npy --causal");
+}
+
+static const struct {
+    const char *name;
+    void (*prepare)(test_env *env, cli_case *c);
+} variant_cases[] = {
+    {"window", case_window},
+    {"window -1 side, causal", case_window_causal},
+    {"softcap", case_softcap},
+    {"sinks, rows without keys", case_sinks},
+    {"alibi (float16 file)", case_alibi},
+    {"mask (Tq, Tk) with -inf, sinks", case_mask},
+    {"mask (B, 1, Tq, Tk) float16", case_mask_batched_f16},
+    {"mask (B, H, Tq, Tk), softcap, alibi", case_mask_heads_softcap_alibi},
+    {"varlen", case_varlen},
+    {"varlen, window, kv_len, mask", case_varlen_window_mask},
+    {"paged", case_paged},
+    {"paged, packed queries, sinks, window", case_paged_packed},
+    {"mha window", case_mha_window},
+    {"mha softcap", case_mha_softcap},
+    {"mha sinks", case_mha_sinks},
+    {"mha alibi", case_mha_alibi},
+};
+
+/* Every variant case through the CLI with `backend` options, against ref_attention. */
+static void run_variant_cases(test_env *env, const char *backend)
+{
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/vo.npy", dir);
+    for (size_t n = 0; n < sizeof variant_cases / sizeof variant_cases[0]; n++) {
+        cli_case c;
+        memset(&c, 0, sizeof c);
+        variant_cases[n].prepare(env, &c);
+        unlink(path);
+        int rc = run("%s %s", c.args, backend);
+        if (rc != 0)
+            fail_msg("%s [%s]: vkattn %s: exit %d: %s", variant_cases[n].name, backend, c.args, rc,
+                     err_text);
+        if (err_text[0]) /* validation is on: any message is a failure */
+            fail_msg("%s [%s]: stderr \"%s\"", variant_cases[n].name, backend, err_text);
+        npy_array a;
+        if (npy_read(path, &a, err, sizeof err))
+            fail_msg("%s [%s]: %s", variant_cases[n].name, backend, err);
+        assert_int_equal(a.ndim, c.ndim);
+        for (int i = 0; i < c.ndim; i++)
+            assert_int_equal(a.shape[i], c.shape[i]);
+        for (size_t i = 0; i < a.count; i++) {
+            double got = ((float *)a.data)[i];
+            if (!(fabs(got - c.want[i]) <= 2e-5))
+                fail_msg("%s [%s]: element %zu is %.7g, reference %.7g", variant_cases[n].name,
+                         backend, i, got, (double)c.want[i]);
+        }
+        npy_free(&a);
+    }
+}
+
+static void test_variants_cpu(void **state)
+{
+    run_variant_cases(*state, "--backend cpu");
+}
+
+/* The default backend: Vulkan where a device is (lavapipe in CI). */
+static void test_variants_default(void **state)
+{
+    run_variant_cases(*state, "");
+}
+
 typedef struct bad_run {
     const char *args;
     int status;
@@ -305,6 +881,15 @@ static void test_bad_runs(void **state)
     fputs("hello\n", f);
     fclose(f);
 
+    /* For the variants: a float block table and cu_seqlens, an int32 Q, sinks of
+     * the wrong length, a paged cache and a block table that points past it. */
+    write_npy("bt_f.npy", data, 2, (const int64_t[2]){1, 3});
+    write_npy("cu_f.npy", data, 1, (const int64_t[1]){2});
+    write_npy("s3.npy", data, 1, (const int64_t[1]){3});
+    write_npy("bk4.npy", data, 4, (const int64_t[4]){1, 6, 1, 16});
+    write_i32("bi.npy", (const int32_t[64]){0}, 2, q);
+    write_i32("cu.npy", (const int32_t[2]){0, 1}, 1, (const int64_t[1]){2});
+    write_i32("bt.npy", (const int32_t[3]){0, 9, 0}, 2, (const int64_t[2]){1, 3});
     static const bad_run runs[] = {
         {"attention -q bq.npy -k bk.npy -v bk.npy", 2, "-o are required"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --frobnicate", 2, "unknown option --frobnicate"},
@@ -326,6 +911,41 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --dtype", 2, "--dtype needs a value"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --dtype i32", 2,
          "--dtype i32: expected f32, f16 or bf16"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window -2,0", 2,
+         "--window -2,0: expected L,R: two integers, each >= 0, or -1 for unbounded"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window 3", 2, "--window 3: expected"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window 1,2,3", 2, "--window 1,2,3"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --window 1,-3", 2,
+         "--window 1,-3"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --softcap 0", 2,
+         "--softcap 0: expected a positive number"},
+        {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt.npy", 2,
+         "--block-table needs --kv-len"},
+        {"attention -q bk3.npy -k bk3.npy -v bk3.npy -o out.npy --cu-seqlens-k cu.npy", 2,
+         "--cu-seqlens-k needs --cu-seqlens-q"},
+        {"attention -q bk3.npy -k bk3.npy -v bk3.npy -o out.npy --cu-seqlens-q cu.npy", 2,
+         "--cu-seqlens-q needs --cu-seqlens-k, or --block-table"},
+        {"attention -q bk3.npy -k bk4.npy -v bk4.npy -o out.npy --cu-seqlens-q cu.npy "
+         "--cu-seqlens-k cu.npy --block-table bt.npy --kv-len 4", 2, "both say where the keys are"},
+        {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt_f.npy --kv-len 4", 1,
+         "bt_f.npy (block_table): is float32, must be int32 or int64"},
+        {"attention -q bk3.npy -k bk3.npy -v bk3.npy -o out.npy --cu-seqlens-q cu_f.npy "
+         "--cu-seqlens-k cu.npy", 1, "cu_f.npy (cu_seqlens_q): is float32, must be int32"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --cu-seqlens-q cu.npy "
+         "--cu-seqlens-k cu.npy", 1, "bq.npy (Q): is 2-D, must be 3-D (total, heads, D)"},
+        {"attention -q bk3.npy -k bk3.npy -v bk3.npy -o out.npy --block-table bt.npy --kv-len 4",
+         1, "bk3.npy (K): is 3-D, must be 4-D (num_blocks, block_size, Hkv, D)"},
+        {"attention -q bi.npy -k bk.npy -v bk.npy -o out.npy", 1,
+         "bi.npy (Q): is an integer array, must be float16, float32 or float64"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --sinks s3.npy", 1,
+         "s3.npy (sinks): is (3), must be (1): one value per query head"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --alibi s3.npy", 1,
+         "s3.npy (alibi_slopes): is (3), must be (2)"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk3.npy", 1,
+         "bk3.npy (mask): is 3-D, must be (Tq, Tk), (B, 1, Tq, Tk) or (B, H, Tq, Tk)"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk.npy", 1, "mask is 6x16"},
+        {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt.npy --kv-len 7", 1,
+         "block_table[0][1] = 9 is outside the cache's 1 blocks"},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         int status = run("%s", runs[i].args);
@@ -367,6 +987,8 @@ int main(void)
         cmocka_unit_test(test_attention_runs),
         cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_mha_run),
+        cmocka_unit_test(test_variants_cpu),
+        cmocka_unit_test(test_variants_default),
         cmocka_unit_test(test_bad_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -10,10 +10,11 @@ static const char usage[] =
     "\n"
     "O = softmax(scale * Q K^T, masked) V. Inputs are float32, float16 or float64\n"
     "(read as float32) .npy files; O is written as float32, and only if the whole run\n"
-    "succeeds. Q, K and V have the same rank:\n"
+    "succeeds. Dense Q, K and V have one rank:\n"
     "  2-D  Q (Tq, D), K (Tk, D), V (Tk, Dv)            one batch entry, one head\n"
     "  3-D  Q (H, Tq, D), K (Hkv, Tk, D), V (Hkv, Tk, Dv)  independent heads\n"
     "  4-D  (B, H, T, D) with --layout bhsd, (B, T, H, D) with --layout bshd\n"
+    "(packed and paged ones are below).\n"
     "H must be a multiple of Hkv (grouped-query attention). O has Q's rank.\n"
     "\n"
     "options:\n"
@@ -30,13 +31,64 @@ static const char usage[] =
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME       device index or name substring (see vkattn devices)\n"
     "  --verbose             log the device and path choices\n"
+    "\n"
+    "variants, in any combination (pos = i + q_offset is query row i's key\n"
+    "position; a score s = scale * dot(q_i, k_j) is soft-capped, then gets ALiBi,\n"
+    "then the mask):\n"
+    "  --window L,R          sliding window: key j only if pos - L <= j <= pos + R;\n"
+    "                        -1 leaves a side unbounded (FlashAttention's\n"
+    "                        window_size)\n"
+    "  --softcap C           s = C * tanh(s / C) (Gemma 2 logit soft-capping), C > 0\n"
+    "  --sinks S.npy         (H) floats: one raw logit per query head, not scaled, in\n"
+    "                        the softmax denominator with no value row (gpt-oss)\n"
+    "  --alibi SLOPES.npy    (H) floats: s += slope[h] * (j - pos)\n"
+    "  --mask M.npy          float16/32/64, added to s: (Tq, Tk), (B, 1, Tq, Tk) or\n"
+    "                        (B, H, Tq, Tk); -inf = key not allowed. Packed: Tq and\n"
+    "                        Tk are the longest sequences; paged: Tk is\n"
+    "                        max_blocks * block_size\n"
+    "A query row with no allowed key gives zeros, sinks or not.\n"
+    "\n"
+    "packed sequences and paged KV cache (int32 or int64 .npy index files; fused\n"
+    "path only):\n"
+    "  --cu-seqlens-q CQ.npy, --cu-seqlens-k CK.npy\n"
+    "                        B+1 offsets: Q (total_q, H, D), K (total_k, Hkv, D) and\n"
+    "                        V (total_k, Hkv, Dv) hold B sequences packed, sequence b\n"
+    "                        being rows cu[b]..cu[b+1]-1; O is (total_q, H, Dv);\n"
+    "                        q_offset defaults to Tk_b - Tq_b per sequence\n"
+    "  --block-table T.npy   (B, max_blocks): K (num_blocks, block_size, Hkv, D) and\n"
+    "                        V (num_blocks, block_size, Hkv, Dv) are caches; key j of\n"
+    "                        entry b is row j % block_size of block\n"
+    "                        T[b][j / block_size].\n"
+    "                        Needs --kv-len (each entry's key count, Tk_b). Q is\n"
+    "                        (B, H, Tq, D), or packed with --cu-seqlens-q\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n";
 
 typedef struct attention_options {
     const char *q, *k, *v, *o, *kv_len;
+    const char *mask, *cu_seqlens_q, *cu_seqlens_k, *block_table;
+    variant_options variants;
     vkattn_attention_desc desc;
     common_options common;
 } attention_options;
+
+/* Which options go together: where the keys are is said once, and a paged
+ * cache needs each entry's key count. */
+static int check_combination(const attention_options *o)
+{
+    const char *problem =
+        !o->q || !o->k || !o->v || !o->o ? "-q, -k, -v and -o are required"
+        : o->cu_seqlens_k && !o->cu_seqlens_q
+            ? "--cu-seqlens-k needs --cu-seqlens-q (packed queries)"
+        : o->cu_seqlens_q && !o->cu_seqlens_k && !o->block_table
+            ? "--cu-seqlens-q needs --cu-seqlens-k, or --block-table for paged keys"
+        : o->cu_seqlens_k && o->block_table
+            ? "--cu-seqlens-k and --block-table both say where the keys are: give one"
+        : o->block_table && !o->kv_len ? "--block-table needs --kv-len (each entry's key count)"
+                                       : NULL;
+    if (problem)
+        return cli_error("attention", EXIT_USAGE, "%s (see --help)", problem), -1;
+    return 0;
+}
 
 static int parse(int argc, char **argv, attention_options *o)
 {
@@ -45,12 +97,16 @@ static int parse(int argc, char **argv, attention_options *o)
     for (; a.i < argc; a.i++) {
         const char *value;
         int r;
-        if ((r = take_common(&a, &o->common, usage)) != 0) {
+        if ((r = take_common(&a, &o->common, usage)) != 0 || (r = take_variant(&a, &o->variants))) {
             if (r < 0)
                 return r;
         } else if ((r = take_value(&a, "-q", "--q", &o->q)) || (r = take_value(&a, "-k", "--k", &o->k)) ||
                    (r = take_value(&a, "-v", "--v", &o->v)) || (r = take_value(&a, "-o", "--out", &o->o)) ||
-                   (r = take_value(&a, "--kv-len", NULL, &o->kv_len))) {
+                   (r = take_value(&a, "--kv-len", NULL, &o->kv_len)) ||
+                   (r = take_value(&a, "--mask", NULL, &o->mask)) ||
+                   (r = take_value(&a, "--cu-seqlens-q", NULL, &o->cu_seqlens_q)) ||
+                   (r = take_value(&a, "--cu-seqlens-k", NULL, &o->cu_seqlens_k)) ||
+                   (r = take_value(&a, "--block-table", NULL, &o->block_table))) {
             if (r < 0)
                 return -1;
         } else if (!strcmp(argv[a.i], "--causal")) {
@@ -78,10 +134,13 @@ static int parse(int argc, char **argv, attention_options *o)
                    -1;
         }
     }
-    if (!o->q || !o->k || !o->v || !o->o)
-        return cli_error("attention", EXIT_USAGE, "-q, -k, -v and -o are required (see --help)"),
-               -1;
+    if (check_combination(o))
+        return -1;
     o->desc.path = o->common.path;
+    o->desc.has_window = o->variants.has_window;
+    o->desc.window_left = o->variants.window_left;
+    o->desc.window_right = o->variants.window_right;
+    o->desc.softcap = o->variants.softcap;
     return 0;
 }
 
@@ -126,6 +185,145 @@ static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_
     return rc;
 }
 
+/* The files of one run. */
+typedef struct attention_files {
+    loaded q, k, v, mask, cu_q, cu_k, table;
+    head_vectors heads;
+} attention_files;
+
+static int load_files(const attention_options *o, attention_files *f)
+{
+    const char *paths[7] = {o->q, o->k, o->v, o->mask, o->cu_seqlens_q, o->cu_seqlens_k,
+                            o->block_table};
+    const char *names[7] = {"Q", "K", "V", "mask", "cu_seqlens_q", "cu_seqlens_k", "block_table"};
+    loaded *all[7] = {&f->q, &f->k, &f->v, &f->mask, &f->cu_q, &f->cu_k, &f->table};
+    int rc = 0;
+    for (int i = 0; i < 7 && !rc; i++)
+        if (paths[i])
+            rc = load_npy("attention", paths[i], names[i], all[i]);
+    return rc;
+}
+
+/* Packed Q, K and V are 3-D and paged caches 4-D as the library takes them;
+ * dense ones are 2- to 4-D, all of one rank. */
+static int check_ranks(const attention_options *o, const attention_files *f)
+{
+    const loaded *all[3] = {&f->q, &f->k, &f->v};
+    const char *paths[3] = {o->q, o->k, o->v}, *names = "QKV";
+    for (int i = 0; i < 3; i++) {
+        bool packed = i == 0 ? o->cu_seqlens_q != NULL : o->cu_seqlens_k != NULL;
+        bool paged = i > 0 && o->block_table;
+        int ndim = all[i]->array.ndim;
+        if (packed && ndim != 3)
+            return cli_error("attention", EXIT_RUNTIME,
+                             "%s (%c): is %d-D, must be 3-D (total, heads, D) with --cu-seqlens-%c",
+                             paths[i], names[i], ndim, i == 0 ? 'q' : 'k');
+        if (paged && ndim != 4)
+            return cli_error("attention", EXIT_RUNTIME,
+                             "%s (%c): is %d-D, must be 4-D (num_blocks, block_size, Hkv, D) with "
+                             "--block-table", paths[i], names[i], ndim);
+        if (!packed && !paged && (ndim < 2 || ndim > 4))
+            return cli_error("attention", EXIT_RUNTIME, "%s (%c): is %d-D, must be 2-, 3- or 4-D",
+                             paths[i], names[i], ndim);
+    }
+    bool dense = !o->cu_seqlens_q && !o->block_table;
+    if (dense && (f->k.array.ndim != f->q.array.ndim || f->v.array.ndim != f->q.array.ndim))
+        return cli_error("attention", EXIT_RUNTIME, "Q is %d-D but K is %d-D and V %d-D: use one rank",
+                         f->q.array.ndim, f->k.array.ndim, f->v.array.ndim);
+    return 0;
+}
+
+/* The shapes the tensors get: packed and paged files keep their own, dense
+ * ones stand for 4-D tensors (leading dimensions of 1). */
+typedef struct attention_shapes {
+    int q_ndim, k_ndim, o_ndim;
+    int64_t q[4], k[4], v[4], o[4];
+    int file_ndim;              /* O as written: Q's rank */
+    const int64_t *file_shape;
+    int64_t batch;              /* B, the number of --kv-len entries */
+    int64_t heads;              /* H, the length of --sinks and --alibi */
+} attention_shapes;
+
+static void plan_shapes(attention_options *o, const attention_files *f, attention_shapes *s)
+{
+    const npy_array *q = &f->q.array, *k = &f->k.array, *v = &f->v.array;
+    int64_t dv = v->shape[v->ndim - 1];
+    if (o->cu_seqlens_q) {
+        s->q_ndim = s->o_ndim = s->file_ndim = 3;
+        memcpy(s->q, q->shape, 3 * sizeof q->shape[0]);
+        s->o[0] = q->shape[0], s->o[1] = q->shape[1], s->o[2] = dv;
+        s->file_shape = s->o;
+        s->heads = q->shape[1];
+    } else {
+        s->q_ndim = s->o_ndim = 4;
+        as_4d(q, s->q);
+        if (q->ndim < 4)
+            o->desc.layout = VKATTN_LAYOUT_BHSD;
+        /* O: Q's shape with V's head size (the last dimension in either layout). */
+        s->o[0] = s->q[0], s->o[1] = s->q[1], s->o[2] = s->q[2], s->o[3] = dv;
+        s->file_ndim = q->ndim;
+        s->file_shape = s->o + (4 - q->ndim);
+        s->heads = o->desc.layout == VKATTN_LAYOUT_BSHD ? s->q[2] : s->q[1];
+    }
+    if (o->cu_seqlens_k || o->block_table) {
+        s->k_ndim = k->ndim;
+        memcpy(s->k, k->shape, (size_t)k->ndim * sizeof k->shape[0]);
+        memcpy(s->v, v->shape, (size_t)v->ndim * sizeof v->shape[0]);
+    } else {
+        s->k_ndim = 4;
+        as_4d(k, s->k);
+        as_4d(v, s->v);
+    }
+    s->batch = o->cu_seqlens_q ? f->cu_q.array.shape[0] - 1
+               : o->block_table ? f->table.array.shape[0]
+                                : s->q[0];
+}
+
+/* The additive mask: float16 files stay F16, other floats become F32 (it is
+ * not an input --dtype rounds). */
+static int make_mask(vkattn_context *ctx, const attention_options *o, attention_files *f)
+{
+    int ndim = f->mask.array.ndim;
+    if (ndim != 2 && ndim != 4)
+        return cli_error("attention", EXIT_RUNTIME,
+                         "%s (mask): is %d-D, must be (Tq, Tk), (B, 1, Tq, Tk) or (B, H, Tq, Tk)",
+                         o->mask, ndim);
+    return make_float_tensor("attention", ctx, o->mask, "mask", &f->mask, true);
+}
+
+static int make_tensors(vkattn_context *ctx, const attention_options *o, attention_files *f,
+                        const attention_shapes *s)
+{
+    int rc;
+    if ((rc = make_tensor("attention", ctx, &o->common, o->q, "Q", &f->q, s->q_ndim, s->q)) ||
+        (rc = make_tensor("attention", ctx, &o->common, o->k, "K", &f->k, s->k_ndim, s->k)) ||
+        (rc = make_tensor("attention", ctx, &o->common, o->v, "V", &f->v, s->k_ndim, s->v)))
+        return rc;
+    if (o->mask && (rc = make_mask(ctx, o, f)))
+        return rc;
+    if (o->cu_seqlens_q &&
+        (rc = make_index_tensor("attention", ctx, o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, 1,
+                                "B + 1 offsets into Q's rows")))
+        return rc;
+    if (o->cu_seqlens_k &&
+        (rc = make_index_tensor("attention", ctx, o->cu_seqlens_k, "cu_seqlens_k", &f->cu_k, 1,
+                                "B + 1 offsets into K's rows")))
+        return rc;
+    if (o->block_table &&
+        (rc = make_index_tensor("attention", ctx, o->block_table, "block_table", &f->table, 2,
+                                "(B, max_blocks) cache blocks")))
+        return rc;
+    return make_head_vectors("attention", ctx, &o->variants, &f->heads);
+}
+
+static void unload_files(attention_files *f)
+{
+    loaded *all[7] = {&f->q, &f->k, &f->v, &f->mask, &f->cu_q, &f->cu_k, &f->table};
+    for (int i = 0; i < 7; i++)
+        unload(all[i]);
+    unload_head_vectors(&f->heads);
+}
+
 int run_attention(int argc, char **argv)
 {
     attention_options o;
@@ -133,53 +331,38 @@ int run_attention(int argc, char **argv)
     if (rc)
         return rc == -2 ? 0 : EXIT_USAGE;
 
-    loaded q = {0}, k = {0}, v = {0};
+    attention_files f;
+    attention_shapes s = {0};
     vkattn_context *ctx = NULL;
     vkattn_tensor *out = NULL, *kv_len = NULL;
-    if ((rc = load_npy("attention", o.q, "Q", &q)) || (rc = load_npy("attention", o.k, "K", &k)) ||
-        (rc = load_npy("attention", o.v, "V", &v)))
+    memset(&f, 0, sizeof f);
+    if ((rc = load_files(&o, &f)) || (rc = check_ranks(&o, &f)))
         goto done;
-    const loaded *all[3] = {&q, &k, &v};
-    const char *paths[3] = {o.q, o.k, o.v}, *names = "QKV";
-    for (int i = 0; i < 3 && !rc; i++)
-        if (all[i]->array.ndim < 2 || all[i]->array.ndim > 4)
-            rc = cli_error("attention", EXIT_RUNTIME, "%s (%c): is %d-D, must be 2-, 3- or 4-D",
-                           paths[i], names[i], all[i]->array.ndim);
-    if (!rc && (k.array.ndim != q.array.ndim || v.array.ndim != q.array.ndim))
-        rc = cli_error("attention", EXIT_RUNTIME, "Q is %d-D but K is %d-D and V %d-D: use one rank",
-                       q.array.ndim, k.array.ndim, v.array.ndim);
-    if (rc)
+    plan_shapes(&o, &f, &s);
+    if ((rc = load_head_vectors("attention", &o.variants, s.heads, &f.heads)) ||
+        (rc = open_context("attention", &o.common, &ctx)) || (rc = make_tensors(ctx, &o, &f, &s)))
         goto done;
-    int64_t qs[4], ks[4], vs[4];
-    as_4d(&q.array, qs);
-    as_4d(&k.array, ks);
-    as_4d(&v.array, vs);
-    if (q.array.ndim < 4)
-        o.desc.layout = VKATTN_LAYOUT_BHSD;
-    /* O: Q's shape with V's head size (the last dimension in either layout). */
-    int64_t os[4] = {qs[0], qs[1], qs[2], vs[3]};
-
-    if ((rc = open_context("attention", &o.common, &ctx)) ||
-        (rc = make_tensor("attention", ctx, &o.common, o.q, "Q", &q, 4, qs)) ||
-        (rc = make_tensor("attention", ctx, &o.common, o.k, "K", &k, 4, ks)) ||
-        (rc = make_tensor("attention", ctx, &o.common, o.v, "V", &v, 4, vs)))
-        goto done;
-    if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, qs[0], &kv_len)))
+    if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, s.batch, &kv_len)))
         goto done;
     o.desc.kv_len = kv_len;
-    vkattn_tensor_desc od = {.dtype = VKATTN_DTYPE_F32, .ndim = 4, .shape = {os[0], os[1], os[2], os[3]}};
+    o.desc.mask = f.mask.tensor;
+    o.desc.cu_seqlens_q = f.cu_q.tensor;
+    o.desc.cu_seqlens_k = f.cu_k.tensor;
+    o.desc.block_table = f.table.tensor;
+    o.desc.sinks = f.heads.sinks.tensor;
+    o.desc.alibi_slopes = f.heads.alibi.tensor;
+    vkattn_tensor_desc od = {.dtype = VKATTN_DTYPE_F32, .ndim = s.o_ndim};
+    memcpy(od.shape, s.o, sizeof s.o);
     if (vkattn_tensor_create(ctx, &od, &out) ||
-        vkattn_attention(ctx, &o.desc, q.tensor, k.tensor, v.tensor, out)) {
+        vkattn_attention(ctx, &o.desc, f.q.tensor, f.k.tensor, f.v.tensor, out)) {
         rc = library_error(ctx);
         goto done;
     }
-    rc = save_npy("attention", ctx, out, o.o, q.array.ndim, os + (4 - q.array.ndim));
+    rc = save_npy("attention", ctx, out, o.o, s.file_ndim, s.file_shape);
 done:
     vkattn_tensor_destroy(out);
     vkattn_tensor_destroy(kv_len);
-    unload(&q);
-    unload(&k);
-    unload(&v);
+    unload_files(&f);
     vkattn_context_destroy(ctx);
     return rc;
 }

@@ -50,6 +50,18 @@ int parse_int(const args *a, const char *option, const char *text, int64_t lo, i
               int64_t *out);
 int parse_float(const args *a, const char *option, const char *text, float *out);
 
+/* The attention variants both commands take (DESIGN.md section 1). */
+typedef struct variant_options {
+    bool has_window;              /* --window L,R */
+    int32_t window_left, window_right;
+    float softcap;                /* --softcap C; 0: off */
+    const char *sinks, *alibi;    /* --sinks S.npy, --alibi SLOPES.npy; NULL: off */
+} variant_options;
+
+/* Parses --window, --softcap, --sinks or --alibi at argv[i]: 1 matched, 0 not,
+ * -1 bad value (reported). */
+int take_variant(args *a, variant_options *o);
+
 /* Creates the context the options ask for (logging warnings to stderr). */
 int open_context(const char *command, common_options *o, vkattn_context **out);
 
@@ -64,6 +76,27 @@ int load_npy(const char *command, const char *path, const char *name, loaded *ou
 int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
                 const char *path, const char *name, loaded *l, int ndim, const int64_t *shape);
 void unload(loaded *l);
+
+/* Tensors that --dtype does not round, of the file's own shape (1- to 4-D):
+ * make_index_tensor takes integer files (int32, or int64 narrowed on reading)
+ * of `ndim` dimensions for an I32 tensor (cu_seqlens, block tables; `what`
+ * says what the file holds); make_float_tensor takes float files for an F32
+ * tensor, or F16 for float16 files when `keep_f16` (the additive mask). */
+int make_index_tensor(const char *command, vkattn_context *ctx, const char *path,
+                      const char *name, loaded *l, int ndim, const char *what);
+int make_float_tensor(const char *command, vkattn_context *ctx, const char *path,
+                      const char *name, loaded *l, bool keep_f16);
+
+/* The --sinks and --alibi files: loaded and checked to be float vectors of one
+ * value per query head (`heads`), then made F32 tensors. */
+typedef struct head_vectors {
+    loaded sinks, alibi;
+} head_vectors;
+int load_head_vectors(const char *command, const variant_options *o, int64_t heads,
+                      head_vectors *out);
+int make_head_vectors(const char *command, vkattn_context *ctx, const variant_options *o,
+                      head_vectors *h);
+void unload_head_vectors(head_vectors *h);
 
 /* Downloads `tensor` and writes it to `path` as float32 of the given shape. */
 int save_npy(const char *command, vkattn_context *ctx, vkattn_tensor *tensor, const char *path,

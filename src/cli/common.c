@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,43 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
     }
     *out = (float)v;
     return 0;
+}
+
+/* --window L,R: two integers, each >= 0, or -1 to leave that side unbounded. */
+static int parse_window(const args *a, const char *text, variant_options *o)
+{
+    char *end;
+    errno = 0;
+    long long left = strtoll(text, &end, 10), right = 0;
+    bool ok = !errno && end != text && *end == ',';
+    if (ok) {
+        const char *rest = end + 1;
+        right = strtoll(rest, &end, 10);
+        ok = !errno && end != rest && !*end;
+    }
+    if (!ok || left < -1 || right < -1 || left > INT32_MAX || right > INT32_MAX) {
+        cli_error(a->command, EXIT_USAGE,
+                  "--window %s: expected L,R: two integers, each >= 0, or -1 for unbounded",
+                  text);
+        return -1;
+    }
+    o->has_window = true;
+    o->window_left = (int32_t)left;
+    o->window_right = (int32_t)right;
+    return 0;
+}
+
+int take_variant(args *a, variant_options *o)
+{
+    const char *value;
+    int r;
+    if ((r = take_value(a, "--window", NULL, &value)) != 0)
+        return r < 0 || parse_window(a, value, o) ? -1 : 1;
+    if ((r = take_value(a, "--softcap", NULL, &value)) != 0)
+        return r < 0 || parse_float(a, "--softcap", value, &o->softcap) ? -1 : 1;
+    if ((r = take_value(a, "--sinks", NULL, &o->sinks)) != 0)
+        return r;
+    return take_value(a, "--alibi", NULL, &o->alibi);
 }
 
 int take_common(args *a, common_options *o, const char *usage)
@@ -171,21 +209,127 @@ int load_npy(const char *command, const char *path, const char *name, loaded *ou
     return 0;
 }
 
-int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
-                const char *path, const char *name, loaded *l, int ndim, const int64_t *shape)
+/* The dtype the file's data is in, as vkattn names it. */
+static vkattn_dtype file_dtype(const npy_array *a)
 {
-    vkattn_dtype file_dtype = l->array.dtype == NPY_F16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
-    /* The upload converts the file's data to the tensor's dtype, rounding to
-     * nearest even: float32 files can feed the 16-bit kernels. */
-    vkattn_tensor_desc desc = {.dtype = common->dtype_given ? common->dtype : file_dtype,
-                               .ndim = ndim};
+    return a->dtype == NPY_F16 ? VKATTN_DTYPE_F16
+           : a->dtype == NPY_I32 ? VKATTN_DTYPE_I32
+                                 : VKATTN_DTYPE_F32;
+}
+
+/* A tensor of `dtype` and `shape` holding the file's data. The upload converts
+ * between float dtypes, rounding to nearest even: float32 files can feed the
+ * 16-bit kernels. */
+static int create_from(const char *command, vkattn_context *ctx, const char *path,
+                       const char *name, loaded *l, vkattn_dtype dtype, int ndim,
+                       const int64_t *shape)
+{
+    vkattn_tensor_desc desc = {.dtype = dtype, .ndim = ndim};
     memcpy(desc.shape, shape, (size_t)ndim * sizeof shape[0]);
     vkattn_status s = vkattn_tensor_create(ctx, &desc, &l->tensor);
     if (s == VKATTN_OK)
-        s = vkattn_tensor_upload(l->tensor, l->array.data, file_dtype);
+        s = vkattn_tensor_upload(l->tensor, l->array.data, file_dtype(&l->array));
     if (s != VKATTN_OK)
         return cli_error(command, EXIT_RUNTIME, "%s (%s): %s", path, name, vkattn_last_error(ctx));
     return 0;
+}
+
+/* Q, K, V and the like hold floats; an integer file is a mistake worth naming. */
+static int check_float_file(const char *command, const char *path, const char *name,
+                            const loaded *l)
+{
+    if (l->array.dtype == NPY_I32)
+        return cli_error(command, EXIT_RUNTIME,
+                         "%s (%s): is an integer array, must be float16, float32 or float64",
+                         path, name);
+    return 0;
+}
+
+int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
+                const char *path, const char *name, loaded *l, int ndim, const int64_t *shape)
+{
+    int rc = check_float_file(command, path, name, l);
+    if (rc)
+        return rc;
+    vkattn_dtype dtype = common->dtype_given ? common->dtype : file_dtype(&l->array);
+    return create_from(command, ctx, path, name, l, dtype, ndim, shape);
+}
+
+/* "(2, 3)", for messages. */
+static const char *shape_text(const npy_array *a, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "(");
+    for (int i = 0; i < a->ndim && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ")");
+    return buf;
+}
+
+int make_index_tensor(const char *command, vkattn_context *ctx, const char *path,
+                      const char *name, loaded *l, int ndim, const char *what)
+{
+    char shape[96];
+    if (l->array.dtype != NPY_I32)
+        return cli_error(command, EXIT_RUNTIME, "%s (%s): is %s, must be int32 or int64 (%s)",
+                         path, name, npy_dtype_name(l->array.dtype), what);
+    if (l->array.ndim != ndim)
+        return cli_error(command, EXIT_RUNTIME, "%s (%s): is %s, must be %d-D (%s)", path, name,
+                         shape_text(&l->array, shape, sizeof shape), ndim, what);
+    return create_from(command, ctx, path, name, l, VKATTN_DTYPE_I32, ndim, l->array.shape);
+}
+
+int make_float_tensor(const char *command, vkattn_context *ctx, const char *path,
+                      const char *name, loaded *l, bool keep_f16)
+{
+    int rc = check_float_file(command, path, name, l);
+    if (rc)
+        return rc;
+    if (l->array.ndim < 1 || l->array.ndim > VKATTN_MAX_DIMS)
+        return cli_error(command, EXIT_RUNTIME, "%s (%s): is %d-D, must be 1- to %d-D", path, name,
+                         l->array.ndim, VKATTN_MAX_DIMS);
+    vkattn_dtype dtype = keep_f16 && l->array.dtype == NPY_F16 ? VKATTN_DTYPE_F16
+                                                                : VKATTN_DTYPE_F32;
+    return create_from(command, ctx, path, name, l, dtype, l->array.ndim, l->array.shape);
+}
+
+int load_head_vectors(const char *command, const variant_options *o, int64_t heads,
+                      head_vectors *out)
+{
+    const char *paths[2] = {o->sinks, o->alibi}, *names[2] = {"sinks", "alibi_slopes"};
+    loaded *all[2] = {&out->sinks, &out->alibi};
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        int rc = load_npy(command, paths[i], names[i], all[i]);
+        if (rc || (rc = check_float_file(command, paths[i], names[i], all[i])))
+            return rc;
+        char shape[96];
+        const npy_array *a = &all[i]->array;
+        if (a->ndim != 1 || a->shape[0] != heads)
+            return cli_error(command, EXIT_RUNTIME,
+                             "%s (%s): is %s, must be (%lld): one value per query head", paths[i],
+                             names[i], shape_text(a, shape, sizeof shape), (long long)heads);
+    }
+    return 0;
+}
+
+int make_head_vectors(const char *command, vkattn_context *ctx, const variant_options *o,
+                      head_vectors *h)
+{
+    int rc = 0;
+    if (o->sinks)
+        rc = make_float_tensor(command, ctx, o->sinks, "sinks", &h->sinks, false);
+    if (!rc && o->alibi)
+        rc = make_float_tensor(command, ctx, o->alibi, "alibi_slopes", &h->alibi, false);
+    return rc;
+}
+
+void unload_head_vectors(head_vectors *h)
+{
+    unload(&h->sinks);
+    unload(&h->alibi);
 }
 
 void unload(loaded *l)

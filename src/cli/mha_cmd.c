@@ -25,10 +25,23 @@ static const char usage[] =
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME\n"
     "  --verbose\n"
+    "\n"
+    "attention variants, in any combination (pos = the query's position; a score\n"
+    "s = scale * dot(q_i, k_j) is soft-capped, then gets ALiBi):\n"
+    "  --window L,R                   sliding window: key j only if\n"
+    "                                 pos - L <= j <= pos + R; -1 leaves a side\n"
+    "                                 unbounded (FlashAttention's window_size)\n"
+    "  --softcap C                    s = C * tanh(s / C) (Gemma 2), C > 0\n"
+    "  --sinks S.npy                  (H) floats: one raw logit per head, not scaled,\n"
+    "                                 in the softmax denominator with no value row\n"
+    "                                 (gpt-oss)\n"
+    "  --alibi SLOPES.npy             (H) floats: s += slope[h] * (j - pos)\n"
+    "A query row with no allowed key gives zeros, sinks or not.\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n";
 
 typedef struct mha_options {
     const char *x, *w_qkv, *b_qkv, *w_out, *b_out, *y;
+    variant_options variants;
     vkattn_mha_desc desc;
     common_options common;
 } mha_options;
@@ -40,7 +53,7 @@ static int parse(int argc, char **argv, mha_options *o)
     for (; a.i < argc; a.i++) {
         const char *value;
         int r;
-        if ((r = take_common(&a, &o->common, usage)) != 0) {
+        if ((r = take_common(&a, &o->common, usage)) != 0 || (r = take_variant(&a, &o->variants))) {
             if (r < 0)
                 return r;
         } else if ((r = take_value(&a, "-x", "--x", &o->x)) ||
@@ -69,6 +82,10 @@ static int parse(int argc, char **argv, mha_options *o)
         return cli_error("mha", EXIT_USAGE, "-x, --w-qkv, --w-out, --heads and -o are required "
                                             "(see --help)"), -1;
     o->desc.path = o->common.path;
+    o->desc.has_window = o->variants.has_window;
+    o->desc.window_left = o->variants.window_left;
+    o->desc.window_right = o->variants.window_right;
+    o->desc.softcap = o->variants.softcap;
     return 0;
 }
 
@@ -84,6 +101,7 @@ int run_mha(int argc, char **argv)
     const char *paths[5] = {o.x, o.w_qkv, o.b_qkv, o.w_out, o.b_out};
     const char *names[5] = {"X", "W_qkv", "b_qkv", "W_out", "b_out"};
     const int ranks[5] = {3, 2, 1, 2, 1};
+    head_vectors heads = {0};
     vkattn_context *ctx = NULL;
     vkattn_tensor *y = NULL;
     for (int i = 0; i < 5 && !rc; i++) {
@@ -96,8 +114,12 @@ int run_mha(int argc, char **argv)
             rc = cli_error("mha", EXIT_RUNTIME, "%s (%s): is %d-D, must be %s", paths[i], names[i],
                            ndim, i == 0 ? "(B, T, C) or (T, C)" : ranks[i] == 2 ? "2-D" : "1-D");
     }
-    if (rc || (rc = open_context("mha", &o.common, &ctx)))
+    if (rc || (rc = load_head_vectors("mha", &o.variants, o.desc.heads, &heads)) ||
+        (rc = open_context("mha", &o.common, &ctx)) ||
+        (rc = make_head_vectors("mha", ctx, &o.variants, &heads)))
         goto done;
+    o.desc.sinks = heads.sinks.tensor;
+    o.desc.alibi_slopes = heads.alibi.tensor;
     int64_t xs[3] = {1, 1, 1};
     for (int i = 0; i < x.array.ndim; i++)
         xs[3 - x.array.ndim + i] = x.array.shape[i];
@@ -120,6 +142,7 @@ done:
     vkattn_tensor_destroy(y);
     for (int i = 0; i < 5; i++)
         unload(all[i]);
+    unload_head_vectors(&heads);
     vkattn_context_destroy(ctx);
     return rc;
 }
