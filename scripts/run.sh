@@ -2,7 +2,8 @@
 # One entry point for the README's two commands:
 #   scripts/run.sh main   set up, build, run the quick benchmark (every case checked
 #                         against the CPU reference) on the default device
-#   scripts/run.sh test   set up, build, run the test suite through ctest
+#   scripts/run.sh test   set up, build, run the test suite through ctest, then
+#                         again built with ASan and UBSan
 #   scripts/run.sh build  set up and build only (before scripts/fetch-gpu-debs.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,21 @@ cmake --build "$build" -j "$(nproc)"
 
 case "$what" in
   main) "$build/vkattn-bench" --quick ;;
-  test) ctest --test-dir "$build" --output-on-failure -j "$(nproc)" ;;
+  test)
+    ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+    # The suite again, built with AddressSanitizer (leak checking on) and
+    # UndefinedBehaviorSanitizer. Under ASan's allocator lavapipe compiles
+    # pipelines 5-10x slower (test_variants: 330 s against 18 s), so the two
+    # kernel sweeps (test_attention, test_variants; their argument checks and
+    # sequence tables are exercised here through test_errors and test_cli) and
+    # the reruns in other memory or kernel modes (no other host code) stay out.
+    sanitize="$build-sanitize"
+    cmake -S . -B "$sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKATTN_SANITIZE=ON \
+      -DVKATTN_BUILD_STATIC=OFF -DVKATTN_TEST_CACHE_HOME="$(cd "$build" && pwd)/cache" >/dev/null
+    cmake --build "$sanitize" -j "$(nproc)"
+    ctest --test-dir "$sanitize" --output-on-failure -j "$(nproc)" \
+      -E '^test_(attention|variants|install)$|_gpu_variants$|_device_memory$'
+    ;;
   build) ;;
   *) echo "usage: scripts/run.sh main|test|build" >&2; exit 2 ;;
 esac
