@@ -111,6 +111,12 @@ static vkattn_status begin_if_needed(vkattn_context *ctx)
         return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "the device was lost");
     if (vk->recording || vk->external)
         return VKATTN_OK;
+    if (vk->pool_needs_reset) {
+        VkResult reset = vk->vkd.ResetCommandPool(vk->device, vk->command_pool, 0);
+        if (reset != VK_SUCCESS)
+            return ctx_fail_vk(ctx, reset, "vkResetCommandPool");
+        vk->pool_needs_reset = false;
+    }
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -343,7 +349,11 @@ vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx)
                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                                VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     vk->recording = false;
+    /* The fence is reset before the submission, so a failed reset submits nothing. */
     VkResult r = vk->vkd.EndCommandBuffer(vk->command_buffer);
+    if (r == VK_SUCCESS)
+        r = vk->vkd.ResetFences(vk->device, 1, &vk->fence);
+    bool submitted = false;
     if (r == VK_SUCCESS) {
         VkSubmitInfo si = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -351,18 +361,28 @@ vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx)
             .pCommandBuffers = &vk->command_buffer,
         };
         r = vk->vkd.QueueSubmit(vk->queue, 1, &si, vk->fence);
+        submitted = r == VK_SUCCESS;
     }
     if (r == VK_SUCCESS)
         r = vk->vkd.WaitForFences(vk->device, 1, &vk->fence, VK_TRUE, UINT64_MAX);
-    if (r == VK_SUCCESS)
-        r = vk->vkd.ResetFences(vk->device, 1, &vk->fence);
-    if (r != VK_SUCCESS)
+    if (r != VK_SUCCESS && (submitted || r == VK_ERROR_DEVICE_LOST)) {
+        /* Work in flight that cannot be waited for: the context cannot go on.
+         * Let the queue drain (a lost device returns at once) so that tensors
+         * and the context can still be destroyed with nothing in flight. */
+        vk->device_lost = true;
+        if (submitted)
+            vk->vkd.QueueWaitIdle(vk->queue);
         return ctx_fail_vk(ctx, r, "submitting recorded work");
-
-    vk->vkd.ResetCommandPool(vk->device, vk->command_pool, 0);
+    }
+    /* Done, or nothing was submitted: then the recorded work is dropped (its
+     * outputs keep what they held) and the context stays usable. */
+    vkattn_status s = r == VK_SUCCESS ? VKATTN_OK
+                                      : ctx_fail_vk(ctx, r, "submitting recorded work (dropped)");
+    if (vk->vkd.ResetCommandPool(vk->device, vk->command_pool, 0) != VK_SUCCESS)
+        vk->pool_needs_reset = true;
     for (uint32_t i = 0; i < vk->descriptor_pool_count; i++)
         vk->vkd.ResetDescriptorPool(vk->device, vk->descriptor_pools[i], 0);
     vk->descriptor_pool_current = 0;
     free_staging(ctx);
-    return VKATTN_OK;
+    return s;
 }

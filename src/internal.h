@@ -278,6 +278,7 @@ typedef struct vk_state {
     vkattn_recording *external;
     VkFence fence;
     bool recording;
+    bool pool_needs_reset;    /* resetting the command pool failed: retried before the next begin */
     uint32_t recorded_commands;
 
     VkDescriptorPool descriptor_pools[VKATTN_MAX_DESCRIPTOR_POOLS];

@@ -1,0 +1,320 @@
+/* The fault-injecting Vulkan dispatch (fault_vulkan.h): wrappers for every
+ * fallible device entry point vkattn uses, handed out by a wrapped
+ * vkGetDeviceProcAddr, itself handed out by the wrapped vkGetInstanceProcAddr. */
+#include "fault_vulkan.h"
+
+#include <string.h>
+
+enum object_kind {
+    KIND_BUFFER, KIND_MEMORY, KIND_VIEW, KIND_SHADER, KIND_SET_LAYOUT, KIND_PIPELINE_LAYOUT,
+    KIND_PIPELINE_CACHE, KIND_PIPELINE, KIND_DESCRIPTOR_POOL, KIND_COMMAND_POOL, KIND_QUERY_POOL,
+    KIND_FENCE, KIND_COUNT
+};
+static const char *const kind_names[KIND_COUNT] = {
+    "VkBuffer", "VkDeviceMemory", "VkBufferView", "VkShaderModule", "VkDescriptorSetLayout",
+    "VkPipelineLayout", "VkPipelineCache", "VkPipeline", "VkDescriptorPool", "VkCommandPool",
+    "VkQueryPool", "VkFence",
+};
+
+static PFN_vkGetInstanceProcAddr real_gipa;
+static PFN_vkGetDeviceProcAddr real_gdpa;
+static long live[KIND_COUNT];
+static long armed, calls;
+static bool fired, lost;
+static VkResult fired_result;
+static const char *fired_entry = "";
+
+void fault_install(PFN_vkGetInstanceProcAddr real) { real_gipa = real; }
+
+void fault_arm(long n)
+{
+    armed = n, calls = 0, fired = false, lost = false, fired_entry = "";
+}
+
+long fault_calls(void) { return calls; }
+
+bool fault_fired(VkResult *result, const char **entry_point)
+{
+    if (result)
+        *result = fired_result;
+    if (entry_point)
+        *entry_point = fired_entry;
+    return fired;
+}
+
+long fault_live_objects(const char **kind)
+{
+    long total = 0;
+    *kind = "";
+    for (int k = 0; k < KIND_COUNT; k++) {
+        total += live[k];
+        if (live[k] != 0)
+            *kind = kind_names[k];
+    }
+    return total;
+}
+
+/* One fallible call: VK_SUCCESS to go on to the driver, else the error to return. */
+static VkResult inject(const char *entry_point, VkResult error)
+{
+    calls++;
+    if (calls != armed)
+        return VK_SUCCESS;
+    fired = true, fired_result = error, fired_entry = entry_point;
+    if (error == VK_ERROR_DEVICE_LOST)
+        lost = true;
+    return error;
+}
+
+/* Queue and fence calls: VK_ERROR_DEVICE_LOST once the device is lost. */
+static VkResult inject_queue(const char *entry_point)
+{
+    return lost ? VK_ERROR_DEVICE_LOST : inject(entry_point, VK_ERROR_DEVICE_LOST);
+}
+
+#define CREATE_WRAPPER(Name, Kind, Info, Handle)                                                \
+    static PFN_vk##Name real_##Name;                                                           \
+    static VKAPI_ATTR VkResult VKAPI_CALL wrap_##Name(VkDevice d, const Info *info,             \
+                                                      const VkAllocationCallbacks *a,           \
+                                                      Handle *out)                              \
+    {                                                                                          \
+        VkResult r = inject("vk" #Name, VK_ERROR_OUT_OF_DEVICE_MEMORY);                        \
+        if (r == VK_SUCCESS)                                                                   \
+            r = real_##Name(d, info, a, out);                                                  \
+        if (r == VK_SUCCESS)                                                                   \
+            live[Kind]++;                                                                      \
+        return r;                                                                              \
+    }
+#define DESTROY_WRAPPER(Name, Kind, Handle)                                                     \
+    static PFN_vk##Name real_##Name;                                                           \
+    static VKAPI_ATTR void VKAPI_CALL wrap_##Name(VkDevice d, Handle h,                         \
+                                                  const VkAllocationCallbacks *a)               \
+    {                                                                                          \
+        if (h != VK_NULL_HANDLE)                                                               \
+            live[Kind]--;                                                                      \
+        real_##Name(d, h, a);                                                                  \
+    }
+
+CREATE_WRAPPER(CreateBuffer, KIND_BUFFER, VkBufferCreateInfo, VkBuffer)
+DESTROY_WRAPPER(DestroyBuffer, KIND_BUFFER, VkBuffer)
+CREATE_WRAPPER(AllocateMemory, KIND_MEMORY, VkMemoryAllocateInfo, VkDeviceMemory)
+DESTROY_WRAPPER(FreeMemory, KIND_MEMORY, VkDeviceMemory)
+CREATE_WRAPPER(CreateBufferView, KIND_VIEW, VkBufferViewCreateInfo, VkBufferView)
+DESTROY_WRAPPER(DestroyBufferView, KIND_VIEW, VkBufferView)
+CREATE_WRAPPER(CreateShaderModule, KIND_SHADER, VkShaderModuleCreateInfo, VkShaderModule)
+DESTROY_WRAPPER(DestroyShaderModule, KIND_SHADER, VkShaderModule)
+CREATE_WRAPPER(CreateDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayoutCreateInfo,
+               VkDescriptorSetLayout)
+DESTROY_WRAPPER(DestroyDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayout)
+CREATE_WRAPPER(CreatePipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayoutCreateInfo,
+               VkPipelineLayout)
+DESTROY_WRAPPER(DestroyPipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayout)
+CREATE_WRAPPER(CreatePipelineCache, KIND_PIPELINE_CACHE, VkPipelineCacheCreateInfo,
+               VkPipelineCache)
+DESTROY_WRAPPER(DestroyPipelineCache, KIND_PIPELINE_CACHE, VkPipelineCache)
+DESTROY_WRAPPER(DestroyPipeline, KIND_PIPELINE, VkPipeline)
+CREATE_WRAPPER(CreateDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPoolCreateInfo,
+               VkDescriptorPool)
+DESTROY_WRAPPER(DestroyDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPool)
+CREATE_WRAPPER(CreateCommandPool, KIND_COMMAND_POOL, VkCommandPoolCreateInfo, VkCommandPool)
+DESTROY_WRAPPER(DestroyCommandPool, KIND_COMMAND_POOL, VkCommandPool)
+CREATE_WRAPPER(CreateQueryPool, KIND_QUERY_POOL, VkQueryPoolCreateInfo, VkQueryPool)
+DESTROY_WRAPPER(DestroyQueryPool, KIND_QUERY_POOL, VkQueryPool)
+CREATE_WRAPPER(CreateFence, KIND_FENCE, VkFenceCreateInfo, VkFence)
+DESTROY_WRAPPER(DestroyFence, KIND_FENCE, VkFence)
+
+static PFN_vkCreateComputePipelines real_CreateComputePipelines;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_CreateComputePipelines(
+    VkDevice d, VkPipelineCache cache, uint32_t n, const VkComputePipelineCreateInfo *infos,
+    const VkAllocationCallbacks *a, VkPipeline *out)
+{
+    VkResult r = inject("vkCreateComputePipelines", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    if (r == VK_SUCCESS)
+        r = real_CreateComputePipelines(d, cache, n, infos, a, out);
+    if (r == VK_SUCCESS)
+        live[KIND_PIPELINE] += n;
+    return r;
+}
+
+static PFN_vkMapMemory real_MapMemory;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_MapMemory(VkDevice d, VkDeviceMemory m,
+                                                     VkDeviceSize offset, VkDeviceSize size,
+                                                     VkMemoryMapFlags flags, void **data)
+{
+    /* Not counted as an object: vkFreeMemory unmaps implicitly. */
+    VkResult r = inject("vkMapMemory", VK_ERROR_MEMORY_MAP_FAILED);
+    return r != VK_SUCCESS ? r : real_MapMemory(d, m, offset, size, flags, data);
+}
+
+static PFN_vkBindBufferMemory real_BindBufferMemory;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_BindBufferMemory(VkDevice d, VkBuffer b,
+                                                            VkDeviceMemory m, VkDeviceSize off)
+{
+    VkResult r = inject("vkBindBufferMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_BindBufferMemory(d, b, m, off);
+}
+
+static PFN_vkAllocateDescriptorSets real_AllocateDescriptorSets;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_AllocateDescriptorSets(
+    VkDevice d, const VkDescriptorSetAllocateInfo *info, VkDescriptorSet *sets)
+{
+    VkResult r = inject("vkAllocateDescriptorSets", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_AllocateDescriptorSets(d, info, sets);
+}
+
+static PFN_vkAllocateCommandBuffers real_AllocateCommandBuffers;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_AllocateCommandBuffers(
+    VkDevice d, const VkCommandBufferAllocateInfo *info, VkCommandBuffer *cbs)
+{
+    VkResult r = inject("vkAllocateCommandBuffers", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_AllocateCommandBuffers(d, info, cbs);
+}
+
+static PFN_vkBeginCommandBuffer real_BeginCommandBuffer;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_BeginCommandBuffer(VkCommandBuffer cb,
+                                                              const VkCommandBufferBeginInfo *info)
+{
+    VkResult r = inject("vkBeginCommandBuffer", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_BeginCommandBuffer(cb, info);
+}
+
+static PFN_vkEndCommandBuffer real_EndCommandBuffer;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_EndCommandBuffer(VkCommandBuffer cb)
+{
+    VkResult r = inject("vkEndCommandBuffer", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_EndCommandBuffer(cb);
+}
+
+static PFN_vkResetFences real_ResetFences;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_ResetFences(VkDevice d, uint32_t n, const VkFence *f)
+{
+    VkResult r = inject("vkResetFences", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_ResetFences(d, n, f);
+}
+
+static PFN_vkResetCommandPool real_ResetCommandPool;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_ResetCommandPool(VkDevice d, VkCommandPool p,
+                                                            VkCommandPoolResetFlags flags)
+{
+    VkResult r = inject("vkResetCommandPool", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return r != VK_SUCCESS ? r : real_ResetCommandPool(d, p, flags);
+}
+
+static PFN_vkFlushMappedMemoryRanges real_FlushMappedMemoryRanges;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_FlushMappedMemoryRanges(VkDevice d, uint32_t n,
+                                                                   const VkMappedMemoryRange *r)
+{
+    VkResult e = inject("vkFlushMappedMemoryRanges", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return e != VK_SUCCESS ? e : real_FlushMappedMemoryRanges(d, n, r);
+}
+
+static PFN_vkInvalidateMappedMemoryRanges real_InvalidateMappedMemoryRanges;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_InvalidateMappedMemoryRanges(
+    VkDevice d, uint32_t n, const VkMappedMemoryRange *r)
+{
+    VkResult e = inject("vkInvalidateMappedMemoryRanges", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    return e != VK_SUCCESS ? e : real_InvalidateMappedMemoryRanges(d, n, r);
+}
+
+static PFN_vkQueueSubmit real_QueueSubmit;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_QueueSubmit(VkQueue q, uint32_t n,
+                                                       const VkSubmitInfo *submits, VkFence fence)
+{
+    VkResult r = inject_queue("vkQueueSubmit");
+    return r != VK_SUCCESS ? r : real_QueueSubmit(q, n, submits, fence);
+}
+
+static PFN_vkWaitForFences real_WaitForFences;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_WaitForFences(VkDevice d, uint32_t n, const VkFence *f,
+                                                         VkBool32 all, uint64_t timeout)
+{
+    VkResult r = inject_queue("vkWaitForFences");
+    return r != VK_SUCCESS ? r : real_WaitForFences(d, n, f, all, timeout);
+}
+
+static PFN_vkQueueWaitIdle real_QueueWaitIdle;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_QueueWaitIdle(VkQueue q)
+{
+    /* A lost device still lets the real queue drain: teardown stays clean. */
+    if (lost) {
+        real_QueueWaitIdle(q);
+        return VK_ERROR_DEVICE_LOST;
+    }
+    VkResult r = inject_queue("vkQueueWaitIdle");
+    return r != VK_SUCCESS ? r : real_QueueWaitIdle(q);
+}
+
+static PFN_vkDeviceWaitIdle real_DeviceWaitIdle;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_DeviceWaitIdle(VkDevice d)
+{
+    if (lost) {
+        real_DeviceWaitIdle(d);
+        return VK_ERROR_DEVICE_LOST;
+    }
+    VkResult r = inject_queue("vkDeviceWaitIdle");
+    return r != VK_SUCCESS ? r : real_DeviceWaitIdle(d);
+}
+
+static PFN_vkGetQueryPoolResults real_GetQueryPoolResults;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_GetQueryPoolResults(VkDevice d, VkQueryPool p,
+                                                               uint32_t first, uint32_t count,
+                                                               size_t size, void *data,
+                                                               VkDeviceSize stride,
+                                                               VkQueryResultFlags flags)
+{
+    VkResult r = inject_queue("vkGetQueryPoolResults");
+    return r != VK_SUCCESS ? r : real_GetQueryPoolResults(d, p, first, count, size, data, stride, flags);
+}
+
+static PFN_vkGetPipelineCacheData real_GetPipelineCacheData;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_GetPipelineCacheData(VkDevice d, VkPipelineCache c,
+                                                                size_t *size, void *data)
+{
+    VkResult r = inject("vkGetPipelineCacheData", VK_ERROR_OUT_OF_HOST_MEMORY);
+    return r != VK_SUCCESS ? r : real_GetPipelineCacheData(d, c, size, data);
+}
+
+/* Every wrapped entry point: its name, the wrapper, and where its real pointer goes. */
+#define ENTRY(Name) {"vk" #Name, (PFN_vkVoidFunction)wrap_##Name, (PFN_vkVoidFunction *)&real_##Name}
+static const struct {
+    const char *name;
+    PFN_vkVoidFunction wrapper;
+    PFN_vkVoidFunction *real;
+} entries[] = {
+    ENTRY(CreateBuffer), ENTRY(DestroyBuffer), ENTRY(AllocateMemory), ENTRY(FreeMemory),
+    ENTRY(CreateBufferView), ENTRY(DestroyBufferView), ENTRY(CreateShaderModule),
+    ENTRY(DestroyShaderModule), ENTRY(CreateDescriptorSetLayout),
+    ENTRY(DestroyDescriptorSetLayout), ENTRY(CreatePipelineLayout), ENTRY(DestroyPipelineLayout),
+    ENTRY(CreatePipelineCache), ENTRY(DestroyPipelineCache), ENTRY(DestroyPipeline),
+    ENTRY(CreateDescriptorPool), ENTRY(DestroyDescriptorPool), ENTRY(CreateCommandPool),
+    ENTRY(DestroyCommandPool), ENTRY(CreateQueryPool), ENTRY(DestroyQueryPool),
+    ENTRY(CreateFence), ENTRY(DestroyFence), ENTRY(CreateComputePipelines), ENTRY(MapMemory),
+    ENTRY(BindBufferMemory), ENTRY(AllocateDescriptorSets),
+    ENTRY(AllocateCommandBuffers), ENTRY(BeginCommandBuffer), ENTRY(EndCommandBuffer),
+    ENTRY(ResetFences), ENTRY(ResetCommandPool), ENTRY(FlushMappedMemoryRanges),
+    ENTRY(InvalidateMappedMemoryRanges), ENTRY(QueueSubmit), ENTRY(WaitForFences),
+    ENTRY(QueueWaitIdle), ENTRY(DeviceWaitIdle), ENTRY(GetQueryPoolResults),
+    ENTRY(GetPipelineCacheData),
+};
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_device_proc_addr(VkDevice device,
+                                                                          const char *name)
+{
+    PFN_vkVoidFunction real = real_gdpa(device, name);
+    for (size_t i = 0; real && i < sizeof entries / sizeof entries[0]; i++)
+        if (strcmp(entries[i].name, name) == 0) {
+            *entries[i].real = real;
+            return entries[i].wrapper;
+        }
+    return real;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_instance_proc_addr(VkInstance instance,
+                                                                     const char *name)
+{
+    if (strcmp(name, "vkGetDeviceProcAddr") == 0) {
+        real_gdpa = (PFN_vkGetDeviceProcAddr)real_gipa(instance, name);
+        return real_gdpa ? (PFN_vkVoidFunction)fault_get_device_proc_addr : NULL;
+    }
+    return real_gipa(instance, name);
+}

@@ -1,0 +1,31 @@
+/* A fault-injecting Vulkan dispatch for the failure tests: an application hands
+ * vkattn fault_get_instance_proc_addr instead of the loader's, and every
+ * fallible entry point vkattn loads through it counts its calls; the armed one
+ * returns an error instead of calling the driver. Object creations and
+ * destructions are counted, so a test can check that everything vkattn created
+ * was destroyed. One device at a time, one thread. */
+#ifndef VKATTN_FAULT_VULKAN_H
+#define VKATTN_FAULT_VULKAN_H
+
+#include <stdbool.h>
+#include <vulkan/vulkan.h>
+
+/* The real vkGetInstanceProcAddr that the wrapper forwards to. */
+void fault_install(PFN_vkGetInstanceProcAddr real);
+/* What vkattn_vulkan_handles.get_instance_proc_addr gets. */
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_instance_proc_addr(VkInstance instance,
+                                                                     const char *name);
+
+/* The n-th fallible call from now fails (counting from 1); 0 disarms. A failed
+ * vkQueueSubmit or vkWaitForFences loses the device: every later submit, wait
+ * and idle call fails with VK_ERROR_DEVICE_LOST until fault_arm again. */
+void fault_arm(long n);
+/* Fallible calls since fault_arm. */
+long fault_calls(void);
+/* Whether the armed call has failed, and with what (and which entry point). */
+bool fault_fired(VkResult *result, const char **entry_point);
+/* Objects created through the wrapper and not yet destroyed (all kinds), and
+ * the kind of one of them ("" if none). */
+long fault_live_objects(const char **kind);
+
+#endif

@@ -1,0 +1,416 @@
+/* Failure injection: vkattn runs in an application's device through a
+ * vkGetInstanceProcAddr that makes the N-th fallible Vulkan call fail
+ * (fault_vulkan.c), for every N over a run of context creation, tensor
+ * creation and transfers, attention on each path (rows, tiled with key splits,
+ * unfused, with variants), the layer, a timer, and a recording into the
+ * application's command buffer. Each time:
+ *  - the failing call returns the matching status (OUT_OF_DEVICE_MEMORY for an
+ *    allocation, DEVICE_LOST for a submission or wait, VULKAN for a map) with a
+ *    message;
+ *  - after an out-of-memory the same call succeeds when repeated, an output the
+ *    failed call would have written still holds what it held, and the rest of
+ *    the run gives bit-identical results to a run without faults;
+ *  - after a device loss every later call says DEVICE_LOST;
+ *  - once the context is destroyed, everything vkattn created through the
+ *    wrapper has been destroyed, and the validation layer said nothing. */
+#include "fault_vulkan.h"
+#include "test_app.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define B 2
+#define H 4
+#define HKV 2
+#define T 19
+#define D 16
+#define C 16 /* mha: X (1, T, C), heads of D / 2 */
+
+typedef struct outputs {
+    float o[6][B * H * T * D]; /* attention by each path, then the layer's Y */
+} outputs;
+
+/* One run of the scenario. */
+typedef struct run {
+    test_app *app;
+    vkattn_context *ctx;
+    vkattn_tensor *q, *k, *v, *o, *kv_len, *sinks, *x, *w_qkv, *w_out, *y;
+    const outputs *want;        /* a run without faults: NULL while making it */
+    outputs got;
+    int results;                /* outputs compared so far */
+    bool failed;                /* an injected failure was seen */
+    bool lost;
+    const char *failed_at, *failed_entry;
+    vkattn_status failed_status;
+} run;
+
+static float host_data[B * H * T * D];
+static const float sentinel_value = -7.0f;
+static float sentinel[B * H * T * D];
+
+static vkattn_status expected_status(VkResult r)
+{
+    switch (r) {
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return VKATTN_ERROR_OUT_OF_DEVICE_MEMORY;
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    case VK_ERROR_DEVICE_LOST: return VKATTN_ERROR_DEVICE_LOST;
+    default: return VKATTN_ERROR_VULKAN;
+    }
+}
+
+/* After a call: OK, or the injected failure (checked), which may be retried
+ * (true) unless the device is now lost. */
+static bool failed_call(run *r, vkattn_status s, const char *what)
+{
+    if (s == VKATTN_OK)
+        return false;
+    VkResult injected;
+    const char *entry;
+    if (!fault_fired(&injected, &entry))
+        fail_msg("%s: %s (\"%s\") with no fault injected", what, vkattn_status_string(s),
+                 vkattn_last_error(r->ctx));
+    if (r->lost) {
+        if (s != VKATTN_ERROR_DEVICE_LOST)
+            fail_msg("%s after the device was lost: %s (\"%s\"), expected DEVICE_LOST", what,
+                     vkattn_status_string(s), vkattn_last_error(r->ctx));
+        return true;
+    }
+    if (r->failed)
+        fail_msg("%s: %s (\"%s\") after the one injected failure (%s) had been handled", what,
+                 vkattn_status_string(s), vkattn_last_error(r->ctx), entry);
+    vkattn_status want = expected_status(injected);
+    /* A map failure is reported as VULKAN or as out of memory: both name it. */
+    bool ok = s == want || (injected == VK_ERROR_MEMORY_MAP_FAILED &&
+                            (s == VKATTN_ERROR_OUT_OF_DEVICE_MEMORY || s == VKATTN_ERROR_VULKAN));
+    const char *msg = r->ctx ? vkattn_last_error(r->ctx) : "";
+    if (!ok)
+        fail_msg("%s: %s failed injected, vkattn said %s (\"%s\"), expected %s", what, entry,
+                 vkattn_status_string(s), msg, vkattn_status_string(want));
+    if (r->ctx && msg[0] == '\0')
+        fail_msg("%s: %s with no message", what, vkattn_status_string(s));
+    r->failed = true, r->failed_at = what, r->failed_status = s, r->failed_entry = entry;
+    r->lost = s == VKATTN_ERROR_DEVICE_LOST;
+    return true;
+}
+
+/* Runs a call; on an out-of-memory failure runs it again, which must succeed.
+ * False once the device is lost (the run then stops). */
+#define CALL(r, what, expr)                                                                    \
+    do {                                                                                       \
+        vkattn_status s_ = (expr);                                                             \
+        if (failed_call(r, s_, what)) {                                                        \
+            if ((r)->lost)                                                                     \
+                return false;                                                                  \
+            s_ = (expr);                                                                       \
+            if (s_ != VKATTN_OK)                                                               \
+                fail_msg("%s again after %s: %s (\"%s\")", what,                               \
+                         vkattn_status_string((r)->failed_status), vkattn_status_string(s_),  \
+                         vkattn_last_error((r)->ctx));                                         \
+        }                                                                                      \
+    } while (0)
+
+static vkattn_tensor *make(run *r, vkattn_dtype dtype, int ndim, int64_t d0, int64_t d1,
+                           int64_t d2, int64_t d3, bool *ok)
+{
+    vkattn_tensor_desc d = {.dtype = dtype, .ndim = ndim, .shape = {d0, d1, d2, d3}};
+    vkattn_tensor *t = NULL;
+    *ok = true;
+    vkattn_status s = vkattn_tensor_create(r->ctx, &d, &t);
+    if (failed_call(r, s, "vkattn_tensor_create")) {
+        if (r->lost) {
+            *ok = false;
+            return NULL;
+        }
+        if (vkattn_tensor_create(r->ctx, &d, &t) != VKATTN_OK)
+            fail_msg("tensor_create again: %s", vkattn_last_error(r->ctx));
+    }
+    return t;
+}
+
+/* Failures vkattn absorbs by design: a texel view it cannot create (the tensor
+ * is then read through its storage binding, by other kernels whose results may
+ * differ in the last bits), and a command-pool reset after finished work (tried
+ * again before the next recording). */
+static bool absorbable(const char *entry)
+{
+    return strcmp(entry, "vkCreateBufferView") == 0 || strcmp(entry, "vkResetCommandPool") == 0;
+}
+
+/* Downloads an output and compares it with the run without faults (or keeps it). */
+static bool check_output(run *r, vkattn_tensor *t, size_t count, const char *what)
+{
+    float *slot = r->got.o[r->results];
+    CALL(r, what, vkattn_tensor_download(t, slot, VKATTN_DTYPE_F32));
+    VkResult injected;
+    const char *entry;
+    bool absorbed = fault_fired(&injected, &entry) && !r->failed;
+    if (absorbed && !absorbable(entry))
+        fail_msg("%s: the injected failure of %s was not reported", what, entry);
+    const float *want = r->want ? r->want->o[r->results] : NULL;
+    for (size_t i = 0; want && i < count; i++) {
+        bool same = absorbed ? fabsf(slot[i] - want[i]) <= 1e-5f
+                             : memcmp(&slot[i], &want[i], sizeof *slot) == 0;
+        if (!same)
+            fail_msg("%s: element %zu is %g, %g without faults (after %s in %s, %s)", what, i,
+                     (double)slot[i], (double)want[i], vkattn_status_string(r->failed_status),
+                     absorbed ? entry : r->failed_at ? r->failed_at : "-",
+                     r->failed_entry ? r->failed_entry : "");
+    }
+    r->results++;
+    return true;
+}
+
+/* Fails the test unless `out` still holds the sentinel. */
+static void expect_sentinel(run *r, vkattn_tensor *out, size_t count, const char *what)
+{
+    float *held = malloc(count * sizeof *held);
+    assert_non_null(held);
+    assert_int_equal(vkattn_tensor_download(out, held, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (size_t i = 0; i < count; i++)
+        if (held[i] != sentinel_value)
+            fail_msg("%s failed (%s in %s) but its output was written (element %zu = %g)", what,
+                     vkattn_status_string(r->failed_status), r->failed_entry, i, (double)held[i]);
+    free(held);
+}
+
+/* An op that writes `out`, then its result. When the op fails with out of
+ * memory, or the download that runs its work does (the work recorded since the
+ * last submission is then dropped), `out` must still hold the sentinel; the op
+ * is run again and must give the result of the run without faults. */
+#define OP(r, what, out, count, expr)                                                          \
+    do {                                                                                       \
+        CALL(r, "sentinel upload", vkattn_tensor_upload(out, sentinel, VKATTN_DTYPE_F32));    \
+        vkattn_status s_ = (expr);                                                             \
+        bool again_ = failed_call(r, s_, what);                                                \
+        if (!again_) {                                                                         \
+            s_ = vkattn_tensor_download(out, r->got.o[r->results], VKATTN_DTYPE_F32);         \
+            again_ = failed_call(r, s_, "download of " what);                                  \
+        }                                                                                      \
+        if (again_) {                                                                          \
+            if ((r)->lost)                                                                     \
+                return false;                                                                  \
+            expect_sentinel(r, out, count, what);                                              \
+            if ((s_ = (expr)) != VKATTN_OK)                                                    \
+                fail_msg("%s again: %s", what, vkattn_last_error((r)->ctx));                   \
+        }                                                                                      \
+        if (!check_output(r, out, count, what))                                                \
+            return false;                                                                      \
+    } while (0)
+
+static bool create_tensors(run *r)
+{
+    bool ok = true;
+    vkattn_tensor **all[] = {&r->q, &r->k, &r->v, &r->o, &r->kv_len, &r->sinks,
+                             &r->x, &r->w_qkv, &r->w_out, &r->y};
+    const int64_t shapes[][5] = {
+        {4, B, H, T, D}, {4, B, HKV, T, D}, {4, B, HKV, T, D}, {4, B, H, T, D}, {1, B, 0, 0, 0},
+        {1, H, 0, 0, 0}, {3, 1, T, C, 0}, {2, 3 * C, C, 0, 0}, {2, C, C, 0, 0}, {3, 1, T, C, 0},
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && ok; i++) {
+        vkattn_dtype dtype = i == 4 ? VKATTN_DTYPE_I32 : i == 1 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32;
+        *all[i] = make(r, dtype, (int)shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                       shapes[i][4], &ok);
+    }
+    if (!ok)
+        return false;
+    int32_t lens[B] = {T, T - 5};
+    CALL(r, "upload Q", vkattn_tensor_upload(r->q, host_data, VKATTN_DTYPE_F32));
+    CALL(r, "upload K", vkattn_tensor_upload(r->k, host_data + 7, VKATTN_DTYPE_F32));
+    CALL(r, "upload V", vkattn_tensor_upload(r->v, host_data + 11, VKATTN_DTYPE_F32));
+    CALL(r, "upload kv_len", vkattn_tensor_upload(r->kv_len, lens, VKATTN_DTYPE_I32));
+    CALL(r, "upload sinks", vkattn_tensor_upload(r->sinks, host_data + 3, VKATTN_DTYPE_F32));
+    CALL(r, "upload X", vkattn_tensor_upload(r->x, host_data + 5, VKATTN_DTYPE_F32));
+    CALL(r, "upload W_qkv", vkattn_tensor_upload(r->w_qkv, host_data + 13, VKATTN_DTYPE_F32));
+    CALL(r, "upload W_out", vkattn_tensor_upload(r->w_out, host_data + 17, VKATTN_DTYPE_F32));
+    return true;
+}
+
+static bool attention_paths(run *r)
+{
+    const size_t n = B * H * T * D;
+    vkattn_attention_desc d = {.causal = true, .kv_len = r->kv_len};
+    OP(r, "attention (auto)", r->o, n, vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o));
+    d.path = VKATTN_PATH_FUSED, d.fused_variant = VKATTN_FUSED_TILED, d.kv_splits = 2;
+    OP(r, "attention (tiled, 2 splits)", r->o, n,
+       vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o));
+    d = (vkattn_attention_desc){.causal = true, .path = VKATTN_PATH_UNFUSED, .layout = VKATTN_LAYOUT_BSHD};
+    OP(r, "attention (unfused, bshd)", r->o, n,
+       vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o));
+    d = (vkattn_attention_desc){.causal = true, .has_window = true, .window_left = 5,
+                                .sinks = r->sinks, .softcap = 4.0f};
+    OP(r, "attention (window, sinks, softcap)", r->o, n,
+       vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o));
+    vkattn_mha_desc md = {.heads = 2, .causal = true};
+    OP(r, "mha", r->y, (size_t)(T * C),
+       vkattn_mha(r->ctx, &md, r->x, r->w_qkv, NULL, r->w_out, NULL, r->y));
+    return true;
+}
+
+static bool timed(run *r)
+{
+    double ms = 0;
+    vkattn_attention_desc d = {.causal = true};
+    CALL(r, "timer_begin", vkattn_timer_begin(r->ctx));
+    CALL(r, "timed attention", vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o));
+    vkattn_status s = vkattn_timer_end(r->ctx, &ms);
+    if (failed_call(r, s, "timer_end") && r->lost)
+        return false;
+    return true;
+}
+
+/* Recording into the application's command buffer, which it submits itself. */
+static bool recorded(run *r)
+{
+    test_app *a = r->app;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = a->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    assert_int_equal(vkAllocateCommandBuffers(a->device, &ai, &cb), VK_SUCCESS);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    assert_int_equal(vkBeginCommandBuffer(cb, &bi), VK_SUCCESS);
+    vkattn_status s = vkattn_recording_begin(r->ctx, cb);
+    bool ok = true;
+    vkattn_recording *rec = NULL;
+    if (failed_call(r, s, "recording_begin")) {
+        ok = !r->lost && vkattn_recording_begin(r->ctx, cb) == VKATTN_OK;
+    }
+    if (ok) {
+        vkattn_attention_desc d = {.causal = true, .kv_len = NULL};
+        s = vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o);
+        if (failed_call(r, s, "recorded attention"))
+            s = vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o);
+        if (s != VKATTN_OK)
+            fail_msg("recorded attention again: %s", vkattn_last_error(r->ctx));
+        assert_int_equal(vkattn_recording_end(r->ctx, &rec), VKATTN_OK);
+    }
+    assert_int_equal(vkEndCommandBuffer(cb), VK_SUCCESS);
+    if (ok) {
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                           .pCommandBuffers = &cb};
+        assert_int_equal(vkQueueSubmit(a->queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+        assert_int_equal(vkQueueWaitIdle(a->queue), VK_SUCCESS);
+    }
+    vkattn_recording_release(rec);
+    vkFreeCommandBuffers(a->device, a->pool, 1, &cb);
+    return ok && check_output(r, r->o, B * H * T * D, "recorded attention");
+}
+
+/* After a device loss: every call that reaches the device says so. */
+static void expect_lost(run *r)
+{
+    int32_t lens[B] = {1, 1};
+    vkattn_attention_desc d = {.causal = true};
+    vkattn_status s[] = {
+        vkattn_synchronize(r->ctx),
+        r->o ? vkattn_tensor_download(r->o, sentinel, VKATTN_DTYPE_F32) : VKATTN_ERROR_DEVICE_LOST,
+        r->kv_len ? vkattn_tensor_upload(r->kv_len, lens, VKATTN_DTYPE_I32) : VKATTN_ERROR_DEVICE_LOST,
+        r->o ? vkattn_attention(r->ctx, &d, r->q, r->k, r->v, r->o) : VKATTN_ERROR_DEVICE_LOST,
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        if (s[i] != VKATTN_ERROR_DEVICE_LOST && s[i] != VKATTN_ERROR_INVALID_ARGUMENT)
+            fail_msg("call %zu after the device was lost (%s): %s, expected DEVICE_LOST", i,
+                     r->failed_at, vkattn_status_string(s[i]));
+}
+
+static void destroy_all(run *r)
+{
+    vkattn_tensor *all[] = {r->q, r->k, r->v, r->o, r->kv_len, r->sinks,
+                            r->x, r->w_qkv, r->w_out, r->y};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        vkattn_tensor_destroy(all[i]);
+    vkattn_context_destroy(r->ctx);
+}
+
+static bool scenario(run *r)
+{
+    vkattn_vulkan_handles h = test_app_handles(r->app);
+    h.get_instance_proc_addr = fault_get_instance_proc_addr;
+    vkattn_context_desc cd = {.adopt = &h, .pipeline_cache_disable = true};
+    vkattn_status s = vkattn_context_create(&cd, &r->ctx);
+    if (s != VKATTN_OK) {
+        if (r->ctx)
+            fail_msg("context_create failed (%s) but returned a context", vkattn_status_string(s));
+        failed_call(r, s, "vkattn_context_create");
+        if (r->lost)
+            return false; /* nothing to use */
+        if (vkattn_context_create(&cd, &r->ctx) != VKATTN_OK)
+            fail_msg("context_create again failed");
+    }
+    return create_tensors(r) && attention_paths(r) && timed(r) && recorded(r);
+}
+
+/* The whole run with the n-th fallible call failing (0: none); the number of
+ * fallible calls it made. */
+static long run_with_fault(test_app *app, long n, const outputs *want, outputs *keep)
+{
+    run *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    r->app = app;
+    r->want = want;
+    fault_arm(n);
+    bool finished = scenario(r);
+    long calls = fault_calls();
+    if (!finished) {
+        assert_true(r->lost);
+        expect_lost(r);
+    }
+    VkResult injected;
+    const char *entry;
+    if (n && !r->failed && fault_fired(&injected, &entry) && !absorbable(entry))
+        fail_msg("fallible call %ld of %ld (%s) failed but no vkattn call reported it", n, calls,
+                 entry);
+    if (keep)
+        *keep = r->got;
+    destroy_all(r);
+    const char *kind;
+    long live = fault_live_objects(&kind);
+    if (live != 0)
+        fail_msg("fault at call %ld (%s): %ld objects left after vkattn_context_destroy (%s)", n,
+                 r->failed_at ? r->failed_at : "-", live, kind);
+    assert_int_equal(app->validation_messages, 0);
+    free(r);
+    return calls;
+}
+
+static void test_every_fault(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof host_data / sizeof host_data[0]; i++) {
+        host_data[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
+        sentinel[i] = sentinel_value;
+    }
+    test_app app;
+    test_app_create(&app);
+    fault_install(vkGetInstanceProcAddr);
+    static outputs clean;
+    long total = run_with_fault(&app, 0, NULL, &clean);
+    /* VKATTN_TEST_FAULT_STRIDE=s: every s-th point only (the sanitizer run, where
+     * each run of the scenario costs several seconds). */
+    const char *stride_env = getenv("VKATTN_TEST_FAULT_STRIDE");
+    long stride = stride_env && atol(stride_env) > 0 ? atol(stride_env) : 1;
+    int lost_runs = 0, runs = 0;
+    for (long n = 1; n <= total; n += stride, runs++) {
+        run_with_fault(&app, n, &clean, NULL);
+        VkResult r;
+        const char *entry;
+        if (fault_fired(&r, &entry) && r == VK_ERROR_DEVICE_LOST)
+            lost_runs++;
+    }
+    printf("failure injection: %ld fallible Vulkan calls in the run; %d runs, each with one "
+           "of them failing (%d losing the device)\n", total, runs, lost_runs);
+    test_app_destroy(&app);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_fault),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
