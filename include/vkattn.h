@@ -414,7 +414,9 @@ VKATTN_API vkattn_status vkattn_tensor_download(vkattn_tensor *tensor, void *dst
 /* Where a Vulkan tensor lives: its VkBuffer (the tensor's data at offset 0) and
  * the buffer's size in bytes (the data rounded up to 16). For applications that
  * read or write tensors with their own commands (adopted devices). The buffer
- * belongs to the tensor: never destroy it. INVALID_ARGUMENT on NULL arguments;
+ * belongs to the tensor: never destroy it. From this call on, attention no longer
+ * checks the values of an I32 tensor (the application may write them; the kernels
+ * clamp instead, see vkattn_attention). INVALID_ARGUMENT on NULL arguments;
  * UNSUPPORTED on the CPU backend. */
 VKATTN_API vkattn_status vkattn_tensor_vulkan_buffer(const vkattn_tensor *tensor, VkBuffer *buffer,
                                                      VkDeviceSize *size);
@@ -636,14 +638,15 @@ typedef struct vkattn_attention_desc {
  * not alias an input. A query row with no allowed key gives zeros. Scratch
  * memory the call needs is kept in the context and reused by later calls of the
  * same or smaller size. `desc` may be NULL.
- * kv_len, cu_seqlens and block tables are read back and checked before anything
- * is recorded (so a call with them first waits for the work recorded before it):
- * kv_len[b] must lie in 0..(that entry's key count), offsets must start at 0 or
- * more, never decrease and end within the packed tensor, and every block an entry
- * uses (below its kv_len) must be in the cache. While recording into an
- * application's command buffer they cannot be read: nothing is checked, the grid
- * is sized for the packed totals, and the kernels clamp every offset and block
- * index into its tensor, so nothing outside a tensor is ever read.
+ * kv_len, cu_seqlens and block tables are checked before anything is recorded,
+ * against the values last uploaded to them (vkattn keeps a host copy of every
+ * I32 tensor's last upload, so checking never waits for the device): kv_len[b]
+ * must lie in 0..(that entry's key count), offsets must start at 0 or more,
+ * never decrease and end within the packed tensor, and every block an entry uses
+ * (below its kv_len) must be in the cache. Values vkattn has not seen (an I32
+ * tensor the application wrote with its own commands) are not checked: the grid
+ * is then sized for the packed totals, and the kernels clamp every offset, length
+ * and block index into its tensor, so nothing outside a tensor is ever read.
  * Every variant runs on the fused path; the unfused one takes all but packed
  * and paged sequences (it refuses those; AUTO takes the fused path for them). Statuses: INVALID_ARGUMENT (NULL,
  * aliasing, bad enum, scale not positive and finite, q_offset out of range, a

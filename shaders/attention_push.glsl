@@ -25,6 +25,7 @@ layout(push_constant) uniform Push {
     uint mask_sb, mask_sh, mask_si;  // mask element strides over (b, h, i)
     uint block_size, max_blocks;     // paged keys
     uint q_rows, k_rows;             // packed rows of Q and K, or cache blocks of K
+    uint block_shift;                // log2(block_size), or 32 if not a power of 2
 } p;
 
 // Split-key partial results, one record per (problem, split, packed row):

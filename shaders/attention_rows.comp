@@ -89,6 +89,7 @@ void main()
     // This invocation's rows (past the last row: the last row again, not
     // stored): where they read and write, and which keys each may see.
     uint q_base[TM], out_base[TM], lo[TM], limit[TM], head[TM], position[TM];
+    float slope[TM];
     uint min_lo = key_end, max_lo = key_begin, max_limit = key_begin, min_limit = key_end;
     for (uint t = 0; t < TM; t++) {
         uint r = min(block * TM + t, rows - 1);
@@ -96,6 +97,7 @@ void main()
         q_base[t] = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
         out_base[t] = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
         head[t] = h, position[t] = i;
+        slope[t] = alibi_slope_log2e(h);
         uvec2 range = key_range(seq, CAUSAL, i);
         lo[t] = max(range.x, key_begin);
         limit[t] = max(min(range.y, key_end), lo[t]);
@@ -131,11 +133,23 @@ void main()
         float s[TM * KB];
         for (uint x = 0; x < TM * KB; x++)
             s[x] = 0.0;
-        // Where the step's keys are (a paged cache: a table lookup and a
-        // division each), found once for every dimension.
+        // Where the step's keys are, found once for every dimension. In a paged
+        // cache the step's keys mostly share a page: one table lookup for it.
         uint key_at[KB];
-        for (uint c = 0; c < KB; c++)
-            key_at[c] = key_row(b, seq, min(j0 + c, max_limit - 1));
+        if (PAGED) {
+            uint page0 = page_of(min(j0, max_limit - 1));
+            uint base0 = page_base(b, page0);
+            for (uint c = 0; c < KB; c++) {
+                uint j = min(j0 + c, max_limit - 1), page = page_of(j);
+                uint base = base0;
+                if (page != page0)
+                    base = page_base(b, page);
+                key_at[c] = base + (j - page * p.block_size);
+            }
+        } else {
+            for (uint c = 0; c < KB; c++)
+                key_at[c] = key_row(b, seq, min(j0 + c, max_limit - 1));
+        }
 #define SCORE_STEP(d4)                                                          \
         if (d4 < D4)                                                            \
             for (uint c = 0; c < KB; c++) {                                     \
@@ -153,7 +167,7 @@ void main()
             for (uint c = 0; c < KB; c++) {
                 uint j = j0 + c;
                 s[t * KB + c] = j >= lo[t] && j < limit[t]
-                    ? adjust_score(s[t * KB + c], b, head[t], position[t], j,
+                    ? adjust_score(s[t * KB + c], slope[t], b, head[t], position[t], j,
                                    int(position[t]) + seq.q_offset)
                     : NEG_INF;
                 step_max = max(step_max, s[t * KB + c]);

@@ -42,7 +42,8 @@ void main()
     ivec2 window = window_range(pos, p.window_left, p.window_right);
     float s2 = NEG_INF;
     if (int(j) >= window.x && int(j) < window.y)
-        s2 = adjusted_score(scores[e] * p.scale_log2e, p.softcap_log2e, h, int(j) - pos,
+        s2 = adjusted_score(scores[e] * p.scale_log2e, p.softcap_log2e, alibi_slope_log2e(h),
+                            int(j) - pos,
                             b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j);
     scores[e] = s2;
 }

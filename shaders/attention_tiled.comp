@@ -82,6 +82,7 @@ void main()
     uint lo = max(range.x, key_begin), limit = min(range.y, key_end);
     uint block_lo = max(block_range.x, key_begin), block_limit = min(block_range.y, key_end);
     int pos = int(i) + seq.q_offset;
+    float slope = alibi_slope_log2e(h);
 
     float q[DS];
     uint q_base = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
@@ -131,7 +132,7 @@ void main()
         float step_max = NEG_INF;
         for (uint c = 0; c < BC; c++) {
             uint j = t0 + c;
-            sc[c] = j >= lo && j < limit ? adjust_score(sc[c], b, h, i, j, pos) : NEG_INF;
+            sc[c] = j >= lo && j < limit ? adjust_score(sc[c], slope, b, h, i, j, pos) : NEG_INF;
             step_max = max(step_max, sc[c]);
         }
         float m_new = max(m, step_max);

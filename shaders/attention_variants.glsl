@@ -52,12 +52,25 @@ Sequence sequence(uint b)
     return s;
 }
 
+// The page (block-table column) of key j: a shift for power-of-two block sizes.
+uint page_of(uint j)
+{
+    return p.block_shift < 32u ? j >> p.block_shift : j / p.block_size;
+}
+
+// The first cache row of page `page` of batch entry b.
+uint page_base(uint b, uint page)
+{
+    int block = block_table[b * p.max_blocks + page];
+    return uint(clamp(block, 0, int(p.k_rows) - 1)) * p.block_size;
+}
+
 // The cache or packed row holding key j of batch entry b.
 uint key_row(uint b, Sequence s, uint j)
 {
     if (PAGED) {
-        int block = block_table[b * p.max_blocks + j / p.block_size];
-        return uint(clamp(block, 0, int(p.k_rows) - 1)) * p.block_size + j % p.block_size;
+        uint page = page_of(j);
+        return page_base(b, page) + (j - page * p.block_size);
     }
     return s.k_first + j;
 }
@@ -76,11 +89,12 @@ uvec2 key_range(Sequence s, bool causal, uint i)
     return uvec2(max(lo, 0), max(hi, 0));
 }
 
-// Soft-capping, ALiBi and the mask on a score s2 (exp2 domain) of key j for
-// the row at position i (key position pos) of head h of batch entry b.
-float adjust_score(float s2, uint b, uint h, uint i, uint j, int pos)
+// Soft-capping, ALiBi (the row's slope from alibi_slope_log2e) and the mask on
+// a score s2 (exp2 domain) of key j for the row at position i (key position
+// pos) of head h of batch entry b.
+float adjust_score(float s2, float slope, uint b, uint h, uint i, uint j, int pos)
 {
-    return adjusted_score(s2, p.softcap_log2e, h, int(j) - pos,
+    return adjusted_score(s2, p.softcap_log2e, slope, int(j) - pos,
                           b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j);
 }
 

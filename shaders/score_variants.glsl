@@ -53,14 +53,21 @@ float stable_tanh(float x)
     return sign(x) * (1.0 - e) / (1.0 + e);
 }
 
-// Soft-capping, ALiBi and the mask on a score s2 (exp2 domain) of head h whose
-// key is `rel` = j - pos positions from the row's own, mask element `mask_at`.
-float adjusted_score(float s2, float softcap_log2e, uint h, int rel, uint mask_at)
+// Head h's ALiBi slope in the exp2 domain (0 without ALiBi): read once per row.
+float alibi_slope_log2e(uint h)
+{
+    return HAS_ALIBI ? alibi[h] * LOG2E : 0.0;
+}
+
+// Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask on a score s2
+// (exp2 domain) whose key is `rel` = j - pos positions from the row's own, mask
+// element `mask_at`.
+float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
 {
     if (HAS_SOFTCAP)
         s2 = softcap_log2e * stable_tanh(s2 / softcap_log2e);
     if (HAS_ALIBI)
-        s2 += alibi[h] * LOG2E * float(rel);
+        s2 += slope_log2e * float(rel);
     if (HAS_MASK)
         s2 += LOG2E * LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
     return s2;

@@ -351,6 +351,11 @@ struct vkattn_tensor {
 
     /* CPU backend */
     void *host;
+    /* I32 tensors on Vulkan: the values last uploaded, so that attention can
+     * check kv_len, cu_seqlens and block tables without reading the device
+     * back (NULL: never uploaded, or written by the application itself) */
+    int32_t *i32_shadow;
+    bool app_writes; /* its VkBuffer was handed out: no i32_shadow from then on */
 
     uint32_t pins; /* unreleased recordings using this (scratch) tensor */
 };

@@ -155,5 +155,11 @@ vkattn_status vkattn_tensor_vulkan_buffer(const vkattn_tensor *t, VkBuffer *buff
                         "tensor_vulkan_buffer: a CPU-backend tensor has no VkBuffer");
     *buffer = t->buffer;
     *size = t->buffer_size;
+    /* The application may now write it: the host copy of an I32 tensor's
+     * values could go stale, so it is dropped for good (the kernels clamp). */
+    vkattn_tensor *writable = (vkattn_tensor *)t;
+    writable->app_writes = true;
+    free(writable->i32_shadow);
+    writable->i32_shadow = NULL;
     return VKATTN_OK;
 }

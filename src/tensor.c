@@ -120,6 +120,7 @@ void vkattn_tensor_destroy(vkattn_tensor *t)
         vk_buffer_destroy(ctx, t->buffer, t->memory);
     }
     free(t->host);
+    free(t->i32_shadow);
     ctx->live_tensors--;
     free(t);
 }
@@ -180,16 +181,41 @@ static vkattn_status check_transfer(vkattn_tensor *t, const void *host, vkattn_d
     return check_not_recording(ctx, op);
 }
 
+/* Keeps the values of an uploaded I32 tensor on the host (see i32_shadow); on
+ * failure or for other dtypes there is none. */
+static void remember_i32(vkattn_tensor *t, const void *src, vkattn_status upload)
+{
+    if (t->dtype != VKATTN_DTYPE_I32 || upload != VKATTN_OK || t->app_writes) {
+        free(t->i32_shadow);
+        t->i32_shadow = NULL;
+        return;
+    }
+    if (!t->i32_shadow)
+        t->i32_shadow = malloc(t->bytes);
+    if (t->i32_shadow)
+        memcpy(t->i32_shadow, src, t->bytes);
+}
+
+static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype src_dtype);
+
 vkattn_status vkattn_tensor_upload(vkattn_tensor *t, const void *src, vkattn_dtype src_dtype)
 {
     vkattn_status s = check_transfer(t, src, src_dtype, "tensor_upload");
     if (s != VKATTN_OK)
         return s;
-    vkattn_context *ctx = t->ctx;
-    if (ctx->backend != VKATTN_BACKEND_VULKAN) {
+    if (t->ctx->backend != VKATTN_BACKEND_VULKAN) {
         convert(t->host, t->dtype, src, src_dtype, t->count);
         return VKATTN_OK;
     }
+    s = vk_upload(t, src, src_dtype);
+    remember_i32(t, src, s);
+    return s;
+}
+
+static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype src_dtype)
+{
+    vkattn_status s;
+    vkattn_context *ctx = t->ctx;
     if (t->map.host) {
         /* Recorded work may still read or write this memory: finish it first. */
         if (ctx->vk.recording && (s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)

@@ -17,9 +17,9 @@ vkattn_status attention_check_args(vkattn_context *ctx, const vkattn_attention_d
 vkattn_status attention_check_variants(vkattn_context *ctx, const vkattn_attention_desc *a,
                                       attention_dims *d);
 
-/* Reads cu_seqlens, block_table and kv_len back and checks their values; sets
- * dims->Tq and Tk to the longest packed sequences. While recording into an
- * application's command buffer nothing is read: Tq and Tk stay the packed
+/* Checks the values of cu_seqlens, block_table and kv_len as last uploaded
+ * (nothing is read from the device); sets dims->Tq and Tk to the longest packed
+ * sequences. Values never uploaded are not checked: Tq and Tk stay the packed
  * totals and the kernels clamp (vkattn.h). */
 vkattn_status attention_check_sequences(vkattn_context *ctx, const vkattn_attention_desc *desc,
                                         attention_dims *d);

@@ -22,6 +22,7 @@ typedef struct attention_push {
     uint32_t mask_sb, mask_sh, mask_si;
     uint32_t block_size, max_blocks;
     uint32_t q_rows, k_rows;
+    uint32_t block_shift;
 } attention_push;
 _Static_assert(sizeof(attention_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
@@ -171,6 +172,15 @@ static void strides(vkattn_layout layout, int64_t heads, int64_t T, int64_t widt
     out[2] = (uint32_t)(bshd ? heads * width : width);
 }
 
+/* log2 of a power-of-two block size (the kernels shift), else 32 (they divide). */
+static uint32_t block_shift(uint64_t block_size)
+{
+    for (uint32_t s = 0; s < 32; s++)
+        if ((uint64_t)1 << s == block_size)
+            return s;
+    return 32;
+}
+
 /* Strides of a packed or paged tensor: (row, head, width) with no batch stride. */
 static void packed_strides(int64_t heads, int64_t width, uint32_t *out)
 {
@@ -216,6 +226,7 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
         .max_blocks = (uint32_t)d->var.max_blocks,
         .q_rows = (uint32_t)d->var.total_q,
         .k_rows = (uint32_t)(d->var.block_table ? d->var.num_blocks : d->var.total_k),
+        .block_shift = block_shift((uint64_t)d->var.block_size),
     };
     strides(d->layout, d->H, d->Tq, d->D, &push.q_sb);
     strides(d->layout, d->Hkv, d->Tk, d->D, &push.k_sb);

@@ -1,31 +1,28 @@
 /* Where each batch entry's queries and keys are: the checks on cu_seqlens, block
- * tables and kv_len values (read back before any work is recorded), and the
- * longest sequences, which size the kernels' grids. */
+ * tables and kv_len values (as last uploaded, before any work is recorded), and
+ * the longest sequences, which size the kernels' grids. */
 #include "attention_args.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* The values of a small I32 tensor on the host, or NULL with `*unknown` set
- * while recording into an application's command buffer (nothing may be read
- * back then: the kernels clamp instead, see vkattn.h). */
+/* The values of an I32 tensor as last uploaded (the CPU backend's own memory,
+ * or the copy a Vulkan tensor keeps of its last upload), read without touching
+ * the device; NULL with `*unknown` set when there is none (never uploaded, or
+ * written by the application's own commands): then nothing is checked and the
+ * kernels clamp instead (see vkattn.h). */
 static vkattn_status read_i32(vkattn_context *ctx, const vkattn_tensor *t, int32_t **out,
                               bool *unknown)
 {
+    const int32_t *values = ctx->backend == VKATTN_BACKEND_CPU ? t->host : t->i32_shadow;
     *out = NULL;
-    *unknown = false;
-    if (ctx->backend != VKATTN_BACKEND_CPU && ctx->vk.external) {
+    if (!values) {
         *unknown = true;
         return VKATTN_OK;
     }
-    int32_t *values = malloc(t->count * sizeof *values);
-    if (!values)
+    if (!(*out = malloc(t->bytes)))
         return ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "attention: out of host memory");
-    vkattn_status s = vkattn_tensor_download((vkattn_tensor *)t, values, VKATTN_DTYPE_I32);
-    if (s != VKATTN_OK) {
-        free(values);
-        return s;
-    }
-    *out = values;
+    memcpy(*out, values, t->bytes);
     return VKATTN_OK;
 }
 
@@ -96,28 +93,28 @@ vkattn_status attention_check_sequences(vkattn_context *ctx, const vkattn_attent
 {
     attention_variants *v = &d->var;
     int32_t *cu_q = NULL, *cu_k = NULL, *table = NULL, *kv_len = NULL;
-    bool unknown = false;
+    bool unknown_q = false, unknown_k = false, unknown_table = false, unknown_len = false;
     vkattn_status s = VKATTN_OK;
     if (v->cu_q)
-        s = read_i32(ctx, v->cu_q, &cu_q, &unknown);
+        s = read_i32(ctx, v->cu_q, &cu_q, &unknown_q);
     if (!s && v->cu_k)
-        s = read_i32(ctx, v->cu_k, &cu_k, &unknown);
+        s = read_i32(ctx, v->cu_k, &cu_k, &unknown_k);
     if (!s && v->block_table)
-        s = read_i32(ctx, v->block_table, &table, &unknown);
+        s = read_i32(ctx, v->block_table, &table, &unknown_table);
     if (!s && desc->kv_len)
-        s = read_i32(ctx, desc->kv_len, &kv_len, &unknown);
-    if (!s && !unknown) {
-        int64_t longest;
-        if (cu_q && !(s = check_offsets(ctx, "cu_seqlens_q", cu_q, d->B, v->total_q, "Q", &longest)))
-            d->Tq = longest;
-        if (!s && cu_k &&
-            !(s = check_offsets(ctx, "cu_seqlens_k", cu_k, d->B, v->total_k, "K", &longest)))
-            d->Tk = longest;
-        if (!s && kv_len)
-            s = check_kv_len(ctx, d, kv_len, cu_k);
-        if (!s && table)
-            s = check_blocks(ctx, d, table, kv_len);
-    }
+        s = read_i32(ctx, desc->kv_len, &kv_len, &unknown_len);
+    /* Each check runs where the values it needs are known. */
+    int64_t longest;
+    if (!s && cu_q &&
+        !(s = check_offsets(ctx, "cu_seqlens_q", cu_q, d->B, v->total_q, "Q", &longest)))
+        d->Tq = longest;
+    if (!s && cu_k &&
+        !(s = check_offsets(ctx, "cu_seqlens_k", cu_k, d->B, v->total_k, "K", &longest)))
+        d->Tk = longest;
+    if (!s && kv_len && !unknown_k)
+        s = check_kv_len(ctx, d, kv_len, cu_k);
+    if (!s && table && kv_len)
+        s = check_blocks(ctx, d, table, kv_len);
     /* Grids are sized for at least one row and one key; the kernels skip rows
      * and keys past each sequence's own. */
     d->Tq = d->Tq > 0 ? d->Tq : 1;
