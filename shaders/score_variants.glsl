@@ -11,7 +11,8 @@
 layout(constant_id = 15) const uint VARIANTS = 0u;
 const uint VAR_WINDOW = 1u, VAR_SOFTCAP = 2u, VAR_ALIBI = 4u, VAR_MASK = 8u, VAR_SINKS = 16u,
            VAR_PACKED_Q = 32u, VAR_PACKED_K = 64u, VAR_PAGED = 128u, VAR_SEQ_Q_OFFSET = 256u,
-           VAR_MASK_F16 = 512u, VAR_MASK_BF16 = 1024u, VAR_KV_LEN = 2048u;
+           VAR_MASK_F16 = 512u, VAR_MASK_BF16 = 1024u, VAR_KV_LEN = 2048u,
+           VAR_MASK_TEXELS = 4096u;
 const bool HAS_WINDOW = (VARIANTS & VAR_WINDOW) != 0u;
 const bool HAS_SOFTCAP = (VARIANTS & VAR_SOFTCAP) != 0u;
 const bool HAS_ALIBI = (VARIANTS & VAR_ALIBI) != 0u;
@@ -22,6 +23,9 @@ const bool PACKED_K = (VARIANTS & VAR_PACKED_K) != 0u;
 const bool PAGED = (VARIANTS & VAR_PAGED) != 0u;
 const bool SEQ_Q_OFFSET = (VARIANTS & VAR_SEQ_Q_OFFSET) != 0u;
 const bool SEQ_KV_LEN = (VARIANTS & VAR_KV_LEN) != 0u;
+// The mask read through its texel view (the rows kernel on CPU devices, where a
+// texel fetch is one gather and a storage load a loop over the lanes).
+const bool MASK_TEXELS = (VARIANTS & VAR_MASK_TEXELS) != 0u;
 const uint MASK_DTYPE = (VARIANTS & VAR_MASK_F16) != 0u ? DTYPE_F16
                         : (VARIANTS & VAR_MASK_BF16) != 0u ? DTYPE_BF16 : DTYPE_F32;
 // Scores whose weight may be 0 inside a row's key range (a -inf mask entry):
@@ -33,6 +37,7 @@ layout(set = 0, binding = 8) readonly buffer Mask32 { float mask32[]; };
 layout(set = 0, binding = 8) readonly buffer Mask16 { uint mask16[]; };
 layout(set = 0, binding = 9) readonly buffer Sinks { float sinks[]; };
 layout(set = 0, binding = 10) readonly buffer Alibi { float alibi[]; };
+layout(set = 0, binding = TEXEL_BINDING(8)) uniform samplerBuffer mask_tex;
 
 // Keys [x, y) inside the window of the row at key position pos (FlashAttention's
 // window_size: a side of -1 is unbounded); all keys without a window.
@@ -69,6 +74,7 @@ float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, 
     if (HAS_ALIBI)
         s2 += slope_log2e * float(rel);
     if (HAS_MASK)
-        s2 += LOG2E * LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
+        s2 += LOG2E * (MASK_TEXELS ? texelFetch(mask_tex, int(mask_at)).x
+                                   : LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at));
     return s2;
 }

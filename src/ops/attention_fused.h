@@ -22,7 +22,7 @@ enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.gl
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
     VAR_SEQ_Q_OFFSET = 1u << 8, VAR_MASK_F16 = 1u << 9, VAR_MASK_BF16 = 1u << 10,
-    VAR_KV_LEN = 1u << 11,
+    VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12,
 };
 uint32_t attention_variant_bits(const attention_call *c);
 /* A window side for the kernels: -1 when unbounded or past every position

@@ -91,7 +91,9 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
     spec[AR_SPEC_SPLIT] = split;
     spec[AR_SPEC_TM] = plan->tm;
     spec[AR_SPEC_UNROLL] = plan->unroll;
-    spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
+    /* The mask through its texel view where it has one (this kernel's reads). */
+    spec[ATTENTION_VARIANTS_SPEC_ID] =
+        attention_variant_bits(c) | (c->dims.var.mask && c->dims.var.mask->texels ? VAR_MASK_TEXELS : 0);
     /* Invocations run over (row group, split) pairs linearly. */
     dispatch->groups[0] =
         div_up(div_up(fused_rows(d), plan->tm) * (uint64_t)plan->splits, plan->workgroup);
