@@ -197,6 +197,9 @@ void bench_blocks_note(const bench_blocks *b, int64_t rows, char *buf, size_t si
 void bench_compare(const float *got, const float *want, size_t n, double atol, double rtol,
                    const float *scale, bench_result *r);
 
+/* The library's path for a case's (PATH_REFERENCE and PATH_NONE: AUTO). */
+vkattn_attention_path bench_api_path(bench_path path);
+
 /* Records a failed status in r->error with the context's message. */
 void bench_fail(bench_result *r, vkattn_context *ctx, vkattn_status s, const char *what);
 

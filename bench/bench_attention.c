@@ -17,13 +17,6 @@ static vkattn_status record_attention(vkattn_context *ctx, void *user)
     return vkattn_attention(ctx, &a->desc, a->q, a->k, a->v, a->o);
 }
 
-static vkattn_attention_path api_path(bench_path path)
-{
-    return path == PATH_FUSED ? VKATTN_PATH_FUSED
-           : path == PATH_UNFUSED ? VKATTN_PATH_UNFUSED
-                                  : VKATTN_PATH_AUTO;
-}
-
 /* Copies rows [first, first + count) of every (batch, head) matrix of a
  * (B, H, T, width) array into a (B, H, count, width) one. */
 static void copy_rows(const float *src, float *dst, int64_t bh, int64_t T, int64_t width,
@@ -121,7 +114,7 @@ void bench_run_attention(const bench_env *env, const bench_case *c, bench_result
     attention_run run = {
         .desc = {
             .causal = c->causal, .has_q_offset = c->has_q_offset, .q_offset = c->q_offset,
-            .path = api_path(c->path), .kv_splits = c->kv_splits,
+            .path = bench_api_path(c->path), .kv_splits = c->kv_splits,
             .fused_variant = (vkattn_fused_variant)c->variant,
         },
     };

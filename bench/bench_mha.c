@@ -92,9 +92,7 @@ void bench_run_mha(const bench_env *env, const bench_case *c, bench_result *r)
     mha_run run = {
         .desc = {
             .heads = (int32_t)c->H, .causal = c->causal,
-            .path = c->path == PATH_FUSED ? VKATTN_PATH_FUSED
-                    : c->path == PATH_UNFUSED ? VKATTN_PATH_UNFUSED
-                                              : VKATTN_PATH_AUTO,
+            .path = bench_api_path(c->path),
         },
     };
     h.x = malloc(h.xn * sizeof *h.x);

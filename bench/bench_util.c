@@ -164,3 +164,10 @@ double bench_unmasked_pairs(int64_t Tq, int64_t Tk, bool causal, int64_t q_offse
     }
     return total;
 }
+
+vkattn_attention_path bench_api_path(bench_path path)
+{
+    return path == PATH_FUSED ? VKATTN_PATH_FUSED
+           : path == PATH_UNFUSED ? VKATTN_PATH_UNFUSED
+                                  : VKATTN_PATH_AUTO;
+}

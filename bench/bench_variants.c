@@ -210,13 +210,6 @@ static vkattn_status record(vkattn_context *ctx, void *user)
     return vkattn_attention(ctx, &in->desc, in->q, in->k, in->v, in->o);
 }
 
-static vkattn_attention_path api_path(bench_path path)
-{
-    return path == PATH_FUSED ? VKATTN_PATH_FUSED
-           : path == PATH_UNFUSED ? VKATTN_PATH_UNFUSED
-                                  : VKATTN_PATH_AUTO;
-}
-
 /* The whole problem on the CPU reference, compared with `got`. */
 static void verify(const bench_env *env, const bench_case *c, const variant_data *d,
                    const float *got, bench_result *r)
@@ -253,7 +246,7 @@ void bench_run_attention_variant(const bench_env *env, const bench_case *c, benc
     double esize = bench_dtype_bytes(c->dtype);
     r->flops = 2.0 * (double)(c->D + c->Dv) * (double)c->H * d.pairs;
     r->bytes = (double)(d.qn + d.kn + d.vn) * esize + (double)d.on * 4.0;
-    if ((s = make_inputs(ctx, c, &d, api_path(c->path), &run)) ||
+    if ((s = make_inputs(ctx, c, &d, bench_api_path(c->path), &run)) ||
         (s = bench_time(ctx, &env->opt, record, &run, r)))
         goto done;
     if (c->path == PATH_REFERENCE) {
