@@ -113,11 +113,18 @@ typedef struct bench_cli {
     int shape_count;
     int64_t shapes[BENCH_MAX_SHAPES][7];   /* B,H,Hkv,Tq,Tk,D,Dv */
     const char *json_path, *csv_path;
+    long soak;                  /* --soak N: N mixed calls instead of the sweep */
 } bench_cli;
 
 /* Parses argv; returns 0, or 2 on a usage error (reported on stderr), or -1
  * after printing --help. */
 int bench_parse_args(int argc, char **argv, bench_cli *cli);
+
+/* ---- bench_soak.c -------------------------------------------------------- */
+
+/* --soak: `calls` mixed calls on ctx, results compared with the first of their
+ * kind, memory before and after printed to `out`; 0 when all is well. */
+int bench_soak(vkattn_context *ctx, long calls, FILE *out);
 
 /* ---- bench_sweep.c ------------------------------------------------------- */
 

@@ -47,6 +47,11 @@ static void usage(FILE *f)
         "                       then goes to stderr)\n"
         "  --csv FILE           CSV with a header row, the same columns as the JSON\n"
         "  --no-verify          skip the comparison with the CPU reference\n"
+        "  --soak N             instead of a sweep: N mixed calls (attention by each path,\n"
+        "                       dtypes, GQA, window and sinks, decode, the layer) in one\n"
+        "                       context, each result compared bit for bit with the first\n"
+        "                       of its kind; prints the time and the memory before and\n"
+        "                       after, fails on a difference or a growing heap\n"
         "  --help               this text\n"
         "\n"
         "Shape columns (B,H,Hkv,Tq,Tk,D,Dv) for every op:\n"
@@ -129,6 +134,12 @@ static int parse_shape(const char *text, int64_t out[7])
 static int value_option(bench_cli *c, const char *a, const char *v)
 {
     long long n;
+    if (!strcmp(a, "--soak")) {
+        if (!parse_int(v, 1, 1000000000, &n))
+            return bad("--soak takes a count of calls >= 1, not '%s'", v);
+        c->soak = (long)n;
+        return 0;
+    }
     if (!strcmp(a, "--reps")) {
         if (!parse_int(v, 1, 1000000, &n))
             return bad("--reps takes a count >= 1, not '%s'", v);

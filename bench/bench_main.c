@@ -42,8 +42,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     static bench_case cases[MAX_CASES];
-    int n = bench_build_cases(&cli, cases, MAX_CASES);
-    if (n == 0) {
+    int n = cli.soak ? 0 : bench_build_cases(&cli, cases, MAX_CASES);
+    if (n == 0 && !cli.soak) {
         fprintf(stderr, "vkattn-bench: no case left to run (see --op and --path)\n");
         return 2;
     }
@@ -56,6 +56,14 @@ int main(int argc, char **argv)
                 cli.device ? " on device " : "", cli.device ? cli.device : "",
                 vkattn_status_string(s));
         return 1;
+    }
+    if (cli.soak) {
+        vkattn_device_info info;
+        vkattn_context_info(env.main, &info);
+        printf("vkattn-bench --soak on %s\n", info.name);
+        int failed = bench_soak(env.main, cli.soak, stdout);
+        vkattn_context_destroy(env.main);
+        return failed;
     }
     vkattn_context_desc cd = {.backend = VKATTN_BACKEND_CPU};
     if ((s = vkattn_context_create(&cd, &env.cpu)) != VKATTN_OK) {
