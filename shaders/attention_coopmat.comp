@@ -73,6 +73,8 @@ shared float16_t p_tile[BR * BC];
 shared float s_tile[BR * BC];
 shared float o_tile[BR * DVP];
 shared float row_m[BR], row_l[BR], row_alpha[BR];
+// t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never reset).
+shared uint v_nonfinite_tile;
 
 float16_t load_half(uint word, uint index)
 {
@@ -133,6 +135,8 @@ void main()
         row_m[r] = NEG_INF;
         row_l[r] = 0.0;
     }
+    if (tid == 0)
+        v_nonfinite_tile = 0;
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
 
@@ -147,8 +151,11 @@ void main()
         for (uint e = tid; e < BC * DVP; e += WG) {
             uint key = t0 + e / DVP, d = e % DVP;
             uint index = v_base + key * p.v_ss + d;
-            v_tile[e] = key < block_limit && d < DV ? load_half(v16[index >> 1], index)
-                                                    : float16_t(0.0);
+            float16_t x = key < block_limit && d < DV ? load_half(v16[index >> 1], index)
+                                                      : float16_t(0.0);
+            v_tile[e] = x;
+            if (isnan(x) || isinf(x))
+                atomicMax(v_nonfinite_tile, t0 + 1);
         }
         barrier();
 
@@ -186,8 +193,24 @@ void main()
             o_tile[e] *= row_alpha[e / DVP];
         barrier();
 
-        for (uint blk = gl_SubgroupID; blk < (BR / MM) * (DVP / MN); blk += gl_NumSubgroups)
-            output_block(blk / (DVP / MN), blk % (DVP / MN));
+        if (v_nonfinite_tile != t0 + 1) {
+            for (uint blk = gl_SubgroupID; blk < (BR / MM) * (DVP / MN); blk += gl_NumSubgroups)
+                output_block(blk / (DVP / MN), blk % (DVP / MN));
+        } else {
+            // An Inf or NaN in this V tile: the block product would multiply it by
+            // the zero weights of rows that may not see its key (0 * NaN = NaN).
+            // Plain code over the keys each row sees instead (DESIGN.md section 2).
+            for (uint e = tid; e < BR * DVP; e += WG) {
+                uint r = e / DVP, d = e % DVP, row = first + r;
+                uint limit = row < rows ? key_end : 0;
+                if (CAUSAL)
+                    limit = min(limit, uint(max(int(position(row)) + p.q_offset + 1, 0)));
+                float acc = o_tile[e];
+                for (uint c = 0; c < BC && t0 + c < limit; c++)
+                    acc += float(p_tile[r * BC + c]) * float(v_tile[c * DVP + d]);
+                o_tile[e] = acc;
+            }
+        }
     }
     barrier();
 
