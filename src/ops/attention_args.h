@@ -1,5 +1,5 @@
 /* vkattn_attention's argument checks: tensors, shapes and variants
- * (attention_args.c), and the sequence tables whose values are read back
+ * (attention_args.c), and the values of the sequence tables as last uploaded
  * (attention_sequences.c). */
 #ifndef VKATTN_ATTENTION_ARGS_H
 #define VKATTN_ATTENTION_ARGS_H
