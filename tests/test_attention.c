@@ -337,14 +337,22 @@ static const at_path coopmat_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
 };
 
+static const at_path coopmat_device_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
+};
+
+/* shape: the emulated matrix shape, or NULL for the device's own (real kernel). */
 static void run_coopmat_cases(test_env *env, const char *shape, rng *r)
 {
-    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
+    const at_path *coopmat = shape ? coopmat_paths : coopmat_device_paths;
+    if (shape)
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
     for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
         at_case c = fixed_cases[i];
         c.dtype = F16;
         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T of f16 stays finite */
-        run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), r);
+        run_case(env, &c, coopmat, NPATHS(coopmat_paths), r);
     }
     static const at_case cases[] = {
         {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
@@ -353,8 +361,9 @@ static void run_coopmat_cases(test_env *env, const char *shape, rng *r)
         {"D=96 Dv=40",       1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(env, &cases[i], coopmat_paths, NPATHS(coopmat_paths), r);
-    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        run_case(env, &cases[i], coopmat, NPATHS(coopmat_paths), r);
+    if (shape)
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
 }
 
 static void test_coopmat_emulated(void **state)
@@ -369,6 +378,21 @@ static void test_coopmat_emulated(void **state)
     rng r = {16};
     run_coopmat_cases(env, "16x16x16", &r);
     run_coopmat_cases(env, "16x8x16", &r);
+}
+
+/* The real cooperative-matrix kernel on the same shapes, where the device has
+ * matrix units (none in CI: this runs in scripts/gpu-check.sh on a GPU). */
+static void test_coopmat_device(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (!info.cooperative_matrix) {
+        print_message("not run: %s has no cooperative matrices\n", info.name);
+        return;
+    }
+    rng r = {19};
+    run_coopmat_cases(env, NULL, &r);
 }
 
 /* Many keys per invocation at head sizes whose loops the driver does not
@@ -444,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
+        cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_long_loops),
         cmocka_unit_test(test_random_sweep),

@@ -242,6 +242,13 @@ static void test_coopmat_emulated(void **state)
         }
     }
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+    /* The real kernel on the same cases where the device has matrix units (a GPU). */
+    if (info.cooperative_matrix)
+        for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+            mm_case c = fixed_cases[i];
+            c.a_type = c.b_type = VKATTN_DTYPE_F16;
+            run_case(env, &c, VKATTN_MATMUL_COOPMAT, &r);
+        }
 
     /* f32 inputs, and the real kernel where the device has no matrix units, are refused. */
     int64_t shape[2] = {8, 8};
