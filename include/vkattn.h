@@ -271,8 +271,8 @@ typedef enum vkattn_validation {
 /* What vkattn's faster kernels use beyond core Vulkan 1.1, for an application
  * that creates the device vkattn will adopt: fp16 arithmetic (shaderFloat16),
  * required subgroup sizes (subgroupSizeControl, computeFullSubgroups) and
- * cooperative matrices (VK_NV_cooperative_matrix), each only where the physical
- * device has it. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext
+ * cooperative matrices (VK_NV_cooperative_matrix, with vulkanMemoryModel and its
+ * device scope, which their shaders declare), each only where the physical device has it. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext
  * (the last structure's pNext is NULL: append the application's own there, or
  * copy the booleans into its own structures), then pass this struct as
  * vkattn_vulkan_handles.enabled_features. `chain` points into the struct
@@ -284,6 +284,7 @@ typedef struct vkattn_device_features {
     VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix;
     void *chain;                       /* the first structure to enable, NULL if none */
+    VkPhysicalDeviceVulkanMemoryModelFeatures vulkan_memory_model;
 } vkattn_device_features;
 
 /* Fills `*out` with the extensions and features vkattn would enable on
@@ -400,7 +401,9 @@ VKATTN_API vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *tensor
  * target's largest finite one becomes Inf, NaN stays a (quiet) NaN, Inf and
  * signed zeros are kept, and values below the target's smallest subnormal
  * round to (signed) zero; F16 <-> BF16 goes through F32, exactly, then rounds
- * once. Ordered after work already recorded that reads the tensor. Statuses:
+ * once. Ordered after work already recorded that reads the tensor; outside a
+ * recording (vkattn_recording_begin) the data is in the tensor when the call
+ * returns, and the work recorded before it has been submitted. Statuses:
  * INVALID_ARGUMENT (NULL, bad dtype), UNSUPPORTED (I32 <-> float),
  * OUT_OF_HOST_MEMORY, OUT_OF_DEVICE_MEMORY, DEVICE_LOST. */
 VKATTN_API vkattn_status vkattn_tensor_upload(vkattn_tensor *tensor, const void *src,

@@ -2,7 +2,11 @@
 # Downloads, into ./.gl (ignored by git), the Debian 12 amd64 packages that a GPU
 # machine may lack to run the build there (see scripts/gpu-check.sh):
 #   needed   libvulkan1 (the loader), libcmocka0 (the tests), vulkan-validationlayers
-#            (the tests run with validation on); unpacked there unless installed
+#            (the tests run with validation on), and GLVND's dispatch libraries
+#            (libglvnd0, libglx0, libegl1, libgl1): without them NVIDIA's Vulkan
+#            driver (libGLX_nvidia.so.0) loads but cannot create an instance
+#            ("Could not get 'vkCreateInstance'"; seen on an H100 container,
+#            driver 580, 2026-11-24); unpacked there unless installed
 #   spares   the validation layer's own dependencies (libstdc++6, libgcc-s1) and what
 #            NVIDIA's Vulkan driver library libGLX_nvidia.so.0 loads (libglvnd0,
 #            libxext6, libx11-6 and theirs); unpacked there only for a library
@@ -14,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${VKATTN_BUILD_DIR:-build}
 
-needed=(libvulkan1 libcmocka0 vulkan-validationlayers)
-spare_roots=(vulkan-validationlayers libglvnd0 libxext6 libx11-6)
+needed=(libvulkan1 libcmocka0 vulkan-validationlayers libglvnd0 libglx0 libegl1 libgl1)
+spare_roots=(vulkan-validationlayers libglvnd0 libxext6 libx11-6)   # not the GL ones: their closure is Mesa and LLVM
 never=(libc6 gcc-12-base)   # glibc comes with the machine; gcc-12-base holds only docs
 
 for f in "$build/vkattn" "$build/vkattn-bench" "$build/tests/CTestTestfile.cmake"; do

@@ -66,15 +66,20 @@ layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
 #include "attention_push.glsl"
 #include "coopmat.glsl"
 
+// The matrix loads and stores need 16-byte aligned addresses, and the driver
+// lays the shared variables out as it likes: every one is a multiple of 16
+// bytes long (with a 4-byte scalar among them, NVIDIA's H100 read the tiles
+// shifted and computed garbage).
 shared float16_t q_tile[BR * DP];
 shared float16_t k_tile[BC * DP];
 shared float16_t v_tile[BC * DVP];
 shared float16_t p_tile[BR * BC];
 shared float s_tile[BR * BC];
 shared float o_tile[BR * DVP];
-shared float row_m[BR], row_l[BR], row_alpha[BR];
-// t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never reset).
-shared uint v_nonfinite_tile;
+shared float row_m[BR], row_l[BR], row_alpha[BR];   // BR is a multiple of MM (16)
+// [0]: t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
+// reset); four words long for the alignment above.
+shared uint v_nonfinite_tile[4];
 
 float16_t load_half(uint word, uint index)
 {
@@ -136,7 +141,7 @@ void main()
         row_l[r] = 0.0;
     }
     if (tid == 0)
-        v_nonfinite_tile = 0;
+        v_nonfinite_tile[0] = 0;
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
 
@@ -155,7 +160,7 @@ void main()
                                                       : float16_t(0.0);
             v_tile[e] = x;
             if (isnan(x) || isinf(x))
-                atomicMax(v_nonfinite_tile, t0 + 1);
+                atomicMax(v_nonfinite_tile[0], t0 + 1);
         }
         barrier();
 
@@ -193,7 +198,7 @@ void main()
             o_tile[e] *= row_alpha[e / DVP];
         barrier();
 
-        if (v_nonfinite_tile != t0 + 1) {
+        if (v_nonfinite_tile[0] != t0 + 1) {
             for (uint blk = gl_SubgroupID; blk < (BR / MM) * (DVP / MN); blk += gl_NumSubgroups)
                 output_block(blk / (DVP / MN), blk % (DVP / MN));
         } else {

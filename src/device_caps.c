@@ -8,6 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Appends `s` (a Vulkan structure) to the pNext chain that starts at `head`. */
+static void chain_link(void *head, void *s, bool present)
+{
+    if (!present)
+        return;
+    VkBaseOutStructure *last = head;
+    while (last->pNext)
+        last = last->pNext;
+    last->pNext = s;
+}
+
 static bool has_ext(const VkExtensionProperties *exts, uint32_t n, const char *name)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -55,36 +66,36 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         !v13 && has_ext(exts, ext_count, "VK_EXT_subgroup_size_control");
     bool has_float16 = v12 || caps->ext_float16_int8;
     bool has_size_control = v13 || caps->ext_subgroup_size_control;
+    caps->ext_vulkan_memory_model = !v12 && has_ext(exts, ext_count, "VK_KHR_vulkan_memory_model");
+    bool has_memory_model = v12 || caps->ext_vulkan_memory_model;
     bool has_coopmat = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
 
+    /* Each structure goes into the chain only where the device knows it. */
     VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
     VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
-        .pNext = has_coopmat ? &coopmat_props : NULL};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
-        .pNext = has_size_control ? (void *)&size_props
-                 : has_coopmat    ? (void *)&coopmat_props
-                                  : NULL};
-    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                         .pNext = &subgroup};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    chain_link(&props, &subgroup, true);
+    chain_link(&props, &size_props, has_size_control);
+    chain_link(&props, &coopmat_props, has_coopmat);
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
-        .pNext = has_coopmat ? &coopmat : NULL};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
-        .pNext = has_size_control ? (void *)&size_control
-                 : has_coopmat    ? (void *)&coopmat
-                                  : NULL};
-    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                          .pNext = has_float16 ? (void *)&f16
-                                                   : has_size_control ? (void *)&size_control
-                                                   : has_coopmat ? (void *)&coopmat : NULL};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    chain_link(&features, &f16, has_float16);
+    chain_link(&features, &size_control, has_size_control);
+    chain_link(&features, &coopmat, has_coopmat);
+    chain_link(&features, &memory_model, has_memory_model);
     vki->GetPhysicalDeviceFeatures2(pd, &features);
 
     caps->float16 = has_float16 && f16.shaderFloat16;
@@ -99,7 +110,12 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
             size_control.subgroupSizeControl && size_control.computeFullSubgroups &&
             (size_props.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
     }
-    caps->coopmat = has_coopmat && coopmat.cooperativeMatrix && caps->float16 &&
+    /* The coopmat kernels' SPIR-V declares the Vulkan memory model (as
+     * GL_NV_cooperative_matrix's scopes need) and uses device scope: without
+     * both features the module is invalid. */
+    caps->memory_model = has_memory_model && memory_model.vulkanMemoryModel &&
+                         memory_model.vulkanMemoryModelDeviceScope;
+    caps->coopmat = has_coopmat && coopmat.cooperativeMatrix && caps->float16 && caps->memory_model &&
                     (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
     if (caps->coopmat)
         query_coopmat_shapes(vki, pd, caps);
@@ -116,6 +132,12 @@ void device_caps_features(const device_caps *caps, vkattn_device_features *c)
             .pNext = next, .cooperativeMatrix = VK_TRUE};
         next = &c->cooperative_matrix;
         c->extensions[c->extension_count++] = "VK_NV_cooperative_matrix";
+        c->vulkan_memory_model = (VkPhysicalDeviceVulkanMemoryModelFeatures){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+            .pNext = next, .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
+        next = &c->vulkan_memory_model;
+        if (caps->ext_vulkan_memory_model)
+            c->extensions[c->extension_count++] = "VK_KHR_vulkan_memory_model";
     }
     if (caps->subgroup_size_control) {
         c->subgroup_size_control = (VkPhysicalDeviceSubgroupSizeControlFeatures){
@@ -145,7 +167,10 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
     e.subgroup_size_control = caps->subgroup_size_control &&
                               f->subgroup_size_control.subgroupSizeControl &&
                               f->subgroup_size_control.computeFullSubgroups;
-    e.coopmat = caps->coopmat && e.float16 && f->cooperative_matrix.cooperativeMatrix;
+    e.memory_model = caps->memory_model && f->vulkan_memory_model.vulkanMemoryModel &&
+                     f->vulkan_memory_model.vulkanMemoryModelDeviceScope;
+    e.coopmat = caps->coopmat && e.float16 && e.memory_model &&
+                f->cooperative_matrix.cooperativeMatrix;
     if (e.coopmat) {
         e.coopmat_shape_count = caps->coopmat_shape_count;
         memcpy(e.coopmat_shapes, caps->coopmat_shapes, sizeof e.coopmat_shapes);

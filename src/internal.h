@@ -186,6 +186,8 @@ typedef struct device_caps {
      * a pipeline may run with any size from subgroup_min to subgroup_max. */
     bool subgroup_size_control;
     uint32_t subgroup_min, subgroup_max;
+    bool ext_vulkan_memory_model;   /* the extension must be enabled (before 1.2) */
+    bool memory_model;              /* vulkanMemoryModel: the coopmat kernels need it */
     bool coopmat;                   /* VK_NV_cooperative_matrix, f16 shapes below */
     coopmat_shape coopmat_shapes[VKATTN_MAX_COOPMAT_SHAPES]; /* f16 A, B; f32 C; subgroup scope */
     uint32_t coopmat_shape_count;

@@ -224,7 +224,11 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
         return vk_mapping_flush(ctx, t->memory, &t->map, t->bytes);
     }
     /* Device-local memory: fill a staging buffer, and copy it in the command
-     * stream, after the work recorded so far and before what follows. */
+     * stream, after the work recorded so far and before what follows; then
+     * submit and wait, as the mapped path does. A copy left queued would be
+     * lost, with the upload long reported done, if a later call's submission
+     * failed (seen on an H100: Q, K and V dropped with an op's work). Inside an
+     * application's recording the copy runs when the application submits. */
     VkBuffer staging;
     VkDeviceMemory memory;
     vk_mapping map;
@@ -237,7 +241,9 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
         return s;
     }
     /* From here the stream owns the staging buffer, also if the copy fails. */
-    return vk_cmd_copy(ctx, staging, t->buffer, t->buffer_size);
+    if ((s = vk_cmd_copy(ctx, staging, t->buffer, t->buffer_size)) != VKATTN_OK)
+        return s;
+    return ctx->vk.external ? VKATTN_OK : vk_cmd_submit_and_wait(ctx);
 }
 
 vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype dst_dtype)

@@ -58,7 +58,12 @@ void test_env_destroy(test_env *env)
     /* Destroying the device reports leaked Vulkan objects through validation. */
     int messages = env->gpu_log.validation_messages;
     free(env);
-    assert_int_equal(messages, 0);
+    if (messages) {
+        /* cmocka (1.1) prints a failed group teardown but leaves it out of the
+         * exit status, so a failed assertion here would pass the test. */
+        fprintf(stderr, "FAILED: %d validation message(s) (above)\n", messages);
+        exit(1);
+    }
 }
 
 int test_env_setup(void **state)
