@@ -68,6 +68,7 @@ typedef struct bench_options {
     int reps;               /* the most timed runs (exactly this many if reps_given) */
     bool reps_given;
     int warmup;             /* untimed runs first, at least 1 */
+    double warmup_ms;       /* and untimed runs until this much wall time has passed */
     double budget_ms;       /* timed runs of a case stop near this total */
     bool verify;
 } bench_options;
@@ -81,7 +82,8 @@ typedef struct bench_result {
     double tolerance;       /* the largest allowed error, for display */
     bool verified;          /* compared with the CPU reference */
     bool ok;                /* ran, and verified within tolerance (or not verified) */
-    char note[96];          /* how it was verified: "rows 0-15,..." */
+    char note[96];          /* the kernel that ran and how it was verified:
+                               "ran tiled x4; rows 0-15,..." */
     char error[320];        /* why the case could not run */
 } bench_result;
 
@@ -189,12 +191,16 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
 /* Up to three blocks of at most BENCH_BLOCK_ROWS contiguous rows out of `rows`
  * (start, middle, end), or one block of all rows when that is no more. */
 #define BENCH_BLOCK_ROWS 16
+/* Untimed runs of a case on a GPU, in wall time, before its timed runs. */
+#define BENCH_GPU_WARMUP_MS 200.0
 typedef struct bench_blocks {
     int64_t first[3], count[3];
     int n;
 } bench_blocks;
 void bench_row_blocks(int64_t rows, bench_blocks *out);
 /* "rows 0-15, 1016-1031, 2032-2047 of 2048", or "all rows". */
+/* "ran tiled x4; " (the kernel and key splits the call took), into buf. */
+void bench_kernel_note(const vkattn_attention_choice *ran, char *buf, size_t size);
 void bench_blocks_note(const bench_blocks *b, int64_t rows, char *buf, size_t size);
 
 /* Compares n outputs with the reference and folds the result into r: sets

@@ -64,8 +64,10 @@ static void usage(FILE *f)
         "2*(D+Dv) per unmasked score entry and query head); GB/s of compulsory traffic\n"
         "(inputs read once at their dtype, the f32 output written once); %% of the\n"
         "estimated peak FP32 rate; max abs error against the CPU reference (large cases:\n"
-        "blocks of 16 rows at the start, middle and end).\n"
+        "blocks of 16 rows at the start, middle and end).\n");
+    fprintf(f,
         "The first run of each pipeline (warm-up) compiles shaders and is never timed;\n"
+        "on a GPU untimed runs go on for 200 ms more, so that its clocks leave idle;\n"
         "for a cold start, disable both caches: MESA_SHADER_CACHE_DISABLE=true\n"
         "VKATTN_PIPELINE_CACHE=0.\n"
         "Exit status: 0 all cases ran and verified, 1 a case failed or errored, 2 usage.\n");

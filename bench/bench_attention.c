@@ -30,8 +30,9 @@ static void copy_rows(const float *src, float *dst, int64_t bh, int64_t T, int64
 /* Recomputes blocks of query rows on the CPU reference, each as its own smaller
  * problem: those rows of Q against all of K and V, with q_offset moved by the
  * block's first row so the causal mask stays the same. */
-static void verify(const bench_env *env, const bench_case *c, int64_t q_offset, const float *q,
-                   const float *k, const float *v, const float *o, bench_result *r)
+static void verify(const bench_env *env, const bench_case *c, const vkattn_attention_choice *ran,
+                   int64_t q_offset, const float *q, const float *k, const float *v,
+                   const float *o, bench_result *r)
 {
     vkattn_context *cpu = env->cpu;
     bench_tensors ts = {0};
@@ -64,7 +65,8 @@ static void verify(const bench_env *env, const bench_case *c, int64_t q_offset, 
     double atol = 16 * 1.2e-7 * scale * (double)c->D * 1.0 * 1.0 + 1e-5;
     /* The coopmat kernels round P to f16 before P V: half an ulp at 1, times
      * sum_j P_j |V_j| <= 1 (as tests/test_attention.c). */
-    if (c->variant == VKATTN_FUSED_COOPMAT || c->variant == VKATTN_FUSED_COOPMAT_EMULATED)
+    if (ran->path == VKATTN_PATH_FUSED && (ran->fused_variant == VKATTN_FUSED_COOPMAT ||
+                                           ran->fused_variant == VKATTN_FUSED_COOPMAT_EMULATED))
         atol += 1e-3;
 
     for (int i = 0; i < blocks.n; i++) {
@@ -86,7 +88,8 @@ static void verify(const bench_env *env, const bench_case *c, int64_t q_offset, 
             goto done;
         bench_compare(got, want, (size_t)(bh * n * c->Dv), atol, 0.0, NULL, r);
     }
-    bench_blocks_note(&blocks, c->Tq, r->note, sizeof r->note);
+    size_t used = strlen(r->note); /* the kernel that ran, then the rows verified */
+    bench_blocks_note(&blocks, c->Tq, r->note + used, sizeof r->note - used);
 done:
     if (s)
         bench_fail(r, cpu, s, "reference");
@@ -135,12 +138,18 @@ void bench_run_attention(const bench_env *env, const bench_case *c, bench_result
         goto done;
     if ((s = bench_time(ctx, &env->opt, record_attention, &run, r)))
         goto done;
+    vkattn_attention_choice ran = {0};
+    if (c->path != PATH_REFERENCE) {
+        if ((s = vkattn_attention_choose(ctx, &run.desc, run.q, run.k, run.v, run.o, &ran)))
+            goto done;
+        bench_kernel_note(&ran, r->note, sizeof r->note);
+    }
     if (c->path == PATH_REFERENCE) {
         snprintf(r->note, sizeof r->note, "is the reference");
     } else if (env->opt.verify) {
         if ((s = vkattn_tensor_download(run.o, o, VKATTN_DTYPE_F32)))
             goto done;
-        verify(env, c, q_offset, q, k, v, o, r);
+        verify(env, c, &ran, q_offset, q, k, v, o, r);
     }
 done:
     if (s)

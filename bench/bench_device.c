@@ -201,11 +201,15 @@ void bench_print_device(FILE *f, const vkattn_device_info *info, double peak, co
     else
         fprintf(f, "timing:   host clock around submit-and-wait (note: %s has no GPU timestamps; "
                    "times include submission overhead)", info->name);
+    char warm[64] = "";
+    if (opt->warmup_ms > 0.0)
+        snprintf(warm, sizeof warm, " and %.0f ms more", opt->warmup_ms);
     if (opt->reps_given)
-        fprintf(f, "; median and min of %d runs after %d warm-up\n", opt->reps, opt->warmup);
+        fprintf(f, "; median and min of %d runs after %d warm-up%s\n", opt->reps, opt->warmup,
+                warm);
     else
-        fprintf(f, "; median and min of up to %d runs (about %.1f s a case) after %d warm-up\n",
-                opt->reps, opt->budget_ms * 1e-3, opt->warmup);
+        fprintf(f, "; median and min of up to %d runs (about %.1f s a case) after %d warm-up%s\n",
+                opt->reps, opt->budget_ms * 1e-3, opt->warmup, warm);
     if (peak > 0.0)
         fprintf(f, "peak:     %.0f GFLOP/s fp32, estimated: %s\n", peak, how);
     else

@@ -57,11 +57,18 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
     vkattn_status s = VKATTN_OK;
     double ms = 0.0;
     /* The first run of a pipeline compiles its shaders: never time it. */
+    /* Then a GPU leaves its idle clocks only after some busy time (an H100's SM
+     * clock idles at 345 MHz, 1980 MHz under load): a case of a few short runs
+     * after seconds of CPU verification would time the ramp. */
     int warmup = opt->warmup < 1 ? 1 : opt->warmup;
-    for (int i = 0; i < warmup; i++)
+    double warm_start = 0.0;
+    for (int i = 0; i < warmup || (bench_now_s() - warm_start) * 1e3 < opt->warmup_ms; i++) {
         if ((s = vkattn_synchronize(ctx)) || (s = vkattn_timer_begin(ctx)) ||
             (s = record(ctx, user)) || (s = vkattn_timer_end(ctx, &ms)))
             return s;
+        if (i == 0)
+            warm_start = bench_now_s(); /* after the run that compiled */
+    }
     double *times = calloc((size_t)opt->reps, sizeof *times);
     if (!times)
         return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
@@ -105,6 +112,19 @@ void bench_row_blocks(int64_t rows, bench_blocks *out)
     for (int i = 0; i < 3; i++)
         out->count[i] = BENCH_BLOCK_ROWS;
     out->n = 3;
+}
+
+void bench_kernel_note(const vkattn_attention_choice *ran, char *buf, size_t size)
+{
+    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
+    if (ran->path == VKATTN_PATH_UNFUSED)
+        snprintf(buf, size, "ran unfused; ");
+    else if (ran->path == VKATTN_PATH_FUSED)
+        snprintf(buf, size, "ran %s x%u; ",
+                 (unsigned)ran->fused_variant < 5 ? variants[ran->fused_variant] : "?",
+                 ran->kv_splits);
+    else
+        snprintf(buf, size, "%s", "");
 }
 
 void bench_blocks_note(const bench_blocks *b, int64_t rows, char *buf, size_t size)

@@ -121,7 +121,8 @@ def main():
         peak = number(r.get("pct_peak")) if r["dtype"] == "f32" else None
         check = "ok" if r["ok"] == "1" and r["verified"] == "1" else \
                 "not verified" if r["ok"] == "1" else "ERROR" if r.get("error") else "FAIL"
-        notes = [n for n in (r.get("error", ""), s.get("note", "") if s else
+        ran = r.get("note", "").split(";")[0] if r.get("note", "").startswith("ran ") else ""
+        notes = [n for n in (r.get("error", ""), ran, s.get("note", "") if s else
                              "no SDPA row for this case") if n]
         path = r["path"] + (f" ({r['variant']})" if r.get("variant", "-") != "-" else "")
         lines.append(

@@ -662,6 +662,24 @@ VKATTN_API vkattn_status vkattn_attention(vkattn_context *ctx, const vkattn_atte
                                           const vkattn_tensor *q, const vkattn_tensor *k,
                                           const vkattn_tensor *v, vkattn_tensor *o);
 
+/* What vkattn_attention would run for these arguments on this context, without
+ * recording anything: its path (FUSED or UNFUSED; AUTO on the CPU backend,
+ * which has one), and for the fused path the variant and the number of key
+ * splits. For benchmarks and logs: the coopmat variants round the softmax
+ * weights to f16 (about 1e-3 of error), the others keep f32. Same arguments and
+ * statuses as vkattn_attention, and `out` (not NULL). */
+typedef struct vkattn_attention_choice {
+    vkattn_attention_path path;
+    vkattn_fused_variant fused_variant; /* when path is FUSED */
+    uint32_t kv_splits;                 /* when path is FUSED: >= 1 */
+} vkattn_attention_choice;
+
+VKATTN_API vkattn_status vkattn_attention_choose(vkattn_context *ctx,
+                                                 const vkattn_attention_desc *desc,
+                                                 const vkattn_tensor *q, const vkattn_tensor *k,
+                                                 const vkattn_tensor *v, const vkattn_tensor *o,
+                                                 vkattn_attention_choice *out);
+
 typedef struct vkattn_mha_desc {
     int32_t heads;                  /* H, required (>= 1) */
     bool causal;                    /* default false */

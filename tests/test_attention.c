@@ -424,6 +424,62 @@ static void test_long_loops(void **state)
     }
 }
 
+/* vkattn_attention_choose names what vkattn_attention runs: the forced path,
+ * variant and splits as given; AUTO's choice, which then runs and matches the
+ * reference; the unfused path where asked; the CPU backend's one path; and the
+ * same argument errors as the call. */
+static void test_choice(void **state)
+{
+    test_env *env = *state;
+    rng r = {21};
+    int64_t shape[4] = {1, 2, 40, 16};
+    pair q = pair_random(env, F32, 4, shape, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_choice ch;
+    vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_TILED, .kv_splits = 2};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
+                     VKATTN_OK);
+    assert_int_equal(ch.path, VKATTN_PATH_FUSED);
+    assert_int_equal(ch.fused_variant, VKATTN_FUSED_TILED);
+    assert_int_equal(ch.kv_splits, 2);
+
+    d = (vkattn_attention_desc){.causal = true};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
+                     VKATTN_OK);
+    assert_int_equal(ch.path, VKATTN_PATH_FUSED);
+    assert_true(ch.fused_variant == VKATTN_FUSED_ROWS || ch.fused_variant == VKATTN_FUSED_TILED);
+    assert_true(ch.kv_splits >= 1);
+    d.path = VKATTN_PATH_FUSED, d.fused_variant = ch.fused_variant, d.kv_splits = ch.kv_splits;
+    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+    expect_close("the chosen variant", &o, 1e-5, 0.0, NULL);
+
+    d = (vkattn_attention_desc){.path = VKATTN_PATH_UNFUSED};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
+                     VKATTN_OK);
+    assert_int_equal(ch.path, VKATTN_PATH_UNFUSED);
+    assert_int_equal(ch.kv_splits, 0);
+    assert_int_equal(vkattn_attention_choose(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu, &ch),
+                     VKATTN_OK);
+    assert_int_equal(ch.path, VKATTN_PATH_AUTO);
+
+    /* The call's own errors: an output of the wrong shape, a NULL result. */
+    int64_t wrong[4] = {1, 2, 41, 16};
+    pair bad = pair_output(env, 4, wrong);
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, bad.gpu, &ch),
+                     VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    d = (vkattn_attention_desc){.path = VKATTN_PATH_FUSED, .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
+                     VKATTN_ERROR_UNSUPPORTED); /* f32 inputs */
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V"));
+    pair_destroy(&bad);
+    pair_destroy(&q);
+    pair_destroy(&o);
+}
+
 /* What the variant table refuses, and why: the real coopmat kernel where the
  * device has no VK_NV_cooperative_matrix, the coopmat kernels on f32 inputs;
  * and AUTO with VKATTN_COOPMAT=1 still runs (on another variant) there. */
@@ -449,10 +505,15 @@ static void test_coopmat_refusals(void **state)
                      VKATTN_ERROR_UNSUPPORTED);
     assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V (got f32, f16, f16)"));
 
+    const char *was = getenv("VKATTN_COOPMAT");
+    char saved[8] = "";
+    if (was)
+        snprintf(saved, sizeof saved, "%s", was);
     assert_int_equal(setenv("VKATTN_COOPMAT", "1", 1), 0);
     d.fused_variant = VKATTN_FUSED_AUTO;
     vkattn_status s = vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu);
-    assert_int_equal(unsetenv("VKATTN_COOPMAT"), 0); /* before anything may fail */
+    /* Restored before anything may fail. */
+    assert_int_equal(was ? setenv("VKATTN_COOPMAT", saved, 1) : unsetenv("VKATTN_COOPMAT"), 0);
     assert_int_equal(s, VKATTN_OK);
     assert_int_equal(vkattn_attention(env->cpu, &d, q16.cpu, q16.cpu, q16.cpu, o.cpu), VKATTN_OK);
     expect_close("auto with VKATTN_COOPMAT=1", &o, 1e-5 + (info.cooperative_matrix ? 1e-3 : 0),
@@ -470,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_device),
+        cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_long_loops),
         cmocka_unit_test(test_random_sweep),

@@ -180,12 +180,13 @@ static void expect_sentinel(run *r, vkattn_tensor *out, size_t count, const char
     free(held);
 }
 
-/* What a staged download creates before it records or submits anything: when
- * one of these fails, the work recorded so far stays queued and runs later. */
-static bool download_staging_entry(const char *entry)
+/* The calls whose failure in a download drops the work recorded since the last
+ * submission (it was never submitted). A download failing elsewhere leaves that
+ * work queued (its staging buffer could not be made) or done (a failed
+ * invalidate or map after the wait). */
+static bool drops_recorded_work(const char *entry)
 {
-    static const char *entries[] = {"vkCreateBuffer", "vkAllocateMemory", "vkBindBufferMemory",
-                                    "vkMapMemory"};
+    static const char *entries[] = {"vkEndCommandBuffer", "vkResetFences", "vkQueueSubmit"};
     for (size_t i = 0; entry && i < sizeof entries / sizeof entries[0]; i++)
         if (strcmp(entry, entries[i]) == 0)
             return true;
@@ -195,9 +196,9 @@ static bool download_staging_entry(const char *entry)
 /* An op that writes `out`, then its result. When the op fails with out of
  * memory, or the download that runs its work does so on submitting (the work
  * recorded since the last submission is then dropped), `out` must still hold
- * the sentinel; a download that fails creating its staging buffer (device-local
- * memory) leaves the work queued, and `out` gets the op's result. The op is run
- * again and must give the result of the run without faults. */
+ * the sentinel; a download failing before or after that leaves the work queued
+ * or done. The op is run again and must give the result of the run without
+ * faults. */
 #define OP(r, what, out, count, expr)                                                          \
     do {                                                                                       \
         CALL(r, "sentinel upload", vkattn_tensor_upload(out, sentinel, VKATTN_DTYPE_F32));    \
@@ -206,7 +207,7 @@ static bool download_staging_entry(const char *entry)
         if (!again_) {                                                                         \
             s_ = vkattn_tensor_download(out, r->got.o[r->results], VKATTN_DTYPE_F32);         \
             again_ = failed_call(r, s_, "download of " what);                                  \
-            queued_ = again_ && download_staging_entry((r)->failed_entry);                     \
+            queued_ = again_ && !drops_recorded_work((r)->failed_entry);                       \
         }                                                                                      \
         if (again_) {                                                                          \
             if ((r)->lost)                                                                     \

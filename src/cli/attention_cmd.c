@@ -324,6 +324,22 @@ static void unload_files(attention_files *f)
     unload_head_vectors(&f->heads);
 }
 
+
+/* --verbose: the path, fused variant and key splits the call took. */
+static void log_choice(vkattn_context *ctx, const vkattn_attention_desc *desc,
+                       const attention_files *f, const vkattn_tensor *out)
+{
+    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
+    vkattn_attention_choice ch;
+    if (vkattn_attention_choose(ctx, desc, f->q.tensor, f->k.tensor, f->v.tensor, out, &ch))
+        return;
+    if (ch.path == VKATTN_PATH_FUSED)
+        fprintf(stderr, "vkattn: attention ran fused, variant %s, %u key split(s)\n",
+                (unsigned)ch.fused_variant < 5 ? variants[ch.fused_variant] : "?", ch.kv_splits);
+    else if (ch.path == VKATTN_PATH_UNFUSED)
+        fprintf(stderr, "vkattn: attention ran unfused\n");
+}
+
 int run_attention(int argc, char **argv)
 {
     attention_options o;
@@ -358,6 +374,8 @@ int run_attention(int argc, char **argv)
         rc = library_error(ctx);
         goto done;
     }
+    if (o.common.verbose)
+        log_choice(ctx, &o.desc, &f, out);
     rc = save_npy("attention", ctx, out, o.o, s.file_ndim, s.file_shape);
 done:
     vkattn_tensor_destroy(out);

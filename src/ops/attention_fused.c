@@ -156,11 +156,17 @@ static const fused_variant_row *choose(vkattn_context *ctx, const attention_call
     }
 }
 
-bool vk_attention_fused_applies(vkattn_context *ctx, const attention_call *c, char *why,
-                                size_t why_size)
+bool vk_attention_fused_choice(vkattn_context *ctx, const attention_call *c,
+                               vkattn_fused_variant *variant, uint32_t *splits, char *why,
+                               size_t why_size)
 {
     fused_plan plan;
-    return choose(ctx, c, &plan, why, why_size) != NULL;
+    const fused_variant_row *row = choose(ctx, c, &plan, why, why_size);
+    if (row) {
+        *variant = row->variant;
+        *splits = plan.splits;
+    }
+    return row != NULL;
 }
 
 /* Element strides (batch, head, sequence) of a tensor in the call's layout. */

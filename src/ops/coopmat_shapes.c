@@ -4,6 +4,28 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Vendors whose devices ran the real coopmat attention kernel through the GPU
+ * check (scripts/gpu-check.sh: the test suite, validation on, and the bench
+ * against the CPU reference): it is the default there. */
+static const struct {
+    uint32_t vendor_id;
+    const char *where; /* the device, driver and date of that run */
+} coopmat_verified[] = {
+    {0x10de, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
+};
+
+bool coopmat_attention_default(const vkattn_context *ctx)
+{
+    const char *env = getenv("VKATTN_COOPMAT");
+    if (env && *env)
+        return strcmp(env, "1") == 0; /* "0": off everywhere; "1": on wherever it runs */
+    for (size_t i = 0; i < sizeof coopmat_verified / sizeof coopmat_verified[0]; i++)
+        if (ctx->info.vendor_id == coopmat_verified[i].vendor_id)
+            return true;
+    return false;
+}
 
 /* Larger shapes would not leave room for the kernels' tiles. */
 #define COOPMAT_MAX_SHAPE 64

@@ -5,8 +5,9 @@
  * VK_NV_cooperative_matrix with an f16 shape (the real kernel) or shaderFloat16
  * (the emulated build); shared memory for Q, K, V, P, S and O tiles.
  *
- * The real kernel is opt-in (VKATTN_COOPMAT=1 or the forced variant) until it
- * has passed the GPU check on a device. The emulated build runs the same kernel
+ * AUTO takes the real kernel on the vendors it passed the GPU check on
+ * (coopmat_shapes.c: NVIDIA, an H100), elsewhere with VKATTN_COOPMAT=1;
+ * VKATTN_COOPMAT=0 turns it off. The emulated build runs the same kernel
  * with the matrix operations in plain code and is never chosen by AUTO: tests
  * force it on devices without matrix units. Its matrix shape is 16x16x16, or
  * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (tests use the shapes GPUs report). */
@@ -150,8 +151,7 @@ static bool coopmat_emulated_plan(vkattn_context *ctx, const attention_call *c, 
 static int coopmat_rank(const vkattn_context *ctx, const attention_call *c)
 {
     (void)c;
-    const char *env = getenv("VKATTN_COOPMAT");
-    return ctx->vk.enabled.coopmat && env && strcmp(env, "1") == 0 ? 4 : 0;
+    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx) ? 4 : 0;
 }
 
 static int never(const vkattn_context *ctx, const attention_call *c)

@@ -74,6 +74,9 @@ bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
  * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (false: malformed, or a size over 64). */
 bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
 bool coopmat_emulated_shape(coopmat_shape *out);
+/* Whether AUTO takes the coopmat attention kernel where it runs: on vendors it
+ * was verified on, unless VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
+bool coopmat_attention_default(const vkattn_context *ctx);
 
 /* --------------------------------------------------------------- softmax -- */
 
@@ -117,9 +120,11 @@ typedef struct attention_call {
 
 /* The unfused path: scores matmul, masked softmax, P @ V, transposes for BSHD. */
 vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c);
-/* Whether the fused path can run this call; if not, why (for the log). */
-bool vk_attention_fused_applies(vkattn_context *ctx, const attention_call *c, char *why,
-                                size_t why_size);
+/* The fused variant and key splits the fused path would run for this call;
+ * false, with why, where none can. */
+bool vk_attention_fused_choice(vkattn_context *ctx, const attention_call *c,
+                               vkattn_fused_variant *variant, uint32_t *splits, char *why,
+                               size_t why_size);
 /* The fused path; UNSUPPORTED (with the reason) where it does not apply. */
 vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c);
 /* Records attention by the path the call asks for (AUTO: fused where it applies). */
