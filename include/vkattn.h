@@ -573,8 +573,9 @@ typedef enum vkattn_fused_variant {
                                 takes TILED */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
     VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
-                                f16 Q, K, V, f32 accumulation). Opt-in until verified on a
-                                GPU: AUTO takes it only with VKATTN_COOPMAT=1 */
+                                f16 Q, K, V, f32 accumulation), every variant, head sizes
+                                up to 256. Opt-in until this revision of it is verified on
+                                a GPU: AUTO takes it only with VKATTN_COOPMAT=1 */
     VKATTN_FUSED_COOPMAT_EMULATED, /* the same kernel with the matrix operations done in
                                 plain code (needs shaderFloat16): for tests on devices
                                 without matrix units, never chosen by AUTO */

@@ -1,36 +1,43 @@
 #version 450
-// Fused attention on the matrix units: S = Q K^T and O += P V as f16 x f16 -> f32
-// cooperative-matrix products (VK_NV_cooperative_matrix), the online softmax in
-// f32 between them.
+// Fused attention on the matrix units (FlashAttention-2's shape): S = Q K^T and
+// O += P V as f16 x f16 -> f32 cooperative-matrix products
+// (VK_NV_cooperative_matrix), the online softmax in f32 between them, with every
+// variant of attention_variants.glsl.
 //
 // A workgroup owns BR packed query rows of one (batch, kv head) problem and one
-// key range (split), as in attention_tiled.comp (packing, causal block limit,
-// kv_len, split records and push constants are the same). Q is staged once as
-// f16 in shared memory; per tile of BC keys:
-//   1. the workgroup stages K and V as f16 (zeros past the block's last allowed
-//      key, and in the padding of the head dimensions to the matrix shape);
-//   2. S = Q K^T: subgroups take turns over the MM x MN blocks of the BR x BC
-//      scores, each a sum over DP / MK products of Q (MM x MK) and K^T (MK x MN,
-//      K read column-major), stored to s_tile (f32);
-//   3. one invocation per row scales and masks its scores, updates the running
-//      maximum m and sum l (exp2 domain), and writes P = exp2(S - m) as f16 to
-//      p_tile and the factor alpha by which its earlier output shrinks;
-//   4. the workgroup multiplies each row of the O accumulator (o_tile, f32) by
-//      its alpha;
-//   5. O += P V: subgroups take turns over the MM x MN blocks of O, loading
-//      each, adding P (MM x MK) V (MK x MN) over the tile's keys, storing it.
-// MM, MN, MK are a shape from the device's cooperative-matrix properties. Q, K
-// and V are f16 (bound as 32-bit words). Shared memory, in bytes:
-// 2 (BR DP + BC DP + BC DVP + BR BC) + 4 (BR BC + BR DVP + 3 BR).
+// key range (split), as in attention_tiled.comp (packing, key ranges, split
+// records and push constants are the same). Each subgroup owns MM of the rows
+// for the whole key loop: their Q (as f16 operands) and O (f32 accumulators)
+// stay in its matrix registers. Per tile of BC keys:
+//   1. the workgroup stages K and V as f16 in shared memory (zeros past the
+//      block's last key and in the padding of the head dimensions to the matrix
+//      shape): the only two workgroup barriers of the step;
+//   2. each subgroup whose rows may see a key of the tile computes its MM x BC
+//      scores S = Q K^T (K read column-major) and stores them to its slice of
+//      s_tile;
+//   3. its lanes run the online softmax on the slice (LPR lanes per row): scale,
+//      mask and adjust, the running maximum m and sum l (exp2 domain), and
+//      P = exp2(S - m) as f16 into p_tile. The maximum is raised lazily: only
+//      when a row's grows by more than 2^LAZY_RESCALE (FlashAttention-3's
+//      trick), so P stays below 2^LAZY_RESCALE and O is rescaled (through
+//      shared memory: the matrix layout in registers is opaque) only then;
+//   4. O += P V from the subgroup's P and the shared V tile.
+// The output is written through the subgroup's s_tile slice, a block at a time.
+// MM, MN, MK are a shape from the device's cooperative-matrix properties.
+// Q, K and V are f16 (bound as 32-bit words, or as uvec4 where rows are
+// 8-element aligned). Shared memory, in bytes:
+// 2 BC (DP + DVP) + 6 BR BC + 4 BR + 16, and in the emulated build, which keeps
+// its matrices there, 2 BR (DP + BC) + 4 BR (BC + DVP) more.
 //
-// With COOPMAT_EMULATED the same kernel is built with the matrix operations of
-// steps 2 and 5 replaced by plain loops over the same shared-memory blocks (a
-// block's elements spread over the subgroup's invocations), so that everything
-// else is exercised on devices without matrix units (lavapipe in CI). The
-// emulated build is correct for any subgroup size; the real one runs with full
-// subgroups of the size the device's matrix shapes are defined for.
+// With COOPMAT_EMULATED the same kernel is built with the matrix operations in
+// plain code (coopmat.glsl), so that everything else is exercised on devices
+// without matrix units (lavapipe in CI). Both builds run with full subgroups of
+// SG_SIZE invocations, one per MM rows (the real one's matrices are
+// subgroup-scoped and the driver's shapes are defined for that size); the
+// softmax's lanes per row are specialized for it.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifndef COOPMAT_EMULATED
@@ -39,200 +46,339 @@
 #endif
 #include "common.glsl"
 
-
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint BR = 32;     // query rows per workgroup, a multiple of MM
-layout(constant_id = 2) const uint BC = 32;     // keys per tile, a multiple of MN and MK
+layout(local_size_x_id = 0) in;                 // (BR / MM) * SG_SIZE
+layout(constant_id = 1) const uint BR = 64;     // query rows per workgroup, a multiple of MM
+layout(constant_id = 2) const uint BC = 32;     // keys per tile, a multiple of MM, MN and MK
 layout(constant_id = 3) const uint D = 64;
 layout(constant_id = 4) const uint DV = 64;
 layout(constant_id = 5) const bool CAUSAL = false;
-layout(constant_id = 6) const bool HAS_KV_LEN = false;
-layout(constant_id = 7) const bool SPLIT = false;
-layout(constant_id = 8) const uint MM = 16;
-layout(constant_id = 9) const uint MN = 16;
-layout(constant_id = 10) const uint MK = 16;
+layout(constant_id = 6) const bool SPLIT = false;
+layout(constant_id = 7) const uint MM = 16;
+layout(constant_id = 8) const uint MN = 16;
+layout(constant_id = 9) const uint MK = 16;
+layout(constant_id = 10) const uint SG_SIZE = 32;
+// constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint WG = gl_WorkGroupSize.x;
+const uint SUBGROUPS = BR / MM;
 const uint DP = (D + MK - 1) / MK * MK;     // head size padded to the matrix shape
 const uint DVP = (DV + MN - 1) / MN * MN;
 const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec4
+// The softmax: LPR lanes per row, each row's columns interleaved over them;
+// with fewer lanes than rows, a lane takes ROW_PASSES rows.
+const uint LPR = SG_SIZE >= MM ? SG_SIZE / MM : 1;
+const uint ROW_PASSES = SG_SIZE >= MM ? 1 : MM / SG_SIZE;
+const uint ROW_LANES = SG_SIZE / LPR;
+// Q is staged through k_tile, QCH rows at a time (whole subgroups' rows).
+const uint QCH = BC / MM * MM;
+// A row's maximum is raised only when it grows by more than this (log2).
+const float LAZY_RESCALE = 8.0;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
+layout(set = 0, binding = 1) readonly buffer K16x8 { uvec4 k16x8[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
+layout(set = 0, binding = 2) readonly buffer V16x8 { uvec4 v16x8[]; };
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
-layout(set = 0, binding = 4) readonly buffer KvLen { int kv_len[]; };
 
 #include "attention_push.glsl"
+#include "attention_variants.glsl"
 #include "coopmat.glsl"
 
 // The matrix loads and stores need 16-byte aligned addresses, and the driver
 // lays the shared variables out as it likes: every one is a multiple of 16
 // bytes long (with a 4-byte scalar among them, NVIDIA's H100 read the tiles
 // shifted and computed garbage).
-shared float16_t q_tile[BR * DP];
 shared float16_t k_tile[BC * DP];
 shared float16_t v_tile[BC * DVP];
+shared float s_tile[BR * BC];       // a slice of MM rows per subgroup
 shared float16_t p_tile[BR * BC];
-shared float s_tile[BR * BC];
-shared float o_tile[BR * DVP];
-shared float row_m[BR], row_l[BR], row_alpha[BR];   // BR is a multiple of MM (16)
+shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // [0]: t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
 // reset); four words long for the alignment above.
 shared uint v_nonfinite_tile[4];
+
+MATRIX_A(q_a, DP / MK, SUBGROUPS)
+MATRIX_A(p_a, BC / MK, SUBGROUPS)
+MATRIX_ACC(s_acc, BC / MN, SUBGROUPS)
+MATRIX_ACC(o_acc, DVP / MN, SUBGROUPS)
+
+// One query row of a subgroup, as the lanes running its softmax hold it.
+struct Row {
+    uint h, i;          // query head and position
+    uint lo, limit;     // keys [lo, limit) of this split the row may see
+    int pos;            // key position of the row
+    float slope;        // ALiBi (exp2 domain)
+    float m, l;         // running maximum and sum (exp2 domain)
+};
 
 float16_t load_half(uint word, uint index)
 {
     return float16_t(unpackHalf2x16(word)[index & 1u]);
 }
 
-// s_tile block (rb, cb) = Q block row rb times K^T block column cb.
-void scores_block(uint rb, uint cb)
+// Stages WIDTH (padded to WIDTH_P) elements of each key of the tile into TILE:
+// eight at a time where every row starts 8-element aligned (ALIGNED8), else one
+// at a time; zeros past `limit` and past WIDTH. With NONFINITE, a key of the
+// tile holding an Inf or NaN is flagged in v_nonfinite_tile.
+#define STAGE_TILE(TILE, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8, NONFINITE)           \
+    if ((WIDTH) % 8 == 0 && (WIDTH_P) % 8 == 0 && (ALIGNED8)) {                                 \
+        for (uint e = tid; e < BC * (WIDTH_P) / 8; e += WG) {                                    \
+            uint c = e / ((WIDTH_P) / 8), d = e % ((WIDTH_P) / 8) * 8, key = t0 + c;            \
+            uvec4 words = uvec4(0);                                                              \
+            if (key < block_limit && d < (WIDTH))                                                \
+                words = BUF8[((BASE) + key_row(b, seq, key) * (STRIDE) + d) >> 3];              \
+            [[unroll]] for (uint w = 0; w < 4; w++) {                                            \
+                f16vec2 pair = f16vec2(unpackHalf2x16(words[w]));                               \
+                TILE[c * (WIDTH_P) + d + 2 * w] = pair.x;                                        \
+                TILE[c * (WIDTH_P) + d + 2 * w + 1] = pair.y;                                    \
+                if (NONFINITE && (any(isnan(pair)) || any(isinf(pair))))                         \
+                    atomicMax(v_nonfinite_tile[0], t0 + 1);                                      \
+            }                                                                                    \
+        }                                                                                        \
+    } else {                                                                                     \
+        for (uint e = tid; e < BC * (WIDTH_P); e += WG) {                                        \
+            uint c = e / (WIDTH_P), d = e % (WIDTH_P), key = t0 + c;                            \
+            float16_t x = float16_t(0.0);                                                        \
+            if (key < block_limit && d < (WIDTH)) {                                              \
+                uint index = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                       \
+                x = load_half(BUF[index >> 1], index);                                           \
+            }                                                                                    \
+            TILE[e] = x;                                                                         \
+            if (NONFINITE && (isnan(x) || isinf(x)))                                             \
+                atomicMax(v_nonfinite_tile[0], t0 + 1);                                          \
+        }                                                                                        \
+    }
+
+// Keys [lo, limit) of this split that packed row `row` may see (none past the rows).
+uvec2 row_keys(Sequence seq, uint row, uint rows, uint key_begin, uint key_end)
 {
-    COOPMAT_MMA(s_tile, rb * MM * BC + cb * MN, BC, q_tile, rb * MM * DP, DP,
-                k_tile, cb * MN * DP, DP, true, DP, true)
+    if (row >= rows)
+        return uvec2(0);
+    uvec2 range = key_range(seq, CAUSAL, row % seq.Tq);
+    uint lo = max(range.x, key_begin);
+    return uvec2(lo, max(min(range.y, key_end), lo));
 }
 
-// o_tile block (rb, cb) += P block row rb times V block column cb.
-void output_block(uint rb, uint cb)
+// Keys [lo, limit) that some row of first..last may see: rows spanning two
+// query heads hold positions 0 and Tq - 1.
+uvec2 rows_keys(Sequence seq, uint first, uint last, uint key_begin, uint key_end)
 {
-    COOPMAT_MMA(o_tile, rb * MM * DVP + cb * MN, DVP, p_tile, rb * MM * BC, BC,
-                v_tile, cb * MN, DVP, false, BC, false)
+    bool spans = first / seq.Tq != last / seq.Tq;
+    uvec2 range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
+                        key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
+    uint lo = max(range.x, key_begin);
+    return uvec2(lo, max(min(range.y, key_end), lo));
 }
 
-// The query position of packed row r.
-uint position(uint r) { return r % p.Tq; }
+// Multiplies row r of each O accumulator by row_factor[r] (the subgroup's rows),
+// through its s_tile slice.
+void rescale_output(uint slice, uint row0)
+{
+    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
+        ACC_STORE(o_acc, j, s_tile, slice, MN);
+        subgroup_shared_sync();
+        for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE)
+            s_tile[slice + e] *= row_factor[row0 + e / MN];
+        subgroup_shared_sync();
+        ACC_LOAD(o_acc, j, s_tile, slice, MN);
+        subgroup_shared_sync();
+    }
+}
 
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    uint rows = p.group * p.Tq;
-    uint blocks = (rows + BR - 1) / BR;
+    Sequence seq = sequence(b);
+    uint rows = p.group * seq.Tq;
+    uint blocks = (p.group * p.Tq + BR - 1) / BR;
     uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
-    uint tid = gl_LocalInvocationIndex;
+    if (block * BR >= rows)
+        return;  // past this sequence's rows (packed sequences): the whole workgroup
+    uint tid = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sub = gl_SubgroupID;
     uint first = block * BR, last = min(first + BR, rows) - 1;
 
     uint key_begin = split * p.keys_per_split;
     uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    if (HAS_KV_LEN)
-        key_end = min(key_end, uint(max(kv_len[b], 0)));
-    // The block's last key: rows of one block may span two query heads, and then
-    // some row sits at position Tq - 1.
-    uint block_limit = key_end;
-    if (CAUSAL) {
-        uint last_i = first / p.Tq != last / p.Tq ? p.Tq - 1 : position(last);
-        block_limit = min(block_limit, uint(max(int(last_i) + p.q_offset + 1, 0)));
-    }
+    uvec2 block_keys = rows_keys(seq, first, last, key_begin, key_end);
+    uint block_limit = block_keys.y;
 
-    for (uint e = tid; e < BR * DP; e += WG) {
-        uint row = first + e / DP, d = e % DP;
-        float16_t x = float16_t(0.0);
-        if (row < rows && d < D) {
-            uint h = g * p.group + row / p.Tq;
-            uint index = b * p.q_sb + h * p.q_sh + position(row) * p.q_ss + d;
-            x = load_half(q16[index >> 1], index);
-        }
-        q_tile[e] = x;
+    // This subgroup's rows, the keys they may see, and the rows its lanes hold.
+    uint row0 = sub * MM;                   // within the block
+    uint slice = row0 * BC;                 // its part of s_tile and p_tile
+    bool has_rows = first + row0 < rows;
+    uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + MM, rows) - 1,
+                                          key_begin, key_end)
+                              : uvec2(0);
+    Row held[ROW_PASSES];
+    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
+        uint row = first + row0 + lane / LPR + pass * ROW_LANES;
+        uint r = min(row, rows - 1);
+        held[pass].h = g * p.group + r / seq.Tq;
+        held[pass].i = r % seq.Tq;
+        uvec2 keys = row_keys(seq, row, rows, key_begin, key_end);
+        held[pass].lo = keys.x;
+        held[pass].limit = keys.y;
+        held[pass].pos = int(held[pass].i) + seq.q_offset;
+        held[pass].slope = alibi_slope_log2e(held[pass].h);
+        held[pass].m = NEG_INF;
+        held[pass].l = 0.0;
     }
-    for (uint e = tid; e < BR * DVP; e += WG)
-        o_tile[e] = 0.0;
-    for (uint r = tid; r < BR; r += WG) {
-        row_m[r] = NEG_INF;
-        row_l[r] = 0.0;
-    }
+    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
+        ACC_ZERO(o_acc, j);
     if (tid == 0)
         v_nonfinite_tile[0] = 0;
+
+    // Q, QCH rows at a time through k_tile, into the subgroups' operands.
+    for (uint c0 = 0; c0 < BR; c0 += QCH) {
+        barrier();
+        for (uint e = tid; e < QCH * DP; e += WG) {
+            uint row = first + c0 + e / DP, d = e % DP;
+            float16_t x = float16_t(0.0);
+            if (row < rows && d < D) {
+                uint h = g * p.group + row / seq.Tq;
+                uint index = b * p.q_sb + h * p.q_sh + (seq.q_first + row % seq.Tq) * p.q_ss + d;
+                x = load_half(q16[index >> 1], index);
+            }
+            k_tile[e] = x;
+        }
+        barrier();
+        if (row0 >= c0 && row0 < c0 + QCH)
+            MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
+                A_LOAD(q_a, k, k_tile, (row0 - c0) * DP + k * MK, DP);
+    }
+
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
+    bool k_aligned8 = ((k_base | p.k_ss) & 7u) == 0u;
+    bool v_aligned8 = ((v_base | p.v_ss) & 7u) == 0u;
 
-    for (uint t0 = key_begin; t0 < block_limit; t0 += BC) {
-        barrier();  // the previous tile's products are done with k, v and p
-        for (uint e = tid; e < BC * DP; e += WG) {
-            uint key = t0 + e / DP, d = e % DP;
-            uint index = k_base + key * p.k_ss + d;
-            k_tile[e] = key < block_limit && d < D ? load_half(k16[index >> 1], index)
-                                                   : float16_t(0.0);
-        }
-        for (uint e = tid; e < BC * DVP; e += WG) {
-            uint key = t0 + e / DVP, d = e % DVP;
-            uint index = v_base + key * p.v_ss + d;
-            float16_t x = key < block_limit && d < DV ? load_half(v16[index >> 1], index)
-                                                      : float16_t(0.0);
-            v_tile[e] = x;
-            if (isnan(x) || isinf(x))
-                atomicMax(v_nonfinite_tile[0], t0 + 1);
-        }
+    for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
+        barrier();  // every subgroup is done with the previous tile (and with Q)
+        STAGE_TILE(k_tile, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
+        STAGE_TILE(v_tile, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
         barrier();
+        if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
+            continue;   // no row of this subgroup sees a key of the tile
 
-        for (uint blk = gl_SubgroupID; blk < (BR / MM) * (BC / MN); blk += gl_NumSubgroups)
-            scores_block(blk / (BC / MN), blk % (BC / MN));
-        barrier();
+        // 2. S = Q K^T for the subgroup's rows.
+        MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
+            ACC_ZERO(s_acc, c);
+        MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
+            MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
+                ACC_MMA(s_acc, c, q_a, k, k_tile, c * MN * DP + k * MK, DP, true);
+        MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
+            ACC_STORE(s_acc, c, s_tile, slice + c * MN, BC);
+        subgroup_shared_sync();
 
-        // Online softmax; masked keys (and rows past the problem) get weight 0.
-        for (uint r = tid; r < BR; r += WG) {
-            uint row = first + r;
-            uint limit = row < rows ? key_end : 0;
-            if (CAUSAL)
-                limit = min(limit, uint(max(int(position(row)) + p.q_offset + 1, 0)));
+        // 3. Online softmax; keys a row may not see (and rows past the
+        // problem) get weight exactly 0.
+        [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
+            uint r = row0 + lane / LPR + pass * ROW_LANES;
+            Row w = held[pass];
             float step_max = NEG_INF;
-            for (uint c = 0; c < BC; c++) {
-                float s = t0 + c < limit ? s_tile[r * BC + c] * p.scale_log2e : NEG_INF;
+            for (uint c = lane % LPR; c < BC; c += LPR) {
+                uint j = t0 + c;
+                float s = s_tile[r * BC + c] * p.scale_log2e;
+                s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
+                                             : NEG_INF;
                 s_tile[r * BC + c] = s;
                 step_max = max(step_max, s);
             }
-            float m_new = max(row_m[r], step_max);
-            float shift = m_new == NEG_INF ? 0.0 : m_new;
-            float alpha = exp2(row_m[r] - shift);
+            for (uint offset = 1; offset < LPR; offset *= 2)
+                step_max = max(step_max, subgroupShuffleXor(step_max, offset));
+            // O is still 0 while m is -inf: no rescaling then.
+            float m_new = max(w.m, step_max);
+            bool raise = w.m == NEG_INF || m_new > w.m + LAZY_RESCALE;
+            float alpha = w.m != NEG_INF && raise ? exp2(w.m - m_new) : 1.0;
+            float m = raise ? m_new : w.m;
+            float shift = m == NEG_INF ? 0.0 : m;
             float sum = 0.0;
-            for (uint c = 0; c < BC; c++) {
+            for (uint c = lane % LPR; c < BC; c += LPR) {
                 float weight = exp2(s_tile[r * BC + c] - shift);
                 p_tile[r * BC + c] = float16_t(weight);
                 sum += weight;
             }
-            row_l[r] = row_l[r] * alpha + sum;
-            row_m[r] = m_new;
-            row_alpha[r] = alpha;
+            for (uint offset = 1; offset < LPR; offset *= 2)
+                sum += subgroupShuffleXor(sum, offset);
+            held[pass].l = w.l * alpha + sum;
+            held[pass].m = m;
+            if (lane % LPR == 0)
+                row_factor[r] = alpha;
         }
-        barrier();
-        for (uint e = tid; e < BR * DVP; e += WG)
-            o_tile[e] *= row_alpha[e / DVP];
-        barrier();
+        subgroup_shared_sync();
+        bool rescale = false;
+        for (uint r = 0; r < MM; r++)
+            rescale = rescale || row_factor[row0 + r] != 1.0;
+        if (rescale)    // the same for the whole subgroup
+            rescale_output(slice, row0);
 
+        // 4. O += P V.
+        MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
+            A_LOAD(p_a, k, p_tile, slice + k * MK, BC);
         if (v_nonfinite_tile[0] != t0 + 1) {
-            for (uint blk = gl_SubgroupID; blk < (BR / MM) * (DVP / MN); blk += gl_NumSubgroups)
-                output_block(blk / (DVP / MN), blk % (DVP / MN));
+            MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
+                MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
+                    ACC_MMA(o_acc, j, p_a, k, v_tile, k * MK * DVP + j * MN, DVP, false);
         } else {
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
             // Plain code over the keys each row sees instead (DESIGN.md section 2).
-            for (uint e = tid; e < BR * DVP; e += WG) {
-                uint r = e / DVP, d = e % DVP, row = first + r;
-                uint limit = row < rows ? key_end : 0;
-                if (CAUSAL)
-                    limit = min(limit, uint(max(int(position(row)) + p.q_offset + 1, 0)));
-                float acc = o_tile[e];
-                for (uint c = 0; c < BC && t0 + c < limit; c++)
-                    acc += float(p_tile[r * BC + c]) * float(v_tile[c * DVP + d]);
-                o_tile[e] = acc;
+            MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
+                ACC_STORE(o_acc, j, s_tile, slice, MN);
+                subgroup_shared_sync();
+                for (uint e = lane; e < MM * MN; e += SG_SIZE) {
+                    uint r = e / MN, d = j * MN + e % MN;
+                    uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
+                    float acc = s_tile[slice + e];
+                    for (uint c = 0; c < BC; c++) {
+                        float weight = float(p_tile[slice + r * BC + c]);
+                        bool used = t0 + c >= keys.x && t0 + c < keys.y &&
+                                    (!KEYWISE_MASK || weight != 0.0);
+                        if (used)
+                            acc += weight * float(v_tile[c * DVP + d]);
+                    }
+                    s_tile[slice + e] = acc;
+                }
+                subgroup_shared_sync();
+                ACC_LOAD(o_acc, j, s_tile, slice, MN);
+                subgroup_shared_sync();
             }
         }
     }
-    barrier();
 
-    for (uint e = tid; e < BR * DV; e += WG) {
-        uint r = e / DV, d = e % DV, row = first + r;
-        if (row < rows && SPLIT) {
+    if (!has_rows)
+        return;
+    // Each row's output scale (1 with a split: its partial keeps O, m and l).
+    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
+        uint r = row0 + lane / LPR + pass * ROW_LANES;
+        uint row = first + r;
+        Row w = held[pass];
+        if (lane % LPR == 0)
+            row_factor[r] = SPLIT ? 1.0 : output_scale(w.m, w.l, w.h);
+        if (SPLIT && lane % LPR == 0 && row < rows) {
             uint record = partial_record(b * p.Hkv + g, split, row);
-            o32[record * DV4 * 4 + d] = o_tile[r * DVP + d];
-            if (d == 0) {
-                o32[p.ml_offset + 2 * record] = row_m[r];
-                o32[p.ml_offset + 2 * record + 1] = row_l[r];
-            }
-        } else if (row < rows) {
-            float l = row_l[r];
-            uint h = g * p.group + row / p.Tq;
-            uint out_index = b * p.o_sb + h * p.o_sh + position(row) * p.o_ss + d;
-            o32[out_index] = l == 0.0 ? 0.0 : o_tile[r * DVP + d] / l;
+            o32[p.ml_offset + 2 * record] = w.m;
+            o32[p.ml_offset + 2 * record + 1] = w.l;
         }
+    }
+    subgroup_shared_sync();
+    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
+        ACC_STORE(o_acc, j, s_tile, slice, MN);
+        subgroup_shared_sync();
+        for (uint e = lane; e < MM * MN; e += SG_SIZE) {
+            uint r = e / MN, d = j * MN + e % MN, row = first + row0 + r;
+            if (row >= rows || d >= DV)
+                continue;
+            float x = s_tile[slice + e] * row_factor[row0 + r];
+            if (SPLIT) {
+                uint record = partial_record(b * p.Hkv + g, split, row);
+                o32[record * DV4 * 4 + d] = x;
+            } else {
+                uint h = g * p.group + row / seq.Tq;
+                o32[b * p.o_sb + h * p.o_sh + (seq.q_first + row % seq.Tq) * p.o_ss + d] = x;
+            }
+        }
+        subgroup_shared_sync();
     }
 }

@@ -49,3 +49,92 @@
         coopMatStoreNV(acc_, C, (c_off), (c_stride), false);                                    \
     }
 #endif
+
+// Matrices one subgroup keeps across a loop (in registers on the matrix units),
+// declared as arrays at global scope, SUBGROUPS being the workgroup's count:
+//
+//   MATRIX_A(NAME, COUNT, SUBGROUPS)   COUNT f16 MM x MK operands
+//   A_LOAD(NAME, I, SRC, OFF, STRIDE)  operand I = the block of the f16 shared
+//                                      array SRC at OFF (row-major, row stride STRIDE)
+//   MATRIX_ACC(NAME, COUNT, SUBGROUPS) COUNT f32 MM x MN accumulators
+//   ACC_ZERO(NAME, I)
+//   ACC_LOAD(NAME, I, SRC, OFF, STRIDE), ACC_STORE(NAME, I, DST, OFF, STRIDE)
+//                                      from / to f32 shared arrays, row-major
+//   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
+//                                      NAME[I] += A[AI] * (the MK x MN block of the
+//                                      f16 shared array B, as in COOPMAT_MMA)
+//
+// Every invocation of the subgroup runs them alike. A store to shared memory is
+// seen by the subgroup's other invocations after subgroup_shared_sync().
+//
+// The emulated build keeps both kinds in shared memory, a set per subgroup.
+// Accumulator element e belongs to lane e % gl_SubgroupSize in every operation,
+// so accumulators need no synchronisation among themselves; an A operand's
+// rows are read by every lane, so A_LOAD ends with subgroup_shared_sync(). Not
+// in private arrays: lavapipe keeps those in the coroutine frame of every
+// barrier, and building such frames took it minutes per pipeline.
+// Loops over a matrix array: unrolled on the matrix units, so that the
+// driver can keep the matrices in registers (indexing them dynamically would
+// spill them); left as loops in the emulated build, where code size costs
+// compile time.
+#ifdef COOPMAT_EMULATED
+#define MATRIX_UNROLL
+#else
+#define MATRIX_UNROLL [[unroll]]
+#endif
+
+void subgroup_shared_sync()
+{
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+}
+
+#ifdef COOPMAT_EMULATED
+#define MATRIX_A(NAME, COUNT, SUBGROUPS)                                                        \
+    const uint NAME##_count = (COUNT);                                                          \
+    shared float16_t NAME[(SUBGROUPS) * (COUNT) * MM * MK];
+#define MATRIX_ACC(NAME, COUNT, SUBGROUPS)                                                      \
+    const uint NAME##_count = (COUNT);                                                          \
+    shared float NAME[(SUBGROUPS) * (COUNT) * MM * MN];
+#define A_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MK)
+#define ACC_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MN)
+#define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
+    {                                                                                           \
+        for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MK; e_ += gl_SubgroupSize)            \
+            NAME[A_BASE_(NAME, I) + e_] = SRC[(OFF) + e_ / MK * (STRIDE) + e_ % MK];            \
+        subgroup_shared_sync();                                                                 \
+    }
+#define ACC_EACH_(BODY)                                                                         \
+    for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MN; e_ += gl_SubgroupSize) {              \
+        uint r_ = e_ / MN, n_ = e_ % MN;                                                        \
+        BODY                                                                                    \
+    }
+#define ACC_ZERO(NAME, I) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = 0.0;) }
+#define ACC_LOAD(NAME, I, SRC, OFF, STRIDE)                                                     \
+    { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = SRC[(OFF) + r_ * (STRIDE) + n_];) }
+#define ACC_STORE(NAME, I, DST, OFF, STRIDE)                                                    \
+    { ACC_EACH_(DST[(OFF) + r_ * (STRIDE) + n_] = NAME[ACC_BASE_(NAME, I) + e_];) }
+#define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
+    {                                                                                           \
+        ACC_EACH_(float acc_ = NAME[ACC_BASE_(NAME, I) + e_];                                   \
+                  [[unroll]] for (uint k_ = 0; k_ < MK; k_++)                                   \
+                      acc_ = fma(float(A[A_BASE_(A, AI) + r_ * MK + k_]),                       \
+                                 float(B[(B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_           \
+                                                     : (B_OFF) + k_ * (B_STRIDE) + n_]),        \
+                                 acc_);                                                         \
+                  NAME[ACC_BASE_(NAME, I) + e_] = acc_;)                                        \
+    }
+#else
+#define MATRIX_A(NAME, COUNT, SUBGROUPS) fcoopmatNV<16, gl_ScopeSubgroup, MM, MK> NAME[COUNT];
+#define A_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
+#define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
+#define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
+#define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
+#define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)
+#define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
+    {                                                                                           \
+        fcoopmatNV<16, gl_ScopeSubgroup, MK, MN> b_;                                            \
+        coopMatLoadNV(b_, B, (B_OFF), (B_STRIDE), (B_COLUMNS));                                 \
+        NAME[I] = coopMatMulAddNV(A[AI], b_, NAME[I]);                                          \
+    }
+#endif

@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* VKATTN_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's
+ * wildcards), for working on one kernel; set before any test main runs. */
+__attribute__((constructor)) static void test_filter_from_env(void)
+{
+    const char *pattern = getenv("VKATTN_TEST_FILTER");
+    if (pattern && *pattern)
+        cmocka_set_test_filter(pattern);
+}
+
 void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, const char *msg)
 {
     test_log *log = user;

@@ -66,15 +66,6 @@ uint32_t attention_variant_bits(const attention_call *c)
            (c->kv_len ? VAR_KV_LEN : 0);
 }
 
-bool fused_plain_only(const attention_call *c, const char *kernel, char *why, size_t why_size)
-{
-    if (!attention_has_score_variants(&c->dims) && !attention_has_layout_variants(&c->dims))
-        return true;
-    snprintf(why, why_size, "the %s kernel takes no windows, softcap, sinks, ALiBi, masks, packed "
-             "or paged sequences", kernel);
-    return false;
-}
-
 /* A window side past every position is no bound at all; clamping keeps the
  * kernels' int arithmetic (pos + right + 1) from overflowing. */
 int32_t attention_window_side(int32_t side, const attention_dims *d)

@@ -28,8 +28,6 @@ uint32_t attention_variant_bits(const attention_call *c);
 /* A window side for the kernels: -1 when unbounded or past every position
  * (which keeps their int arithmetic from overflowing). */
 int32_t attention_window_side(int32_t side, const attention_dims *d);
-/* Refuses (false, with the reason) a call using a variant that `kernel` lacks. */
-bool fused_plain_only(const attention_call *c, const char *kernel, char *why, size_t why_size);
 
 typedef struct fused_plan {
     uint32_t workgroup;

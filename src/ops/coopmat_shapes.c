@@ -6,14 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The revision of attention_coopmat.comp: a rewrite bumps it, and the kernel
+ * is the default only where that revision passed the GPU check. */
+#define COOPMAT_ATTENTION_REVISION 2
+
 /* Vendors whose devices ran the real coopmat attention kernel through the GPU
  * check (scripts/gpu-check.sh: the test suite, validation on, and the bench
- * against the CPU reference): it is the default there. */
+ * against the CPU reference), and which revision of it: it is the default
+ * there while that revision is the current one. */
 static const struct {
     uint32_t vendor_id;
+    int revision;
     const char *where; /* the device, driver and date of that run */
 } coopmat_verified[] = {
-    {0x10de, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
+    /* Revision 1 (tiles of Q, O, S and P in shared memory, five barriers per
+     * key tile); revision 2 (FlashAttention-2's shape, the variants) has not
+     * yet run on a GPU. */
+    {0x10de, 1, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
 };
 
 bool coopmat_attention_default(const vkattn_context *ctx)
@@ -22,7 +31,8 @@ bool coopmat_attention_default(const vkattn_context *ctx)
     if (env && *env)
         return strcmp(env, "1") == 0; /* "0": off everywhere; "1": on wherever it runs */
     for (size_t i = 0; i < sizeof coopmat_verified / sizeof coopmat_verified[0]; i++)
-        if (ctx->info.vendor_id == coopmat_verified[i].vendor_id)
+        if (ctx->info.vendor_id == coopmat_verified[i].vendor_id &&
+            coopmat_verified[i].revision == COOPMAT_ATTENTION_REVISION)
             return true;
     return false;
 }
