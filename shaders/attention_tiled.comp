@@ -44,8 +44,12 @@ layout(set = 0, binding = 0) readonly buffer Q32 { float q32[]; };
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 1) readonly buffer K32 { float k32[]; };
 layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
+layout(set = 0, binding = 1) readonly buffer K32x4 { vec4 k32x4[]; };
+layout(set = 0, binding = 1) readonly buffer K16x4 { uvec2 k16x4[]; };
 layout(set = 0, binding = 2) readonly buffer V32 { float v32[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
+layout(set = 0, binding = 2) readonly buffer V32x4 { vec4 v32x4[]; };
+layout(set = 0, binding = 2) readonly buffer V16x4 { uvec2 v16x4[]; };
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
 
 #include "attention_push.glsl"
@@ -53,6 +57,29 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 
 shared float k_tile[BC * D];
 shared float v_tile[BC * DV];
+
+// Stages the WIDTH elements of each key of the tile into TILE (zeros past
+// block_limit): four per load where every row starts 4-element aligned
+// (ALIGNED4), else one; a GPU spends as much on these loads as on a tile's
+// products when they come one element at a time.
+#define STAGE_TILE(TILE, DTYPE, BUF, BUF16, BUF4, BUF16X4, BASE, STRIDE, WIDTH, ALIGNED4)       \
+    if ((WIDTH) % 4 == 0 && (ALIGNED4)) {                                                       \
+        for (uint e = tid; e < BC * (WIDTH) / 4; e += WG) {                                     \
+            uint key = t0 + e / ((WIDTH) / 4), d = e % ((WIDTH) / 4) * 4;                       \
+            vec4 x = key < block_limit                                                          \
+                ? LOAD_VEC4(DTYPE, BUF4, BUF16X4, (BASE) + key_row(b, seq, key) * (STRIDE) + d) \
+                : vec4(0.0);                                                                    \
+            uint at = (key - t0) * (WIDTH) + d;                                                 \
+            TILE[at] = x.x, TILE[at + 1] = x.y, TILE[at + 2] = x.z, TILE[at + 3] = x.w;         \
+        }                                                                                       \
+    } else {                                                                                    \
+        for (uint e = tid; e < BC * (WIDTH); e += WG) {                                         \
+            uint key = t0 + e / (WIDTH);                                                        \
+            TILE[e] = key < block_limit                                                         \
+                ? LOAD_ELEMENT(DTYPE, BUF, BUF16, (BASE) + key_row(b, seq, key) * (STRIDE) + e % (WIDTH)) \
+                : 0.0;                                                                          \
+        }                                                                                       \
+    }
 
 void main()
 {
@@ -92,6 +119,8 @@ void main()
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
+    bool k_aligned4 = ((k_base | p.k_ss) & 3u) == 0u;
+    bool v_aligned4 = ((v_base | p.v_ss) & 3u) == 0u;
 
     float m = NEG_INF, l = 0.0;
     float o[DVS];
@@ -100,18 +129,8 @@ void main()
 
     for (uint t0 = block_lo; t0 < block_limit; t0 += BC) {
         barrier();  // every invocation is done with the previous tile
-        for (uint e = tid; e < BC * D; e += WG) {
-            uint key = t0 + e / D;
-            k_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(K_DTYPE, k32, k16, k_base + key_row(b, seq, key) * p.k_ss + e % D)
-                : 0.0;
-        }
-        for (uint e = tid; e < BC * DV; e += WG) {
-            uint key = t0 + e / DV;
-            v_tile[e] = key < block_limit
-                ? LOAD_ELEMENT(V_DTYPE, v32, v16, v_base + key_row(b, seq, key) * p.v_ss + e % DV)
-                : 0.0;
-        }
+        STAGE_TILE(k_tile, K_DTYPE, k32, k16, k32x4, k16x4, k_base, p.k_ss, D, k_aligned4)
+        STAGE_TILE(v_tile, V_DTYPE, v32, v16, v32x4, v16x4, v_base, p.v_ss, DV, v_aligned4)
         barrier();
 
         float sc[BC];

@@ -24,6 +24,13 @@ vec2 unpack_pair(uint dtype, uint word)
 #define LOAD_PAIRS4(DTYPE, BUF_U32, WORD) \
     vec4(unpack_pair(DTYPE, BUF_U32[WORD]), unpack_pair(DTYPE, BUF_U32[(WORD) + 1]))
 
+// Four consecutive elements from element INDEX, a multiple of 4, of a tensor
+// also bound as vec4s (f32) and as uvec2s (16-bit): one 16- or 8-byte load.
+#define LOAD_VEC4(DTYPE, BUF_F32X4, BUF_U32X2, INDEX)                                  \
+    ((DTYPE) == DTYPE_F32 ? BUF_F32X4[(INDEX) >> 2]                                    \
+                          : vec4(unpack_pair(DTYPE, BUF_U32X2[(INDEX) >> 2].x),        \
+                                 unpack_pair(DTYPE, BUF_U32X2[(INDEX) >> 2].y)))
+
 // Binding i as a uniform texel buffer (see VKATTN_TEXEL_BINDING_BASE in src/internal.h).
 #define TEXEL_BINDING(i) (12 + (i))
 

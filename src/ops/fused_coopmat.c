@@ -99,7 +99,12 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  "pipeline, which %s cannot give", name, info->name);
         return false;
     }
-    plan->subgroup_size = required ? sg : 0;
+    /* The emulated build asks for no size where the device has only one: a
+     * single size needs no asking, and asking in a device adopted from a
+     * Vulkan 1.1 application (test_adopt) drew validation errors that read
+     * the device's size-control properties as zero. The real build keeps the
+     * request it passed the GPU check with. */
+    plan->subgroup_size = required && !(emulated && caps->subgroup_min == caps->subgroup_max) ? sg : 0;
     coopmat_shape s = plan->shape;
     uint32_t dp = round_up((uint32_t)d->D, s.k), dvp = round_up((uint32_t)d->Dv, s.n);
     uint32_t bc_unit = lcm(lcm(s.m, s.n), s.k);
