@@ -45,9 +45,12 @@ typedef enum bench_path {
  *   softmax         X (B,H,Tq,Tk), softmax over Tk; D = Dv = 0, Hkv = H
  *   head_transpose  X (B,T,H,D) -> Y (B,H,T,D): Tq = T, Tk = 0, Hkv = H, Dv = D */
 /* An attention variant a case runs with (bench_variants.c); `param` is the
- * window's left size or the paged cache's block size. */
+ * window's left size or the paged cache's block size. AV_TOKEN_MAJOR is no
+ * variant but the layout BSHD: a contiguous cache laid out as a paged one is,
+ * every kv head of a key in one row. */
 typedef enum bench_att_variant {
     AV_NONE, AV_WINDOW, AV_SOFTCAP, AV_SINKS, AV_ALIBI, AV_MASK, AV_VARLEN, AV_PAGED,
+    AV_TOKEN_MAJOR,
 } bench_att_variant;
 
 typedef struct bench_case {

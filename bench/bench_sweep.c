@@ -62,9 +62,11 @@ static const bench_case quick[] = {
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
     ATT(REFERENCE, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
     ATT(FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32, 0),           /* decode */
-    /* the same prefill with a sliding window, the same decode from a paged cache */
+    /* the same prefill with a sliding window, the same decode from a paged cache
+     * and from a contiguous one in the paged cache's layout (BSHD) */
     ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
     ATT_VAR(PAGED, 16, FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32),
+    ATT_VAR(TOKEN_MAJOR, 0, FUSED, 1, 8, 8, 1, 4096, 128, 128, false, F32),
     MHA(AUTO, 1, 4, 256, 64, true, F32),
 };
 
@@ -110,7 +112,8 @@ static const bench_case full[] = {
     MHA(UNFUSED, 1, 8, 512, 64, true, F32),
     /* the variants (issue 11): each beside the plain case it extends */
     ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 8192, 8192, 64, 64, true, F32),  /* vs T=8192 causal */
-    ATT_VAR(PAGED, 16, FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32),   /* vs contiguous decode */
+    ATT_VAR(PAGED, 16, FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32),   /* vs contiguous decode, */
+    ATT_VAR(TOKEN_MAJOR, 0, FUSED, 1, 32, 8, 1, 8192, 128, 128, false, F32), /* in its layout */
     ATT_VAR(VARLEN, 0, FUSED, 8, 8, 8, 4096, 4096, 64, 64, true, F32),    /* lengths 1..4096 */
     ATT(FUSED, 8, 8, 8, 4096, 4096, 64, 64, true, F32, 0),                /* the same, padded */
     ATT_VAR(SOFTCAP, 0, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),   /* vs T=2048 causal */

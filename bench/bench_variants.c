@@ -1,6 +1,6 @@
 /* vkattn-bench: attention with one of the variants LLM runtimes use (sliding
  * window, soft-capping, sinks, ALiBi, an additive mask, packed variable-length
- * sequences, a paged KV cache), verified against the CPU reference on the
+ * sequences, a paged KV cache; and the layout BSHD), verified against the CPU reference on the
  * whole problem. Inputs are uniform in [-1, 1] as in bench_attention.c. */
 #include "bench.h"
 
@@ -30,6 +30,7 @@ const char *bench_att_variant_name(const bench_case *c)
     case AV_MASK: return "mask ";
     case AV_VARLEN: return "varlen ";
     case AV_PAGED: snprintf(name, sizeof name, "paged/%lld ", (long long)c->param); break;
+    case AV_TOKEN_MAJOR: return "bshd ";
     default: return "";
     }
     return name;
@@ -121,6 +122,11 @@ static bool make_data(const bench_case *c, variant_data *d)
         d->table_shape[0] = B, d->table_shape[1] = blocks;
         int64_t pk[4] = {B * blocks, bs, Hkv, c->D}, pv[4] = {B * blocks, bs, Hkv, c->Dv};
         memcpy(ks, pk, sizeof ks), memcpy(vs, pv, sizeof vs);
+    } else if (c->att_variant == AV_TOKEN_MAJOR) {
+        int64_t tq[4] = {B, c->Tq, H, c->D}, tk[4] = {B, c->Tk, Hkv, c->D};
+        int64_t tv[4] = {B, c->Tk, Hkv, c->Dv}, to[4] = {B, c->Tq, H, c->Dv};
+        memcpy(qs, tq, sizeof qs), memcpy(ks, tk, sizeof ks);
+        memcpy(vs, tv, sizeof vs), memcpy(os, to, sizeof os);
     } else if (c->att_variant == AV_WINDOW) {
         d->pairs = window_pairs(c->Tq, c->Tk, c->causal, c->param) * (double)B;
     }
@@ -199,6 +205,7 @@ static vkattn_status make_inputs(vkattn_context *ctx, const bench_case *c, const
             return s;
         in->desc.kv_len = t;
         break;
+    case AV_TOKEN_MAJOR: in->desc.layout = VKATTN_LAYOUT_BSHD; break;
     default: break;
     }
     return VKATTN_OK;

@@ -6,7 +6,8 @@
 //
 // Each invocation owns TM packed query rows of one problem (b, kv head g; see
 // attention_push.glsl) and one range of keys (split); the lanes of a SIMD vector
-// hold neighbouring rows and fetch the same K and V texels, so the gathers, not
+// hold neighbouring rows (or, decoding from token-major K and V, neighbouring
+// kv heads: HEADS_IN_LANES) and fetch the same K and V texels, so the gathers, not
 // the arithmetic, bound the kernel, and TM rows per invocation divide them by
 // TM. An invocation keeps its rows of Q (pre-scaled into the exp2 domain) and O
 // in registers and walks its keys KB at a time: KB scores per row, the online
@@ -36,6 +37,11 @@ layout(constant_id = 5) const bool CAUSAL = false;
 layout(constant_id = 6) const bool SPLIT = false;
 layout(constant_id = 7) const uint TM = 1;        // query rows per invocation
 layout(constant_id = 8) const bool UNROLL = true;   // only with D, DV <= 128
+// Neighbouring invocations take neighbouring kv heads (the grid's y is 1):
+// for K and V stored token-major (BSHD, packed, paged), where a key's heads
+// share one row, a gather then reads one stretch of that row and the lanes walk
+// it key after key; with a split per lane they would each jump a row per key.
+layout(constant_id = 9) const bool HEADS_IN_LANES = false;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint D4 = (D + 3) / 4;
@@ -75,12 +81,16 @@ vec4 fetch4(samplerBuffer tex, uint base, uint d4, uint width)
 
 void main()
 {
-    uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    uint x = gl_GlobalInvocationID.x, g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    if (HEADS_IN_LANES) {
+        g = x % p.Hkv;
+        x /= p.Hkv;
+    }
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;
     uint blocks = (p.group * p.Tq + TM - 1) / TM;
-    uint block = gl_GlobalInvocationID.x % blocks;
-    uint split = gl_GlobalInvocationID.x / blocks;
+    uint block = x % blocks;
+    uint split = x / blocks;
     if (split >= p.splits || block * TM >= rows)
         return;
     uint key_begin = split * p.keys_per_split;

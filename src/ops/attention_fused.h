@@ -42,6 +42,7 @@ typedef struct fused_plan {
     /* rows */
     uint32_t kb, tm;              /* keys per step, rows per invocation */
     bool unroll;                  /* head-dimension loops unrolled */
+    bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
     /* tiled */
     uint32_t tpr;                 /* invocations per row */
     /* tiled and coopmat */

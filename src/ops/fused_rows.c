@@ -9,7 +9,7 @@
 
 enum rows_spec { /* constant_id values in attention_rows.comp */
     AR_SPEC_WORKGROUP = 0, AR_SPEC_KB, AR_SPEC_D, AR_SPEC_DV, AR_SPEC_VEC4, AR_SPEC_CAUSAL,
-    AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL
+    AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_HEADS_IN_LANES
 };
 
 /* One SIMD vector of lavapipe per workgroup. */
@@ -62,6 +62,14 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     while (plan->tm > rows) /* decoding: do not compute copies of the last row */
         plan->tm /= 2;
     plan->rows_per_workgroup = plan->workgroup * plan->tm;
+    /* One row group per problem (decoding) from K and V stored token-major:
+     * the lanes take neighbouring kv heads, which share the key's row, rather
+     * than neighbouring splits, whose rows lie a page or more apart. Measured
+     * on lavapipe, decode H=8 Tk=4096 D=128 from a BSHD cache: see
+     * bench/results/lavapipe/. */
+    const attention_variants *var = &d->var;
+    bool token_major = d->layout == VKATTN_LAYOUT_BSHD || var->cu_k || var->block_table;
+    plan->heads_in_lanes = token_major && d->Hkv > 1 && div_up(rows, plan->tm) == 1;
     plan->step = plan->kb;
     plan->target_workgroups = ROWS_TARGET_WORKGROUPS;
     /* Without unrolling, each key runs loops over D and Dv (in vec4s). */
@@ -91,12 +99,17 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
     spec[AR_SPEC_SPLIT] = split;
     spec[AR_SPEC_TM] = plan->tm;
     spec[AR_SPEC_UNROLL] = plan->unroll;
+    spec[AR_SPEC_HEADS_IN_LANES] = plan->heads_in_lanes;
     /* The mask through its texel view where it has one (this kernel's reads). */
     spec[ATTENTION_VARIANTS_SPEC_ID] =
         attention_variant_bits(c) | (c->dims.var.mask && c->dims.var.mask->texels ? VAR_MASK_TEXELS : 0);
-    /* Invocations run over (row group, split) pairs linearly. */
-    dispatch->groups[0] =
-        div_up(div_up(fused_rows(d), plan->tm) * (uint64_t)plan->splits, plan->workgroup);
+    /* Invocations run over (row group, split) pairs linearly, and over the kv
+     * heads too (fastest) with heads_in_lanes. */
+    uint64_t heads = plan->heads_in_lanes ? (uint64_t)d->Hkv : 1;
+    dispatch->groups[0] = div_up(heads * div_up(fused_rows(d), plan->tm) * (uint64_t)plan->splits,
+                                 plan->workgroup);
+    if (plan->heads_in_lanes)
+        dispatch->groups[1] = 1;
 }
 
 const fused_variant_row fused_rows_variant = {
