@@ -226,11 +226,8 @@ static void test_coopmat_emulated(void **state)
 {
     test_env *env = *state;
     vkattn_device_info info;
-    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
-    if (!info.float16_arithmetic) {
-        print_message("skipped: %s has no shaderFloat16\n", info.name);
+    if (!test_has_float16(env, &info))
         return;
-    }
     static const char *shapes[] = {"16x16x16", "16x8x16"};
     rng r = {8};
     for (int s = 0; s < 2; s++) {

@@ -58,6 +58,14 @@ test_env *test_env_create(void)
     return env;
 }
 
+bool test_has_float16(test_env *env, vkattn_device_info *info)
+{
+    assert_int_equal(vkattn_context_info(env->gpu, info), VKATTN_OK);
+    if (!info->float16_arithmetic)
+        print_message("skipped: %s has no shaderFloat16\n", info->name);
+    return info->float16_arithmetic;
+}
+
 void test_env_destroy(test_env *env)
 {
     if (!env)

@@ -38,6 +38,9 @@ void test_env_destroy(test_env *env);
 /* cmocka group setup and teardown around the two: *state is the test_env. */
 int test_env_setup(void **state);
 int test_env_teardown(void **state);
+/* The GPU context's device info; false, after saying the test is skipped, where
+ * the device lacks shaderFloat16 (the f16 kernels' tests). */
+bool test_has_float16(test_env *env, vkattn_device_info *info);
 
 /* Deterministic random numbers. */
 typedef struct rng { uint64_t state; } rng;

@@ -377,11 +377,8 @@ static void test_coopmat_variants(void **state)
 {
     test_env *env = *state;
     vkattn_device_info info;
-    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
-    if (!info.float16_arithmetic) {
-        print_message("skipped: %s has no shaderFloat16\n", info.name);
+    if (!test_has_float16(env, &info))
         return;
-    }
     static const var_path emulated[] = {
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
