@@ -135,8 +135,11 @@ static const bench_case gpu[] = {
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F32, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F32, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, BF16, 0),
-    /* decode against a KV cache, GQA 32/8, the keys split as the library chooses */
+    /* decode against a KV cache, GQA 32/8, the keys split as the library chooses
+     * (the decode kernel); the tiled kernel AUTO took before it; from a paged cache */
     ATT(AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16, 0),
+    ATT_VARIANT(TILED, 1, 32, 8, 1, 8192, 128, 128, false, F16),
+    ATT_VAR(PAGED, 16, AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     /* mid shapes */
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, true, F32, 0),
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),

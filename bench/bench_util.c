@@ -116,12 +116,11 @@ void bench_row_blocks(int64_t rows, bench_blocks *out)
 
 void bench_kernel_note(const vkattn_attention_choice *ran, char *buf, size_t size)
 {
-    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
     if (ran->path == VKATTN_PATH_UNFUSED)
         snprintf(buf, size, "ran unfused; ");
     else if (ran->path == VKATTN_PATH_FUSED)
         snprintf(buf, size, "ran %s x%u; ",
-                 (unsigned)ran->fused_variant < 5 ? variants[ran->fused_variant] : "?",
+                 vkattn_fused_variant_name(ran->fused_variant),
                  ran->kv_splits);
     else
         snprintf(buf, size, "%s", "");

@@ -579,7 +579,15 @@ typedef enum vkattn_fused_variant {
     VKATTN_FUSED_COOPMAT_EMULATED, /* the same kernel with the matrix operations done in
                                 plain code (needs shaderFloat16): for tests on devices
                                 without matrix units, never chosen by AUTO */
+    VKATTN_FUSED_DECODE,     /* split keys, a subgroup per key range, a lane per key
+                                (FlashDecoding): for GPUs decoding, up to 16 query rows
+                                per kv head (GQA group x Tq), head sizes up to 256 */
 } vkattn_fused_variant;
+
+/* The variant's name as the CLI and the bench print it ("auto", "rows",
+ * "tiled", "coopmat", "coopmat_emulated", "decode"); "?" for a value that is
+ * not a variant. */
+VKATTN_API const char *vkattn_fused_variant_name(vkattn_fused_variant variant);
 
 typedef struct vkattn_attention_desc {
     vkattn_layout layout;           /* default BHSD; Q, K, V and O all use it */

@@ -4,6 +4,7 @@
 #include "attention_combine_spv.h"
 #include "attention_coopmat_emulated_spv.h"
 #include "attention_coopmat_spv.h"
+#include "attention_decode_spv.h"
 #include "attention_rows_spv.h"
 #include "attention_scores_spv.h"
 #include "attention_tiled_spv.h"
@@ -34,6 +35,7 @@ static const shader_code registry[SHADER_COUNT] = {
            attention_coopmat_emulated_spv),
     ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
     ENTRY_(SHADER_ATTENTION_SCORES, "attention_scores", attention_scores_spv),
+    ENTRY_(SHADER_ATTENTION_DECODE, "attention_decode", attention_decode_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

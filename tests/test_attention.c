@@ -51,7 +51,6 @@ static void describe(const at_case *c, vkattn_dtype k_dtype, vkattn_dtype v_dtyp
                      const at_path *p, char *buf, size_t size)
 {
     static const char *paths[] = {"auto", "fused", "unfused"};
-    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
     static const char *dtypes[] = {"f32", "f16", "i32", "bf16"};
     char types[32];
     if (k_dtype != c->dtype || v_dtype != c->dtype)
@@ -64,7 +63,7 @@ static void describe(const at_case *c, vkattn_dtype k_dtype, vkattn_dtype v_dtyp
              c->name, (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq,
              (long long)c->Tk, (long long)c->D, (long long)c->Dv, types,
              c->layout == VKATTN_LAYOUT_BSHD ? "bshd" : "bhsd", c->causal ? " causal" : "",
-             c->kv_len ? " kv_len" : "", paths[p->path], variants[p->variant], p->kv_splits);
+             c->kv_len ? " kv_len" : "", paths[p->path], vkattn_fused_variant_name(p->variant), p->kv_splits);
 }
 
 /* Runs the case, with Q of c->dtype and K and V of their own dtypes, on the GPU
@@ -247,10 +246,17 @@ static void test_decode(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 64},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 5},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 6},
         {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
     };
     static const at_case cases[] = {
         {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
+        {"decode 16 rows",   1, 16, 1, 1, 2000,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 8.f},
+        {"decode D=256",     1, 2, 1,  1,  900, 256, 256, BHSD, true,  false, 0, false, 0.f, BF16, 2.f},
+        {"decode Tq=2 Dv<D", 2, 8, 2,  2, 1500,  96,  40, BSHD, true,  false, 0, true,  0.f, F32, 4.f},
+        {"decode T=1",       1, 2, 1,  1,    1,   8,   8, BHSD, true,  false, 0, false, 0.f, F32, 1.f},
         {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F32, 1.f},
         {"decode Tq=4",      1, 4, 4,  4,  513,  64,  64, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode odd D",     1, 3, 1,  2,  301,  13,  13, BHSD, false, false, 0, false, 0.f, F32, 1.f},
@@ -451,6 +457,17 @@ static void test_choice(void **state)
     assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
     assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
     expect_close("the chosen variant", &o, 1e-5, 0.0, NULL);
+
+    /* The decode kernel refuses more query rows per kv head than it holds,
+     * saying how many; the names of the variants. */
+    d = (vkattn_attention_desc){.causal = true, .path = VKATTN_PATH_FUSED,
+                                .fused_variant = VKATTN_FUSED_DECODE};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "query rows per kv head"));
+    assert_string_equal(vkattn_fused_variant_name(VKATTN_FUSED_DECODE), "decode");
+    assert_string_equal(vkattn_fused_variant_name(VKATTN_FUSED_AUTO), "auto");
+    assert_string_equal(vkattn_fused_variant_name((vkattn_fused_variant)99), "?");
 
     d = (vkattn_attention_desc){.path = VKATTN_PATH_UNFUSED};
     assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),

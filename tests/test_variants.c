@@ -42,7 +42,12 @@ static const var_path all_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 3},
 };
+
+/* The decode kernel takes up to this many packed query rows per kv head. */
+#define DECODE_MAX_ROWS 16
 
 /* The same I32 values in both contexts. */
 typedef struct i32_pair { vkattn_tensor *gpu, *cpu; } i32_pair;
@@ -228,8 +233,7 @@ static void free_inputs(var_inputs *in)
 static const char *path_name(const var_path *p, char *buf, size_t size)
 {
     static const char *paths[] = {"auto", "fused", "unfused"};
-    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
-    snprintf(buf, size, "%s/%s splits %u", paths[p->path], variants[p->variant], p->kv_splits);
+    snprintf(buf, size, "%s/%s splits %u", paths[p->path], vkattn_fused_variant_name(p->variant), p->kv_splits);
     return buf;
 }
 
@@ -244,6 +248,10 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
     double atol = 16 * 1.2e-7 * (score_size + 4.0) + 2e-5;
     bool bf16 = c->dtype == VKATTN_DTYPE_BF16;
     bool layout_variant = c->q_lens || c->k_lens || c->block_size;
+    int64_t longest_q = c->Tq;
+    for (int64_t b = 0; c->q_lens && b < c->B; b++)
+        longest_q = b == 0 || c->q_lens[b] > longest_q ? c->q_lens[b] : longest_q;
+    int64_t decode_rows = c->H / c->Hkv * longest_q;
     for (int i = 0; i < npaths; i++) {
         char name[256], pn[64];
         snprintf(name, sizeof name, "%s (%s)", c->name, path_name(&paths[i], pn, sizeof pn));
@@ -255,7 +263,8 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         vkattn_status s = vkattn_attention(env->gpu, &d, in.q.gpu, in.k.gpu, in.v.gpu, in.o.gpu);
         /* Packed and paged sequences are for the fused path: the unfused one refuses. */
         bool refuses = (paths[i].path == VKATTN_PATH_UNFUSED && layout_variant) ||
-                       (paths[i].variant == VKATTN_FUSED_ROWS && bf16);
+                       (paths[i].variant == VKATTN_FUSED_ROWS && bf16) ||
+                       (paths[i].variant == VKATTN_FUSED_DECODE && decode_rows > DECODE_MAX_ROWS);
         if (refuses) {
             if (s != VKATTN_ERROR_UNSUPPORTED)
                 fail_msg("%s: %s, expected UNSUPPORTED", name, vkattn_status_string(s));
@@ -321,6 +330,13 @@ static const var_case score_cases[] = {
     {.name = "everything bf16 bshd", .B = 2, .H = 4, .Hkv = 1, .Tq = 6, .Tk = 41, .D = 40,
      .Dv = 40, .causal = true, .has_window = true, .left = 12, .right = 2, .softcap = 20.0f,
      .sinks = true, .alibi = true, .mask = MASK_B1, .layout = BSHD, .dtype = BF16, .magnitude = 1},
+    {.name = "decode everything GQA", .B = 2, .H = 8, .Hkv = 2, .Tq = 4, .Tk = 300, .D = 64,
+     .Dv = 64, .causal = true, .has_window = true, .left = 100, .right = -1, .softcap = 15.0f,
+     .sinks = true, .alibi = true, .mask = MASK_BH, .neg_inf_row = true, .kv_len = true,
+     .layout = BSHD, .dtype = F16, .magnitude = 2},
+    {.name = "decode window softcap odd D", .B = 1, .H = 6, .Hkv = 2, .Tq = 1, .Tk = 777, .D = 13,
+     .Dv = 21, .causal = true, .has_window = true, .left = 200, .right = 0, .softcap = 4.0f,
+     .dtype = F32, .magnitude = 3},
     {.name = "T=1 everything", .B = 1, .H = 2, .Hkv = 1, .Tq = 1, .Tk = 1, .D = 5, .Dv = 7,
      .causal = true, .has_window = true, .left = 0, .right = 0, .softcap = 1.0f, .sinks = true,
      .alibi = true, .mask = MASK_2D, .dtype = F32, .magnitude = 1},

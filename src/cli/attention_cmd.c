@@ -329,13 +329,12 @@ static void unload_files(attention_files *f)
 static void log_choice(vkattn_context *ctx, const vkattn_attention_desc *desc,
                        const attention_files *f, const vkattn_tensor *out)
 {
-    static const char *variants[] = {"auto", "rows", "tiled", "coopmat", "coopmat_emulated"};
     vkattn_attention_choice ch;
     if (vkattn_attention_choose(ctx, desc, f->q.tensor, f->k.tensor, f->v.tensor, out, &ch))
         return;
     if (ch.path == VKATTN_PATH_FUSED)
         fprintf(stderr, "vkattn: attention ran fused, variant %s, %u key split(s)\n",
-                (unsigned)ch.fused_variant < 5 ? variants[ch.fused_variant] : "?", ch.kv_splits);
+                vkattn_fused_variant_name(ch.fused_variant), ch.kv_splits);
     else if (ch.path == VKATTN_PATH_UNFUSED)
         fprintf(stderr, "vkattn: attention ran unfused\n");
 }

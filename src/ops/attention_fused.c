@@ -38,6 +38,7 @@ enum combine_spec { /* constant_id values in attention_combine.comp */
 static const fused_variant_row *const fused_variants[] = {
     &fused_rows_variant,
     &fused_tiled_variant,
+    &fused_decode_variant,
     &fused_coopmat_variant,
     &fused_coopmat_emulated_variant,
 };
@@ -51,6 +52,14 @@ static const fused_variant_row *variant_row(vkattn_fused_variant v)
         if (fused_variants[i]->variant == v)
             return fused_variants[i];
     return NULL;
+}
+
+const char *vkattn_fused_variant_name(vkattn_fused_variant variant)
+{
+    if (variant == VKATTN_FUSED_AUTO)
+        return "auto";
+    const fused_variant_row *row = variant_row(variant);
+    return row ? row->name : "?";
 }
 
 uint32_t attention_variant_bits(const attention_call *c)

@@ -45,6 +45,8 @@ typedef struct fused_plan {
     bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
     /* tiled */
     uint32_t tpr;                 /* invocations per row */
+    /* decode */
+    uint32_t specialized_subgroup; /* the subgroup size its arrays are sized for */
     /* tiled and coopmat */
     uint32_t bc;                  /* keys per shared-memory tile */
     /* coopmat */
@@ -78,8 +80,8 @@ typedef struct fused_variant_row {
                        vk_dispatch *d);
 } fused_variant_row;
 
-extern const fused_variant_row fused_rows_variant, fused_tiled_variant, fused_coopmat_variant,
-    fused_coopmat_emulated_variant;
+extern const fused_variant_row fused_rows_variant, fused_tiled_variant, fused_decode_variant,
+    fused_coopmat_variant, fused_coopmat_emulated_variant;
 
 /* Packed query rows of one (batch, kv head) problem: group * Tq. */
 static inline uint64_t fused_rows(const attention_dims *d)
