@@ -536,8 +536,12 @@ static void test_nonfinite(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
     };
-    /* b = 1 has kv_len 7; the window keeps the last 5 keys of each row. */
+    /* 8 query rows (2 heads on 1 kv head: 16 rows, the decode kernel's most)
+     * against 12 keys, bottom-right aligned; b = 1 has kv_len 7; the window
+     * keeps the last 5 keys of each row. */
     static const int32_t lens[2] = {12, 7};
     const float values[2] = {NAN, INFINITY};
     for (int f16 = 0; f16 < 2; f16++)
@@ -545,9 +549,10 @@ static void test_nonfinite(void **state)
         for (int which = 0; which < 3; which++)          /* Q, K, V */
             for (int vi = 0; vi < 2; vi++)
                 for (int at = 0; at < 4; at++) {
-                    static const int64_t positions[4] = {1, 5, 9, 11};
+                    static const int64_t key_positions[4] = {1, 5, 9, 11};
+                    static const int64_t query_positions[4] = {1, 3, 5, 7};
                     rng r = {(uint64_t)(40 + at)};
-                    int64_t qs[4] = {2, 2, 12, 16}, ks[4] = {2, 1, 12, 16};
+                    int64_t qs[4] = {2, 2, 8, 16}, ks[4] = {2, 1, 12, 16};
                     vkattn_dtype dt = f16 ? F16 : F32;
                     pair q = pair_random(env, dt, 4, qs, &r, -1, 1);
                     pair k = pair_random(env, dt, 4, ks, &r, -1, 1);
@@ -556,9 +561,10 @@ static void test_nonfinite(void **state)
                     int64_t two = 2;
                     i32_pair kv = i32_pair_make(env, 1, &two, lens);
                     pair *target = which == 0 ? &q : which == 1 ? &k : &v;
-                    int64_t row = positions[at];
+                    int64_t row = which == 0 ? query_positions[at] : key_positions[at];
                     /* batch entry 1, (kv) head 0, row `row`, dimension 3 */
-                    size_t e = (size_t)(((1 * (which == 0 ? 2 : 1) + 0) * 12 + row) * 16 + 3);
+                    size_t e = which == 0 ? (size_t)(((1 * 2 + 0) * 8 + row) * 16 + 3)
+                                          : (size_t)(((1 * 1 + 0) * 12 + row) * 16 + 3);
                     target->host[e] = values[vi];
                     assert_int_equal(vkattn_tensor_upload(target->gpu, target->host, F32), VKATTN_OK);
                     assert_int_equal(vkattn_tensor_upload(target->cpu, target->host, F32), VKATTN_OK);
