@@ -155,9 +155,7 @@ uvec2 row_keys(Sequence seq, uint row, uint rows, uint key_begin, uint key_end)
 {
     if (row >= rows)
         return uvec2(0);
-    uvec2 range = key_range(seq, CAUSAL, row % seq.Tq);
-    uint lo = max(range.x, key_begin);
-    return uvec2(lo, max(min(range.y, key_end), lo));
+    return split_keys(key_range(seq, CAUSAL, row % seq.Tq), key_begin, key_end);
 }
 
 // Keys [lo, limit) that some row of first..last may see: rows spanning two
@@ -167,8 +165,7 @@ uvec2 rows_keys(Sequence seq, uint first, uint last, uint key_begin, uint key_en
     bool spans = first / seq.Tq != last / seq.Tq;
     uvec2 range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
                         key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
-    uint lo = max(range.x, key_begin);
-    return uvec2(lo, max(min(range.y, key_end), lo));
+    return split_keys(range, key_begin, key_end);
 }
 
 // Multiplies row r of each O accumulator by row_factor[r] (the subgroup's rows),

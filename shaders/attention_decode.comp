@@ -51,6 +51,7 @@ layout(set = 0, binding = 1) readonly buffer K32 { float k32[]; };
 layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
 layout(set = 0, binding = 1) readonly buffer K32x4 { vec4 k32x4[]; };
 layout(set = 0, binding = 1) readonly buffer K16x4 { uvec2 k16x4[]; };
+layout(set = 0, binding = 1) readonly buffer K16x8 { uvec4 k16x8[]; };
 layout(set = 0, binding = 2) readonly buffer V32 { float v32[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
 layout(set = 0, binding = 2) readonly buffer V32x4 { vec4 v32x4[]; };
@@ -99,21 +100,26 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
     // keys of this split each may see.
     uint lo[RM], limit[RM], head[RM], position[RM];
     float slope[RM];
-    uint min_lo = key_end, max_limit = key_begin;
+    uint min_lo = key_end, max_limit = key_begin, max_lo = key_begin, min_limit = key_end;
     for (uint r = 0; r < RM; r++) {
         uint row = min(r, rows - 1);
         uint h = g * p.group + row / seq.Tq, i = row % seq.Tq;
         head[r] = h, position[r] = i;
         slope[r] = alibi_slope_log2e(h);
-        uvec2 range = key_range(seq, CAUSAL, i);
-        lo[r] = max(range.x, key_begin);
-        limit[r] = max(min(range.y, key_end), lo[r]);
-        min_lo = min(min_lo, lo[r]);
-        max_limit = max(max_limit, limit[r]);
+        uvec2 keys = split_keys(key_range(seq, CAUSAL, i), key_begin, key_end);
+        lo[r] = keys.x, limit[r] = keys.y;
+        if (keys.x < keys.y) { // the chunks to visit: those some row uses
+            min_lo = min(min_lo, keys.x);
+            max_limit = max(max_limit, keys.y);
+        }
+        max_lo = max(max_lo, keys.x); // whole chunks: those every row uses
+        min_limit = min(min_limit, keys.y);
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
     bool k_aligned4 = ((k_base | p.k_ss) & 3u) == 0u;
+    // 16-bit K rows eight elements (16 bytes) per load where they are aligned.
+    bool k_by8 = K_DTYPE != DTYPE_F32 && D % 8 == 0 && ((k_base | p.k_ss) & 7u) == 0u;
     bool v_aligned4 = ((v_base | p.v_ss) & 3u) == 0u;
 
     float m[RM], l[RM];
@@ -133,10 +139,21 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
         float s[RM];
         for (uint r = 0; r < RM; r++)
             s[r] = 0.0;
-        for (uint d4 = 0; d4 < D4; d4++) {
-            vec4 k = load_k4(k_row, d4, k_aligned4);
-            for (uint r = 0; r < RM; r++)
-                s[r] += dot(q_tile[r * D4 + d4], k);
+        if (k_by8) {
+            for (uint d8 = 0; d8 < D / 8; d8++) {
+                uvec4 w = k16x8[(k_row >> 3) + d8];
+                vec4 k_lo = vec4(unpack_pair(K_DTYPE, w.x), unpack_pair(K_DTYPE, w.y));
+                vec4 k_hi = vec4(unpack_pair(K_DTYPE, w.z), unpack_pair(K_DTYPE, w.w));
+                for (uint r = 0; r < RM; r++)
+                    s[r] += dot(q_tile[r * D4 + 2 * d8], k_lo) +
+                            dot(q_tile[r * D4 + 2 * d8 + 1], k_hi);
+            }
+        } else {
+            for (uint d4 = 0; d4 < D4; d4++) {
+                vec4 k = load_k4(k_row, d4, k_aligned4);
+                for (uint r = 0; r < RM; r++)
+                    s[r] += dot(q_tile[r * D4 + d4], k);
+            }
         }
 
         // Online softmax. Masked scores become -inf and so weights of exactly 0;
@@ -157,25 +174,39 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
                 o[r * OV + v] *= alpha;
         }
 
-        // O += P V, one key of the chunk at a time.
+        // O += P V, one key of the chunk at a time: its row (a page lookup
+        // only in a paged cache, done once by the key's lane), its weights.
+        // A full chunk is a loop of constant length, which the compiler can
+        // unroll so that several keys' V loads are in flight at once; a chunk
+        // every row uses whole needs no per-key range checks.
+        bool whole_chunk = !KEYWISE_MASK && j0 >= max_lo && j0 + width <= min_limit;
+#define VALUE_STEP(c)                                                                   \
+        {                                                                               \
+            uint key = j0 + (c);                                                        \
+            uint v_row = v_base + (PAGED ? subgroupShuffle(key_at, c) : key_row(b, seq, key)) * p.v_ss; \
+            float w[RM];                                                                \
+            for (uint r = 0; r < RM; r++)                                               \
+                w[r] = subgroupShuffle(weight[r], c);                                   \
+            for (uint v = 0; v < OV; v++) {                                             \
+                uint d4 = lane + v * width;                                             \
+                if (d4 < DV4) {                                                         \
+                    vec4 x = load_v4(v_row, d4, v_aligned4);                            \
+                    for (uint r = 0; r < RM; r++) {                                     \
+                        bool used = key >= lo[r] && key < limit[r] &&                   \
+                                    (!KEYWISE_MASK || w[r] != 0.0);                     \
+                        if (whole_chunk || used)                                        \
+                            o[r * OV + v] = fma(vec4(w[r]), x, o[r * OV + v]);          \
+                    }                                                                   \
+                }                                                                       \
+            }                                                                           \
+        }
         uint count = min(width, max_limit - j0);
-        for (uint c = 0; c < count; c++) {
-            uint key = j0 + c;
-            uint v_row = v_base + subgroupShuffle(key_at, c) * p.v_ss;
-            float w[RM];
-            for (uint r = 0; r < RM; r++)
-                w[r] = subgroupShuffle(weight[r], c);
-            for (uint v = 0; v < OV; v++) {
-                uint d4 = lane + v * width;
-                if (d4 >= DV4)
-                    break;
-                vec4 x = load_v4(v_row, d4, v_aligned4);
-                for (uint r = 0; r < RM; r++) {
-                    bool used = key >= lo[r] && key < limit[r] && (!KEYWISE_MASK || w[r] != 0.0);
-                    if (used)
-                        o[r * OV + v] = fma(vec4(w[r]), x, o[r * OV + v]);
-                }
-            }
+        if (width == SG && count == SG) {
+            for (uint c = 0; c < SG; c++)
+                VALUE_STEP(c)
+        } else {
+            for (uint c = 0; c < count; c++)
+                VALUE_STEP(c)
         }
     }
 
@@ -194,7 +225,7 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
         for (uint v = 0; v < OV; v++) {
             uint d4 = lane + v * width;
             if (d4 >= DV4)
-                break;
+                continue;
             vec4 x = o[r * OV + v] * scale;
             if (SPLIT) {
                 o4[(record_base + r) * DV4 + d4] = x;

@@ -108,13 +108,14 @@ void main()
         out_base[t] = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
         head[t] = h, position[t] = i;
         slope[t] = alibi_slope_log2e(h);
-        uvec2 range = key_range(seq, CAUSAL, i);
-        lo[t] = max(range.x, key_begin);
-        limit[t] = max(min(range.y, key_end), lo[t]);
-        min_lo = min(min_lo, lo[t]);
-        max_lo = max(max_lo, lo[t]);
-        max_limit = max(max_limit, limit[t]);
-        min_limit = min(min_limit, limit[t]);
+        uvec2 keys = split_keys(key_range(seq, CAUSAL, i), key_begin, key_end);
+        lo[t] = keys.x, limit[t] = keys.y;
+        if (keys.x < keys.y) { // the steps to visit: those some row uses
+            min_lo = min(min_lo, keys.x);
+            max_limit = max(max_limit, keys.y);
+        }
+        max_lo = max(max_lo, keys.x); // whole steps: those every row uses
+        min_limit = min(min_limit, keys.y);
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;

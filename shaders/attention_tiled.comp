@@ -101,13 +101,14 @@ void main()
     // 0 and Tq - 1.
     uint key_begin = split * p.keys_per_split;
     uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    uvec2 range = key_range(seq, CAUSAL, i);
+    uvec2 keys = split_keys(key_range(seq, CAUSAL, i), key_begin, key_end);
     uint first = block * BR, last = min(first + BR, rows) - 1;
     bool spans = first / seq.Tq != last / seq.Tq;
     uvec2 block_range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
                               key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
-    uint lo = max(range.x, key_begin), limit = min(range.y, key_end);
-    uint block_lo = max(block_range.x, key_begin), block_limit = min(block_range.y, key_end);
+    uvec2 block_keys = split_keys(block_range, key_begin, key_end);
+    uint lo = keys.x, limit = keys.y;
+    uint block_lo = block_keys.x, block_limit = block_keys.y;
     int pos = int(i) + seq.q_offset;
     float slope = alibi_slope_log2e(h);
 

@@ -89,6 +89,16 @@ uvec2 key_range(Sequence s, bool causal, uint i)
     return uvec2(max(lo, 0), max(hi, 0));
 }
 
+// The part of a row's keys `range` inside a split's keys [key_begin, key_end),
+// key_begin <= key_end: x <= y, both within the split, so a row whose keys all
+// lie elsewhere gets an empty range there, never one past the split's end (or
+// past its sequence's keys, which a loop up to it would read).
+uvec2 split_keys(uvec2 range, uint key_begin, uint key_end)
+{
+    uint lo = clamp(range.x, key_begin, key_end);
+    return uvec2(lo, clamp(range.y, lo, key_end));
+}
+
 // Soft-capping, ALiBi (the row's slope from alibi_slope_log2e) and the mask on
 // a score s2 (exp2 domain) of key j for the row at position i (key position
 // pos) of head h of batch entry b.
