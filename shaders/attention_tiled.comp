@@ -3,12 +3,15 @@
 // tiles are staged in shared memory by the whole workgroup and reused by all its
 // query rows.
 //
-// A workgroup owns BR packed query rows of one problem (b, kv head g; see
+// A workgroup owns BR * TM packed query rows of one problem (b, kv head g; see
 // attention_push.glsl) and one range of keys (split). TPR consecutive
-// invocations (within one subgroup) share a row and split its head dimension,
-// interleaved (invocation `lane` holds dimensions lane, lane + TPR, ...), so a
-// row's Q and O take D / TPR and DV / TPR registers per invocation and reads of
-// a shared K or V row are conflict-free. Per tile of BC keys: the workgroup loads
+// invocations (within one subgroup) share TM consecutive rows and split their
+// head dimension, interleaved (invocation `lane` holds dimensions lane, lane +
+// TPR, ...), so a row's Q and O take D / TPR and DV / TPR registers per
+// invocation and reads of a shared K or V row are conflict-free. Each K or V
+// element read from shared memory serves the invocation's TM rows: with one row
+// per invocation the kernel makes one shared load per multiply-add, and shared
+// memory, not arithmetic, bounds it. Per tile of BC keys: the workgroup loads
 // K and V (zeros past the block's last allowed key), each invocation computes
 // partial dot products over its dimensions, a butterfly of subgroup shuffles sums
 // them across the row's TPR invocations, the online softmax update runs (running
@@ -32,10 +35,11 @@ layout(constant_id = 6) const bool SPLIT = false;
 layout(constant_id = 7) const uint Q_DTYPE = DTYPE_F32;
 layout(constant_id = 8) const uint K_DTYPE = DTYPE_F32;
 layout(constant_id = 9) const uint V_DTYPE = DTYPE_F32;
+layout(constant_id = 10) const uint TM = 1;     // query rows per invocation (its TPR lanes)
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint WG = gl_WorkGroupSize.x;
-const uint BR = WG / TPR;
+const uint BR = WG / TPR;               // row groups: BR * TM rows per workgroup
 const uint DS = (D + TPR - 1) / TPR;    // Q dimensions per invocation
 const uint DVS = (DV + TPR - 1) / TPR;  // O dimensions per invocation
 const uint DV4 = (DV + 3) / 4;          // partial records are padded to vec4
@@ -86,47 +90,53 @@ void main()
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;
-    uint blocks = (p.group * p.Tq + BR - 1) / BR;
+    uint blocks = (p.group * p.Tq + BR * TM - 1) / (BR * TM);
     uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
-    if (block * BR >= rows)
+    if (block * BR * TM >= rows)
         return;  // past this sequence's rows (packed sequences): the whole workgroup
     uint tid = gl_LocalInvocationIndex, lane = tid % TPR;
-    uint row = block * BR + tid / TPR;
-    bool valid = row < rows;
-    uint r = min(row, rows - 1);
-    uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
+    uint first_row = block * BR * TM + tid / TPR * TM;  // this invocation's TM rows
 
-    // The keys of this split that this row, and any row of the block, may see.
+    // The keys of this split that each row, and any row of the block, may see.
     // Rows of one block may span two query heads, and then it holds positions
     // 0 and Tq - 1.
     uint key_begin = split * p.keys_per_split;
     uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    uvec2 keys = split_keys(key_range(seq, CAUSAL, i), key_begin, key_end);
-    uint first = block * BR, last = min(first + BR, rows) - 1;
+    uint first = block * BR * TM, last = min(first + BR * TM, rows) - 1;
     bool spans = first / seq.Tq != last / seq.Tq;
     uvec2 block_range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
                               key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
     uvec2 block_keys = split_keys(block_range, key_begin, key_end);
-    uint lo = keys.x, limit = keys.y;
     uint block_lo = block_keys.x, block_limit = block_keys.y;
-    int pos = int(i) + seq.q_offset;
-    float slope = alibi_slope_log2e(h);
 
-    float q[DS];
-    uint q_base = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
-    for (uint s = 0; s < DS; s++) {
-        uint d = lane + TPR * s;
-        q[s] = d < D ? LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d) * p.scale_log2e : 0.0;
+    // Per row (past the last row: the last row again, not stored).
+    uint head[TM], position[TM], lo[TM], limit[TM];
+    float slope[TM], q[TM * DS];
+    for (uint t = 0; t < TM; t++) {
+        uint r = min(first_row + t, rows - 1);
+        uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
+        head[t] = h, position[t] = i;
+        uvec2 keys = split_keys(key_range(seq, CAUSAL, i), key_begin, key_end);
+        lo[t] = keys.x, limit[t] = keys.y;
+        slope[t] = alibi_slope_log2e(h);
+        uint q_base = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
+        for (uint s = 0; s < DS; s++) {
+            uint d = lane + TPR * s;
+            q[t * DS + s] = d < D ? LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d) * p.scale_log2e : 0.0;
+        }
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
     bool k_aligned4 = ((k_base | p.k_ss) & 3u) == 0u;
     bool v_aligned4 = ((v_base | p.v_ss) & 3u) == 0u;
 
-    float m = NEG_INF, l = 0.0;
-    float o[DVS];
-    for (uint s = 0; s < DVS; s++)
-        o[s] = 0.0;
+    float m[TM], l[TM], o[TM * DVS];
+    for (uint t = 0; t < TM; t++) {
+        m[t] = NEG_INF;
+        l[t] = 0.0;
+        for (uint s = 0; s < DVS; s++)
+            o[t * DVS + s] = 0.0;
+    }
 
     for (uint t0 = block_lo; t0 < block_limit; t0 += BC) {
         barrier();  // every invocation is done with the previous tile
@@ -134,73 +144,99 @@ void main()
         STAGE_TILE(v_tile, V_DTYPE, v32, v16, v32x4, v16x4, v_base, p.v_ss, DV, v_aligned4)
         barrier();
 
-        float sc[BC];
+        // Each K element read from shared memory serves the invocation's TM rows.
+        float sc[TM * BC];
         for (uint c = 0; c < BC; c++) {
-            float acc = 0.0;
+            float acc[TM];
+            for (uint t = 0; t < TM; t++)
+                acc[t] = 0.0;
             for (uint s = 0; s < DS; s++) {
                 uint d = lane + TPR * s;
-                if (d < D)
-                    acc = fma(q[s], k_tile[c * D + d], acc);
+                if (d < D) {
+                    float k = k_tile[c * D + d];
+                    for (uint t = 0; t < TM; t++)
+                        acc[t] = fma(q[t * DS + s], k, acc[t]);
+                }
             }
-            sc[c] = acc;
+            for (uint t = 0; t < TM; t++)
+                sc[t * BC + c] = acc[t];
         }
         for (uint offset = 1; offset < TPR; offset *= 2)
-            for (uint c = 0; c < BC; c++)
-                sc[c] += subgroupShuffleXor(sc[c], offset);
+            for (uint x = 0; x < TM * BC; x++)
+                sc[x] += subgroupShuffleXor(sc[x], offset);
 
         // Online softmax; masked keys get weight exactly 0 (see attention_rows.comp).
-        float step_max = NEG_INF;
-        for (uint c = 0; c < BC; c++) {
-            uint j = t0 + c;
-            sc[c] = j >= lo && j < limit ? adjust_score(sc[c], slope, b, h, i, j, pos) : NEG_INF;
-            step_max = max(step_max, sc[c]);
+        float alpha[TM];
+        for (uint t = 0; t < TM; t++) {
+            float step_max = NEG_INF;
+            for (uint c = 0; c < BC; c++) {
+                uint j = t0 + c;
+                sc[t * BC + c] = j >= lo[t] && j < limit[t]
+                    ? adjust_score(sc[t * BC + c], slope[t], b, head[t], position[t], j,
+                                   int(position[t]) + seq.q_offset)
+                    : NEG_INF;
+                step_max = max(step_max, sc[t * BC + c]);
+            }
+            float m_new = max(m[t], step_max);
+            float shift = m_new == NEG_INF ? 0.0 : m_new;
+            alpha[t] = exp2(m[t] - shift);
+            float sum = 0.0;
+            for (uint c = 0; c < BC; c++) {
+                sc[t * BC + c] = exp2(sc[t * BC + c] - shift);
+                sum += sc[t * BC + c];
+            }
+            l[t] = l[t] * alpha[t] + sum;
+            m[t] = m_new;
         }
-        float m_new = max(m, step_max);
-        float shift = m_new == NEG_INF ? 0.0 : m_new;
-        float alpha = exp2(m - shift);
-        float sum = 0.0;
-        for (uint c = 0; c < BC; c++) {
-            sc[c] = exp2(sc[c] - shift);
-            sum += sc[c];
-        }
-        l = l * alpha + sum;
-        m = m_new;
 
-        // Keys outside the row's range (or masked to -inf) are skipped, not
-        // weighted by 0, so a NaN or Inf in V there cannot reach the row.
-        bool whole_tile = !KEYWISE_MASK && t0 >= lo && t0 + BC <= limit;
+        // Keys outside a row's range (or masked to -inf) are skipped, not
+        // weighted by 0, so a NaN or Inf in V there cannot reach the row. Each
+        // V element read serves the TM rows.
+        bool whole_tile[TM];
+        for (uint t = 0; t < TM; t++)
+            whole_tile[t] = !KEYWISE_MASK && t0 >= lo[t] && t0 + BC <= limit[t];
         for (uint s = 0; s < DVS; s++) {
             uint d = min(lane + TPR * s, DV - 1);
-            float acc = o[s] * alpha;
+            float acc[TM];
+            for (uint t = 0; t < TM; t++)
+                acc[t] = o[t * DVS + s] * alpha[t];
             for (uint c = 0; c < BC; c++) {
-                float updated = fma(sc[c], v_tile[c * DV + d], acc);
-                bool used = t0 + c >= lo && t0 + c < limit && (!KEYWISE_MASK || sc[c] != 0.0);
-                acc = whole_tile || used ? updated : acc;
+                float v = v_tile[c * DV + d];
+                for (uint t = 0; t < TM; t++) {
+                    float updated = fma(sc[t * BC + c], v, acc[t]);
+                    bool used = t0 + c >= lo[t] && t0 + c < limit[t] &&
+                                (!KEYWISE_MASK || sc[t * BC + c] != 0.0);
+                    acc[t] = whole_tile[t] || used ? updated : acc[t];
+                }
             }
-            o[s] = acc;
+            for (uint t = 0; t < TM; t++)
+                o[t * DVS + s] = acc[t];
         }
     }
 
-    if (!valid)
-        return;
-    if (SPLIT) {
-        uint record = partial_record(b * p.Hkv + g, split, row);
+    for (uint t = 0; t < TM; t++) {
+        uint row = first_row + t;
+        if (row >= rows)
+            break;
+        if (SPLIT) {
+            uint record = partial_record(b * p.Hkv + g, split, row);
+            for (uint s = 0; s < DVS; s++) {
+                uint d = lane + TPR * s;
+                if (d < DV)
+                    o32[record * DV4 * 4 + d] = o[t * DVS + s];
+            }
+            if (lane == 0) {
+                o32[p.ml_offset + 2 * record] = m[t];
+                o32[p.ml_offset + 2 * record + 1] = l[t];
+            }
+            continue;
+        }
+        float inv = output_scale(m[t], l[t], head[t]);
+        uint out_base = b * p.o_sb + head[t] * p.o_sh + (seq.q_first + position[t]) * p.o_ss;
         for (uint s = 0; s < DVS; s++) {
             uint d = lane + TPR * s;
             if (d < DV)
-                o32[record * DV4 * 4 + d] = o[s];
+                o32[out_base + d] = o[t * DVS + s] * inv;
         }
-        if (lane == 0) {
-            o32[p.ml_offset + 2 * record] = m;
-            o32[p.ml_offset + 2 * record + 1] = l;
-        }
-        return;
-    }
-    float inv = output_scale(m, l, h);
-    uint out_base = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
-    for (uint s = 0; s < DVS; s++) {
-        uint d = lane + TPR * s;
-        if (d < DV)
-            o32[out_base + d] = o[s] * inv;
     }
 }

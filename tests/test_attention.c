@@ -175,6 +175,9 @@ static const at_case fixed_cases[] = {
     {"f16",                    1, 4, 2,  27,  27, 64,  64, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
     {"f16 bshd Tq<Tk",         2, 2, 1,   3,  50, 40,  40, BSHD, true,  false, 0, false, 0.f, F16, 1.f},
     {"large magnitude",        1, 2, 2,  20,  20, 16,  16, BHSD, true,  false, 0, false, 0.f, F32, 30.f},
+    /* enough rows that the tiled kernel gives each invocation two of them */
+    {"two rows an invocation", 2, 4, 2, 133, 150, 64,  64, BSHD, true,  false, 0, true,  0.f, F32, 2.f},
+    {"two rows odd D GQA",     1, 2, 1, 300, 257, 40,  24, BHSD, true,  true, -20, false, 0.f, F16, 1.f},
     {"q_offset past Tk",       1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, 100, false, 0.f, F32, 1.f},
     {"q_offset before all",    1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, -50, false, 0.f, F32, 1.f},
     /* bf16: every path but the forced rows variant, which must refuse it */

@@ -39,8 +39,9 @@ typedef struct fused_plan {
      * CPU_LOOP_BUDGET. */
     uint32_t max_keys_per_split;
     bool vec4;                    /* the combine pass moves vec4s (Dv % 4 == 0) */
+    uint32_t tm;                  /* query rows per invocation (rows, tiled; decode: per problem) */
     /* rows */
-    uint32_t kb, tm;              /* keys per step, rows per invocation */
+    uint32_t kb;                  /* keys per step */
     bool unroll;                  /* head-dimension loops unrolled */
     bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
     /* tiled */

@@ -12,7 +12,7 @@
 
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
-    AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE
+    AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE, AT_SPEC_TM
 };
 
 /* About this many invocations per workgroup, at most this many keys per tile
@@ -23,6 +23,12 @@ enum tiled_spec { /* constant_id values in attention_tiled.comp */
 #define TILED_WORKGROUP 128
 #define TILED_MAX_TILE 32
 #define TILED_MAX_TILE_CPU 8
+/* Query rows per invocation where there are rows enough (prefill): each K and V
+ * element read from shared memory then serves two rows, halving the shared
+ * loads per multiply-add, which bound the kernel with one row (the H100's f32
+ * prefill ran at 10 % of FP32 peak that way); more rows would take more
+ * registers for scores, Q and O than a GPU thread keeps. */
+#define TILED_ROWS_PER_INVOCATION 2
 /* Keys are split until this many workgroups run: enough for a large GPU. */
 #define TILED_TARGET_WORKGROUPS 512
 
@@ -64,7 +70,8 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     if (required && br * plan->tpr < sg)
         br = sg / plan->tpr;
     plan->subgroup_size = required ? sg : 0;
-    plan->rows_per_workgroup = br;
+    plan->tm = rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1;
+    plan->rows_per_workgroup = br * plan->tm;
     plan->workgroup = br * plan->tpr;
     uint64_t tile_bytes_per_key = 4 * (uint64_t)(d->D + d->Dv);
     uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
@@ -106,6 +113,7 @@ static void tiled_specialize(const attention_call *c, const fused_plan *plan, bo
     spec[AT_SPEC_Q_DTYPE] = shader_dtype(c->q);
     spec[AT_SPEC_K_DTYPE] = shader_dtype(c->k);
     spec[AT_SPEC_V_DTYPE] = shader_dtype(c->v);
+    spec[AT_SPEC_TM] = plan->tm;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
