@@ -589,6 +589,10 @@ typedef enum vkattn_fused_variant {
  * not a variant. */
 VKATTN_API const char *vkattn_fused_variant_name(vkattn_fused_variant variant);
 
+/* The largest |q_offset| an attention call takes (2^28): positions and window
+ * bounds stay exact in the kernels' 32-bit arithmetic. */
+#define VKATTN_MAX_Q_OFFSET ((int64_t)1 << 28)
+
 typedef struct vkattn_attention_desc {
     vkattn_layout layout;           /* default BHSD; Q, K, V and O all use it */
     float scale;                    /* default 0 means 1/sqrt(D); else positive and finite */
@@ -596,7 +600,10 @@ typedef struct vkattn_attention_desc {
                                        j > i + q_offset */
     bool has_q_offset;              /* default false: q_offset = Tk - Tq (bottom-right, as
                                        FlashAttention-2 and KV-cache decoding align) */
-    int64_t q_offset;               /* used when has_q_offset; 0 = PyTorch's top-left */
+    int64_t q_offset;               /* used when has_q_offset; 0 = PyTorch's top-left;
+                                       |q_offset| <= VKATTN_MAX_Q_OFFSET, used as given
+                                       (ALiBi and windows see pos = i + q_offset even
+                                       where causality allows every key or none) */
     const vkattn_tensor *kv_len;    /* default NULL; else I32 (B): keys j >= kv_len[b] of
                                        batch entry b are masked (padding) */
     vkattn_attention_path path;     /* default AUTO */

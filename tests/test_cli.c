@@ -520,6 +520,32 @@ static void case_alibi(test_env *env, cli_case *c)
     finish_dense(c, &r, "--alibi va.npy --causal");
 }
 
+/* q_offset far outside [-Tq, Tk]: causality then allows every key or none, but
+ * ALiBi's j - pos and a window's bounds still follow pos = i + q_offset (a
+ * clamp of q_offset into that range once changed them). */
+static void case_alibi_far_offset(test_env *env, cli_case *c)
+{
+    dense_inputs in;
+    ref_case r;
+    static float slopes[2] = {0.5f, -0.25f};
+    dense_3d(&in, 57, &r);
+    write_f16(env, "va.npy", slopes, 1, (const int64_t[1]){2});
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    r.alibi = slopes, r.sinks = two_sinks, r.has_q_offset = true, r.q_offset = -15;
+    finish_dense(c, &r, "--alibi va.npy --sinks vs.npy --q-offset -15");
+}
+
+static void case_window_far_offset(test_env *env, cli_case *c)
+{
+    (void)env;
+    dense_inputs in;
+    ref_case r;
+    dense_3d(&in, 58, &r);
+    r.has_window = true, r.window_left = 14, r.window_right = -1;
+    r.has_q_offset = true, r.q_offset = 12;
+    finish_dense(c, &r, "--window 14,-1 --q-offset 12");
+}
+
 /* A (Tq, Tk) mask with -inf entries and a row of them: that row is zeros, sink or not. */
 static void case_mask(test_env *env, cli_case *c)
 {
@@ -798,6 +824,8 @@ static const struct {
     {"softcap", case_softcap},
     {"sinks, rows without keys", case_sinks},
     {"alibi (float16 file)", case_alibi},
+    {"alibi, sinks, q_offset -15", case_alibi_far_offset},
+    {"window, q_offset 12 (past Tk)", case_window_far_offset},
     {"mask (Tq, Tk) with -inf, sinks", case_mask},
     {"mask (B, 1, Tq, Tk) float16", case_mask_batched_f16},
     {"mask (B, H, Tq, Tk), softcap, alibi", case_mask_heads_softcap_alibi},

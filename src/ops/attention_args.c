@@ -290,15 +290,14 @@ static vkattn_status resolve_q_offset(vkattn_context *ctx, const vkattn_attentio
 {
     bool per_sequence = dims->var.cu_q || dims->var.block_table;
     int64_t q_offset = d->has_q_offset ? d->q_offset : dims->Tk - dims->Tq;
-    if (q_offset < -(int64_t)INT32_MAX || q_offset > INT32_MAX)
-        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "attention: q_offset %lld is out of range",
-                        (long long)q_offset);
-    /* Past these bounds the mask no longer changes (every key allowed, or none);
-     * clamping keeps i + q_offset + 1 far from overflow in the kernels. */
-    if (q_offset > dims->Tk)
-        q_offset = dims->Tk;
-    if (q_offset < -dims->Tq)
-        q_offset = -dims->Tq;
+    /* Used as given: past [-Tq, Tk] causality no longer changes, but ALiBi's
+     * j - pos and a window's bounds still do (an earlier clamp to that range
+     * changed them). The bound keeps pos = i + q_offset and a window's
+     * pos +- side (sides past Tq + Tk are unbounded) inside the kernels' int. */
+    if (q_offset < -VKATTN_MAX_Q_OFFSET || q_offset > VKATTN_MAX_Q_OFFSET)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "attention: q_offset %lld is out of range (|q_offset| <= %lld)",
+                        (long long)q_offset, (long long)VKATTN_MAX_Q_OFFSET);
     dims->fixed_q_offset = d->has_q_offset || !per_sequence;
     dims->q_offset = q_offset;
     return VKATTN_OK;

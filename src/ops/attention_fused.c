@@ -75,11 +75,14 @@ uint32_t attention_variant_bits(const attention_call *c)
            (c->kv_len ? VAR_KV_LEN : 0);
 }
 
-/* A window side past every position is no bound at all; clamping keeps the
- * kernels' int arithmetic (pos + right + 1) from overflowing. */
+/* A window side that excludes no key of any row is no bound at all (-1): every
+ * position lies within |q_offset| + Tq of every key, a packed or paged
+ * sequence's own offset (Tk_b - Tq_b) within Tq + Tk. Making such sides -1 keeps
+ * the kernels' int arithmetic (pos + right + 1) from overflowing. */
 int32_t attention_window_side(int32_t side, const attention_dims *d)
 {
-    return side < 0 || (int64_t)side > d->Tk + d->Tq ? -1 : side;
+    int64_t reach = 2 * (d->Tk + d->Tq) + (d->q_offset < 0 ? -d->q_offset : d->q_offset);
+    return side < 0 || (int64_t)side > reach ? -1 : side;
 }
 
 /* Splits, grid and limits, once the variant has planned its tiles. */

@@ -25,8 +25,8 @@ enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.gl
     VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12,
 };
 uint32_t attention_variant_bits(const attention_call *c);
-/* A window side for the kernels: -1 when unbounded or past every position
- * (which keeps their int arithmetic from overflowing). */
+/* A window side for the kernels: -1 when unbounded or when it excludes no key
+ * of any row (which keeps their int arithmetic from overflowing). */
 int32_t attention_window_side(int32_t side, const attention_dims *d);
 
 typedef struct fused_plan {
