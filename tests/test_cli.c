@@ -1009,10 +1009,48 @@ static int teardown(void **state)
     return system(command) == 0 ? 0 : -1;
 }
 
+/* Packed sequences that are all empty: no query rows give an O with none, no
+ * keys give zeros (every row sees no key, sinks or not); offsets past the
+ * rows are still refused. */
+static void test_attention_empty_batches(void **state)
+{
+    (void)state;
+    rng r = {43};
+    float *q = random_array(&r, 3 * 2 * 8);
+    const int64_t q3[3] = {3, 2, 8}, none_k[3] = {0, 1, 8}, none_v[3] = {0, 1, 6};
+    const int64_t none_q[3] = {0, 2, 8}, k3[3] = {4, 1, 8}, v3[3] = {4, 1, 6};
+    write_npy("eq.npy", q, 3, q3);
+    write_npy("eq0.npy", q, 3, none_q);
+    write_npy("ek0.npy", q, 3, none_k);
+    write_npy("ev0.npy", q, 3, none_v);
+    write_npy("ek.npy", q, 3, k3);
+    write_npy("ev.npy", q, 3, v3);
+    static const float sinks[2] = {0.5f, -1.0f};
+    write_npy("es.npy", sinks, 1, (const int64_t[1]){2});
+    write_i32("ecq.npy", (const int32_t[3]){0, 1, 3}, 1, (const int64_t[1]){3});
+    write_i32("eck0.npy", (const int32_t[3]){0, 0, 0}, 1, (const int64_t[1]){3});
+    write_i32("ecq0.npy", (const int32_t[3]){0, 0, 0}, 1, (const int64_t[1]){3});
+    write_i32("eck.npy", (const int32_t[3]){0, 2, 4}, 1, (const int64_t[1]){3});
+    static const float zeros[3 * 2 * 6] = {0};
+    assert_int_equal(run("attention -q eq.npy -k ek0.npy -v ev0.npy -o eo.npy --causal "
+                         "--cu-seqlens-q ecq.npy --cu-seqlens-k eck0.npy --sinks es.npy"), 0);
+    expect_npy("eo.npy", zeros, 3, (const int64_t[3]){3, 2, 6}, 0.0);
+    assert_int_equal(run("attention -q eq0.npy -k ek.npy -v ev.npy -o eo0.npy "
+                         "--cu-seqlens-q ecq0.npy --cu-seqlens-k eck.npy"), 0);
+    expect_npy("eo0.npy", zeros, 3, (const int64_t[3]){0, 2, 6}, 0.0);
+    /* cu_seqlens_k says 2 keys, K has none */
+    assert_int_not_equal(run("attention -q eq.npy -k ek0.npy -v ev0.npy -o eo.npy "
+                             "--cu-seqlens-q ecq.npy --cu-seqlens-k eck.npy"), 0);
+    assert_non_null(strstr(err_text, "cu_seqlens_k"));
+    assert_non_null(strstr(err_text, "outside"));
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_runs),
+        cmocka_unit_test(test_attention_empty_batches),
         cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_mha_run),
         cmocka_unit_test(test_variants_cpu),

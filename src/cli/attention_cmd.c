@@ -54,7 +54,8 @@ static const char usage[] =
     "                        B+1 offsets: Q (total_q, H, D), K (total_k, Hkv, D) and\n"
     "                        V (total_k, Hkv, Dv) hold B sequences packed, sequence b\n"
     "                        being rows cu[b]..cu[b+1]-1; O is (total_q, H, Dv);\n"
-    "                        q_offset defaults to Tk_b - Tq_b per sequence\n"
+    "                        q_offset defaults to Tk_b - Tq_b per sequence; all\n"
+    "                        may be empty (total 0: O has no rows, or is zeros)\n"
     "  --block-table T.npy   (B, max_blocks): K (num_blocks, block_size, Hkv, D) and\n"
     "                        V (num_blocks, block_size, Hkv, Dv) are caches; key j of\n"
     "                        entry b is row j % block_size of block\n"
@@ -198,9 +199,13 @@ static int load_files(const attention_options *o, attention_files *f)
     const char *names[7] = {"Q", "K", "V", "mask", "cu_seqlens_q", "cu_seqlens_k", "block_table"};
     loaded *all[7] = {&f->q, &f->k, &f->v, &f->mask, &f->cu_q, &f->cu_k, &f->table};
     int rc = 0;
-    for (int i = 0; i < 7 && !rc; i++)
+    for (int i = 0; i < 7 && !rc; i++) {
+        /* Packed Q, or packed K and V, may have no rows at all. */
+        bool packed = (i == 0 && o->cu_seqlens_q) || ((i == 1 || i == 2) && o->cu_seqlens_k);
         if (paths[i])
-            rc = load_npy("attention", paths[i], names[i], all[i]);
+            rc = packed ? load_npy_maybe_empty("attention", paths[i], names[i], all[i])
+                        : load_npy("attention", paths[i], names[i], all[i]);
+    }
     return rc;
 }
 
@@ -279,6 +284,60 @@ static void plan_shapes(attention_options *o, const attention_files *f, attentio
                                 : s->q[0];
 }
 
+/* Offsets of packed sequences: B + 1 int entries from 0, never decreasing, the
+ * last at most the tensor's rows (what the library checks, for the runs it
+ * does not see). */
+static int check_offsets(const char *path, const char *name, const loaded *l, int64_t rows,
+                         int64_t batch)
+{
+    const npy_array *a = &l->array;
+    if (a->dtype != NPY_I32 || a->ndim != 1 || a->shape[0] != batch + 1)
+        return cli_error("attention", EXIT_RUNTIME,
+                         "%s (%s): must be int32 or int64 of shape (%lld) (B + 1 offsets)", path,
+                         name, (long long)batch + 1);
+    const int32_t *v = a->data;
+    for (int64_t b = 0; b <= batch; b++)
+        if (v[b] < (b ? v[b - 1] : 0) || v[b] > rows)
+            return cli_error("attention", EXIT_RUNTIME,
+                             "%s (%s): entry %lld = %d is outside %d..%lld (offsets into %lld rows)",
+                             path, name, (long long)b, v[b], b ? v[b - 1] : 0, (long long)rows,
+                             (long long)rows);
+    return 0;
+}
+
+/* Packed sequences with no query rows at all give an O with none; with no keys
+ * at all, every query row sees no key and is zeros (DESIGN.md section 1). The
+ * library takes no empty tensor, so such a run writes its O here. Returns -1
+ * when Q and K both have rows (the library's run). */
+static int run_without_rows(const attention_options *o, const attention_files *f,
+                            const attention_shapes *s)
+{
+    bool no_queries = o->cu_seqlens_q && f->q.array.count == 0;
+    bool no_keys = o->cu_seqlens_k && (f->k.array.count == 0 || f->v.array.count == 0);
+    if (!no_queries && !no_keys)
+        return -1;
+    int rc = 0;
+    if (o->cu_seqlens_q)
+        rc = check_offsets(o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, f->q.array.shape[0],
+                           s->batch);
+    if (!rc && o->cu_seqlens_k)
+        rc = check_offsets(o->cu_seqlens_k, "cu_seqlens_k", &f->cu_k, f->k.array.shape[0],
+                           s->batch);
+    if (rc)
+        return rc;
+    size_t count = 1;
+    for (int i = 0; i < s->file_ndim; i++)
+        count *= (size_t)s->file_shape[i];
+    float *zeros = calloc(count ? count : 1, sizeof *zeros);
+    if (!zeros)
+        return cli_error("attention", EXIT_RUNTIME, "out of memory for the output");
+    char err[256];
+    if (npy_write_f32(o->o, zeros, s->file_ndim, s->file_shape, err, sizeof err))
+        rc = cli_error("attention", EXIT_RUNTIME, "%s: %s", o->o, err);
+    free(zeros);
+    return rc;
+}
+
 /* The additive mask: float16 files stay F16, other floats become F32 (it is
  * not an input --dtype rounds). */
 static int make_mask(vkattn_context *ctx, const attention_options *o, attention_files *f)
@@ -354,6 +413,9 @@ int run_attention(int argc, char **argv)
     if ((rc = load_files(&o, &f)) || (rc = check_ranks(&o, &f)))
         goto done;
     plan_shapes(&o, &f, &s);
+    if ((rc = run_without_rows(&o, &f, &s)) >= 0)
+        goto done;
+    rc = 0;
     if ((rc = load_head_vectors("attention", &o.variants, s.heads, &f.heads)) ||
         (rc = open_context("attention", &o.common, &ctx)) || (rc = make_tensors(ctx, &o, &f, &s)))
         goto done;

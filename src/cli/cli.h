@@ -73,6 +73,8 @@ typedef struct loaded {
     vkattn_tensor *tensor;
 } loaded;
 int load_npy(const char *command, const char *path, const char *name, loaded *out);
+/* The same, taking an array with no elements (packed sequences that are all empty). */
+int load_npy_maybe_empty(const char *command, const char *path, const char *name, loaded *out);
 int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
                 const char *path, const char *name, loaded *l, int ndim, const int64_t *shape);
 void unload(loaded *l);

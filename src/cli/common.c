@@ -198,15 +198,21 @@ int open_context(const char *command, common_options *o, vkattn_context **out)
     return 0;
 }
 
-int load_npy(const char *command, const char *path, const char *name, loaded *out)
+int load_npy_maybe_empty(const char *command, const char *path, const char *name, loaded *out)
 {
     char err[256];
     memset(out, 0, sizeof *out);
     if (npy_read(path, &out->array, err, sizeof err))
         return cli_error(command, EXIT_RUNTIME, "%s (%s): %s", path, name, err);
-    if (out->array.count == 0)
-        return cli_error(command, EXIT_RUNTIME, "%s (%s): the array is empty", path, name);
     return 0;
+}
+
+int load_npy(const char *command, const char *path, const char *name, loaded *out)
+{
+    int rc = load_npy_maybe_empty(command, path, name, out);
+    if (!rc && out->array.count == 0)
+        return cli_error(command, EXIT_RUNTIME, "%s (%s): the array is empty", path, name);
+    return rc;
 }
 
 /* The dtype the file's data is in, as vkattn names it. */
