@@ -628,10 +628,13 @@ typedef struct vkattn_attention_desc {
                                        with no value row (gpt-oss) */
     const vkattn_tensor *alibi_slopes; /* default NULL; else F32 (H): s += slope[h] * (j - pos) */
     const vkattn_tensor *mask;      /* default NULL; else F32, F16 or BF16 added to the scores
-                                       (after softcap and ALiBi), shape (Tq, Tk), (B, 1, Tq, Tk)
-                                       or (B, H, Tq, Tk); -inf = key not allowed. With packed
-                                       sequences Tq and Tk are the longest ones; with a paged
-                                       cache Tk is max_blocks * block_size */
+                                       (after softcap and ALiBi); its shape broadcasts like a
+                                       numpy array to (B, H, Tq, Tk): 2 to 4 dimensions aligned
+                                       to the right, each equal or 1, the last Tk, e.g. (Tq, Tk),
+                                       (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk) or a key
+                                       padding mask (B, 1, 1, Tk); -inf = key not allowed.
+                                       With packed sequences Tq and Tk are the longest ones;
+                                       with a paged cache Tk is max_blocks * block_size */
     const vkattn_tensor *cu_seqlens_q; /* default NULL; else I32 (B + 1) offsets: packed
                                        variable-length queries, Q (total_q, H, D) and O
                                        (total_q, H, Dv); sequence b is rows cu_q[b]..cu_q[b+1]-1.

@@ -298,9 +298,8 @@ typedef struct ref_case {
     int window_left, window_right;
     double softcap;               /* 0: off */
     const float *sinks, *alibi;   /* (H) or NULL */
-    const float *mask;            /* (Tq, Tk), or (B, mask_heads, Tq, Tk) when mask_batched */
-    bool mask_batched;
-    int mask_heads;
+    const float *mask;            /* its shape broadcast to (B, H, Tq, Tk) is mask_shape */
+    int mask_shape[3];            /* its B, H and Tq (1: broadcast); all 0: (1, 1, Tq) */
     const float *q, *k, *v;
 } ref_case;
 
@@ -334,9 +333,10 @@ static double ref_score(const ref_case *c, int b, int h, int i, int j, int pos)
     if (c->alibi)
         s += c->alibi[h] * (double)(j - pos);
     if (c->mask) {
-        size_t plane =
-            c->mask_batched ? (size_t)b * c->mask_heads + (c->mask_heads > 1 ? h : 0) : 0;
-        s += c->mask[(plane * c->Tq + i) * c->Tk + j];
+        int mb = c->mask_shape[0] ? c->mask_shape[0] : 1, mh = c->mask_shape[1] ? c->mask_shape[1] : 1,
+            mi = c->mask_shape[2] ? c->mask_shape[2] : c->Tq;
+        size_t at = (((size_t)(mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * mi + (mi == 1 ? 0 : i));
+        s += c->mask[at * c->Tk + j];
     }
     return s;
 }
@@ -603,7 +603,7 @@ static void case_mask_batched_f16(test_env *env, cli_case *c)
     for (int n = 0; n < 36; n++)
         mask[n] = n % 7 == 3 ? -INFINITY : 0.25f * (float)rng_int(&g, -4, 4);
     write_f16(env, "vm.npy", mask, 4, (const int64_t[4]){2, 1, 3, 6});
-    r.mask = mask, r.mask_batched = true, r.mask_heads = 1, r.causal = true;
+    r.mask = mask, r.mask_shape[0] = 2, r.mask_shape[1] = 1, r.mask_shape[2] = 3, r.causal = true;
     finish_batched(c, &r, "--mask vm.npy --causal");
 }
 
@@ -620,9 +620,43 @@ static void case_mask_heads_softcap_alibi(test_env *env, cli_case *c)
     fill(&g, mask, 72);
     write_npy("vm.npy", mask, 4, (const int64_t[4]){2, 2, 3, 6});
     write_npy("va.npy", slopes, 1, (const int64_t[1]){2});
-    r.mask = mask, r.mask_batched = true, r.mask_heads = 2, r.alibi = slopes;
+    r.mask = mask, r.mask_shape[0] = 2, r.mask_shape[1] = 2, r.mask_shape[2] = 3, r.alibi = slopes;
     r.softcap = 0.75, r.scale = 3.0;
     finish_batched(c, &r, "--mask vm.npy --alibi va.npy --softcap 0.75 --scale 3");
+}
+
+/* A key padding mask (B, 1, 1, Tk), broadcast over heads and queries, with sinks. */
+static void case_mask_key_padding(test_env *env, cli_case *c)
+{
+    (void)env;
+    batched_inputs in;
+    ref_case r;
+    static float mask[12];
+    rng g = {65};
+    batched_4d(&in, 66, &r);
+    fill(&g, mask, 12);
+    mask[4] = mask[5] = mask[6 + 1] = -INFINITY;
+    write_npy("vm.npy", mask, 4, (const int64_t[4]){2, 1, 1, 6});
+    write_npy("vs.npy", two_sinks, 1, (const int64_t[1]){2});
+    r.mask = mask, r.mask_shape[0] = 2, r.mask_shape[1] = 1, r.mask_shape[2] = 1;
+    r.sinks = two_sinks, r.causal = true;
+    finish_batched(c, &r, "--mask vm.npy --sinks vs.npy --causal");
+}
+
+/* A 3-D mask (H, Tq, Tk), one per head, broadcast over the batch. */
+static void case_mask_per_head(test_env *env, cli_case *c)
+{
+    (void)env;
+    batched_inputs in;
+    ref_case r;
+    static float mask[36];
+    rng g = {67};
+    batched_4d(&in, 68, &r);
+    fill(&g, mask, 36);
+    mask[2 * 6 + 3] = -INFINITY;
+    write_npy("vm.npy", mask, 3, (const int64_t[3]){2, 3, 6});
+    r.mask = mask, r.mask_shape[0] = 1, r.mask_shape[1] = 2, r.mask_shape[2] = 3;
+    finish_batched(c, &r, "--mask vm.npy");
 }
 
 /* Packed sequences of 2 and 3 queries over 4 and 3 keys: Q (5, 2, 4), K (7, 1, 4),
@@ -829,6 +863,8 @@ static const struct {
     {"mask (Tq, Tk) with -inf, sinks", case_mask},
     {"mask (B, 1, Tq, Tk) float16", case_mask_batched_f16},
     {"mask (B, H, Tq, Tk), softcap, alibi", case_mask_heads_softcap_alibi},
+    {"mask (B, 1, 1, Tk): key padding, sinks", case_mask_key_padding},
+    {"mask (H, Tq, Tk)", case_mask_per_head},
     {"varlen", case_varlen},
     {"varlen, window, kv_len, mask", case_varlen_window_mask},
     {"paged", case_paged},
@@ -969,8 +1005,10 @@ static void test_bad_runs(void **state)
          "s3.npy (sinks): is (3), must be (1): one value per query head"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --alibi s3.npy", 1,
          "s3.npy (alibi_slopes): is (3), must be (2)"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask s3.npy", 1,
+         "s3.npy (mask): is 1-D, must have 2 to 4 dimensions that broadcast to (B, H, Tq, Tk)"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk3.npy", 1,
-         "bk3.npy (mask): is 3-D, must be (Tq, Tk), (B, 1, Tq, Tk) or (B, H, Tq, Tk)"},
+         "mask is 1x6x16, must broadcast to (B, H, Tq, Tk) = (1, 1, 4, 6)"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk.npy", 1, "mask is 6x16"},
         {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt.npy --kv-len 7", 1,
          "block_table[0][1] = 9 is outside the cache's 1 blocks"},

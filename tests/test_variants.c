@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum mask_form { NO_MASK = 0, MASK_2D, MASK_B1, MASK_BH };
+/* The mask's shape, broadcast to (B, H, Tq, Tk): (Tq, Tk), (B, 1, Tq, Tk),
+ * (B, H, Tq, Tk), a key padding mask (B, 1, 1, Tk), one per head (H, Tq, Tk). */
+enum mask_form { NO_MASK = 0, MASK_2D, MASK_B1, MASK_BH, MASK_KEYS, MASK_HEADS };
 
 typedef struct var_case {
     const char *name;
@@ -103,15 +105,23 @@ typedef struct var_inputs {
 static void make_mask(test_env *env, const var_case *c, int64_t Tq, int64_t Tk, rng *r,
                       var_inputs *in)
 {
-    int64_t shape[4] = {c->B, c->mask == MASK_BH ? c->H : 1, Tq, Tk};
-    int64_t two[2] = {Tq, Tk};
+    static const struct {
+        int ndim;
+        bool batch, heads, rows;   /* which of B, H and Tq it has (the others are 1 or absent) */
+    } forms[] = {
+        [MASK_2D] = {2, false, false, true},   [MASK_B1] = {4, true, false, true},
+        [MASK_BH] = {4, true, true, true},     [MASK_KEYS] = {4, true, false, false},
+        [MASK_HEADS] = {3, false, true, true},
+    };
+    int ndim = forms[c->mask].ndim;
+    int64_t full[4] = {forms[c->mask].batch ? c->B : 1, forms[c->mask].heads ? c->H : 1,
+                       forms[c->mask].rows ? Tq : 1, Tk};
     vkattn_dtype dtype = c->dtype == VKATTN_DTYPE_F32 ? VKATTN_DTYPE_F32 : VKATTN_DTYPE_F16;
-    in->mask = c->mask == MASK_2D ? pair_random(env, dtype, 2, two, r, -2.0f, 2.0f)
-                                  : pair_random(env, dtype, 4, shape, r, -2.0f, 2.0f);
+    in->mask = pair_random(env, dtype, ndim, full + 4 - ndim, r, -2.0f, 2.0f);
     if (c->neg_inf_row) {
         for (size_t e = 0; e < in->mask.count; e++) {
-            int64_t i = (int64_t)(e / (size_t)Tk) % Tq;
-            if (i == 1 || rng_int(r, 0, 6) == 0)
+            int64_t i = (int64_t)(e / (size_t)Tk) % full[2];
+            if ((full[2] > 1 && i == 1) || rng_int(r, 0, 6) == 0)
                 in->mask.host[e] = -INFINITY;
         }
         assert_int_equal(vkattn_tensor_upload(in->mask.gpu, in->mask.host, VKATTN_DTYPE_F32), VKATTN_OK);
@@ -323,6 +333,12 @@ static const var_case score_cases[] = {
      .Dv = 16, .causal = true, .mask = MASK_B1, .neg_inf_row = true, .dtype = F32, .magnitude = 1},
     {.name = "mask (B,H) f16 GQA", .B = 1, .H = 4, .Hkv = 2, .Tq = 17, .Tk = 29, .D = 32,
      .Dv = 32, .mask = MASK_BH, .neg_inf_row = true, .layout = BSHD, .dtype = F16, .magnitude = 1},
+    {.name = "key padding mask (B,1,1,Tk) f16 GQA", .B = 3, .H = 4, .Hkv = 2, .Tq = 6, .Tk = 23,
+     .D = 16, .Dv = 16, .causal = true, .sinks = true, .mask = MASK_KEYS, .neg_inf_row = true,
+     .dtype = F16, .magnitude = 1},
+    {.name = "mask (H,Tq,Tk) bshd", .B = 2, .H = 3, .Hkv = 1, .Tq = 8, .Tk = 8, .D = 12,
+     .Dv = 12, .alibi = true, .mask = MASK_HEADS, .neg_inf_row = true, .layout = BSHD,
+     .dtype = F32, .magnitude = 1},
     {.name = "everything", .B = 2, .H = 4, .Hkv = 2, .Tq = 19, .Tk = 37, .D = 24, .Dv = 16,
      .causal = true, .has_window = true, .left = 9, .right = -1, .softcap = 10.0f, .sinks = true,
      .alibi = true, .mask = MASK_BH, .neg_inf_row = true, .kv_len = true, .dtype = F32,
@@ -348,6 +364,9 @@ static const var_case layout_cases[] = {
      .causal = true, .q_lens = lens_q3, .k_lens = lens_k3, .dtype = F32, .magnitude = 1},
     {.name = "varlen GQA non-causal", .B = 4, .H = 6, .Hkv = 2, .D = 13, .Dv = 8,
      .q_lens = lens_q4, .k_lens = lens_k4, .dtype = F32, .magnitude = 1},
+    {.name = "varlen key padding mask", .B = 4, .H = 2, .Hkv = 1, .D = 16, .Dv = 16,
+     .causal = true, .mask = MASK_KEYS, .neg_inf_row = true, .q_lens = lens_q4,
+     .k_lens = lens_k4, .dtype = F32, .magnitude = 1},
     {.name = "varlen every variant f16", .B = 4, .H = 4, .Hkv = 2, .D = 32, .Dv = 32,
      .causal = true, .has_window = true, .left = 5, .right = 1, .softcap = 8.0f, .sinks = true,
      .alibi = true, .mask = MASK_BH, .kv_len = true, .q_lens = lens_q4, .k_lens = lens_k4,

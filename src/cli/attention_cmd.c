@@ -42,10 +42,12 @@ static const char usage[] =
     "  --sinks S.npy         (H) floats: one raw logit per query head, not scaled, in\n"
     "                        the softmax denominator with no value row (gpt-oss)\n"
     "  --alibi SLOPES.npy    (H) floats: s += slope[h] * (j - pos)\n"
-    "  --mask M.npy          float16/32/64, added to s: (Tq, Tk), (B, 1, Tq, Tk) or\n"
-    "                        (B, H, Tq, Tk); -inf = key not allowed. Packed: Tq and\n"
-    "                        Tk are the longest sequences; paged: Tk is\n"
-    "                        max_blocks * block_size\n"
+    "  --mask M.npy          float16/32/64, added to s; broadcasts like numpy to\n"
+    "                        (B, H, Tq, Tk): (Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk),\n"
+    "                        (H, Tq, Tk), (B, 1, 1, Tk) ... (2 to 4 dimensions, each\n"
+    "                        equal or 1, the last Tk); -inf = key not allowed.\n"
+    "                        Packed: Tq and Tk are the longest sequences; paged: Tk\n"
+    "                        is max_blocks * block_size\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
     "\n"
     "packed sequences and paged KV cache (int32 or int64 .npy index files; fused\n"
@@ -343,9 +345,10 @@ static int run_without_rows(const attention_options *o, const attention_files *f
 static int make_mask(vkattn_context *ctx, const attention_options *o, attention_files *f)
 {
     int ndim = f->mask.array.ndim;
-    if (ndim != 2 && ndim != 4)
+    if (ndim < 2 || ndim > 4)
         return cli_error("attention", EXIT_RUNTIME,
-                         "%s (mask): is %d-D, must be (Tq, Tk), (B, 1, Tq, Tk) or (B, H, Tq, Tk)",
+                         "%s (mask): is %d-D, must have 2 to 4 dimensions that broadcast to "
+                         "(B, H, Tq, Tk)",
                          o->mask, ndim);
     return make_float_tensor("attention", ctx, o->mask, "mask", &f->mask, true);
 }

@@ -114,31 +114,36 @@ static vkattn_status check_head_vector(vkattn_context *ctx, const vkattn_tensor 
                     dtype_name(t->dtype), shape_string(t, ts, sizeof ts), (long long)H);
 }
 
-/* The mask's shape and its strides over (b, h, i). */
+/* The mask's shape and its strides over (b, h, i). It broadcasts like a numpy
+ * array against (B, H, Tq, Tk): 2 to 4 dimensions aligned to the right, each
+ * equal to the problem's or 1 (stride 0), the last equal to Tk, so a key padding
+ * mask (B, 1, 1, Tk) or one mask per head (H, Tq, Tk) needs no copies. */
 static vkattn_status check_mask(vkattn_context *ctx, const vkattn_tensor *m, attention_dims *d)
 {
     vkattn_status s = check_float_input(ctx, m, "attention", "mask");
     if (s != VKATTN_OK)
         return s;
-    const int64_t *sh = m->shape;
-    bool ok = m->ndim == 2 ? sh[0] == d->Tq && sh[1] == d->Tk
-              : m->ndim == 4 ? sh[0] == d->B && (sh[1] == 1 || sh[1] == d->H) && sh[2] == d->Tq &&
-                                   sh[3] == d->Tk
-                             : false;
+    const int64_t want[4] = {d->B, d->H, d->Tq, d->Tk};
+    int64_t dim[4] = {1, 1, 1, 1};
+    bool ok = m->ndim >= 2 && m->ndim <= 4;
+    for (int i = 0; ok && i < m->ndim; i++)
+        dim[4 - m->ndim + i] = m->shape[i];
+    for (int i = 0; ok && i < 4; i++)
+        ok = dim[i] == want[i] || (dim[i] == 1 && i < 3);
     if (!ok) {
         char ms[96];
         return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
-                        "attention: mask is %s, must be (%lld, %lld), (%lld, 1, %lld, %lld) or "
-                        "(%lld, %lld, %lld, %lld) (B, H, Tq, Tk%s)",
-                        shape_string(m, ms, sizeof ms), (long long)d->Tq, (long long)d->Tk,
-                        (long long)d->B, (long long)d->Tq, (long long)d->Tk, (long long)d->B,
-                        (long long)d->H, (long long)d->Tq, (long long)d->Tk,
-                        d->var.cu_q ? "; packed: the longest sequences"
+                        "attention: mask is %s, must broadcast to (B, H, Tq, Tk) = (%lld, %lld, "
+                        "%lld, %lld): 2 to 4 dimensions, aligned to the right, each equal or 1, "
+                        "the last %lld%s",
+                        shape_string(m, ms, sizeof ms), (long long)d->B, (long long)d->H,
+                        (long long)d->Tq, (long long)d->Tk, (long long)d->Tk,
+                        d->var.cu_q ? "; packed: Tq and Tk are the longest sequences"
                         : d->var.block_table ? "; paged: Tk = max_blocks * block_size" : "");
     }
-    d->var.mask_si = d->Tk;
-    d->var.mask_sh = m->ndim == 4 && sh[1] == d->H ? d->Tq * d->Tk : 0;
-    d->var.mask_sb = m->ndim == 4 ? sh[1] * d->Tq * d->Tk : 0;
+    d->var.mask_si = dim[2] == 1 ? 0 : dim[3];
+    d->var.mask_sh = dim[1] == 1 ? 0 : dim[2] * dim[3];
+    d->var.mask_sb = dim[0] == 1 ? 0 : dim[1] * dim[2] * dim[3];
     return VKATTN_OK;
 }
 
