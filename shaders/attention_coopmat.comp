@@ -26,7 +26,8 @@
 // MM, MN, MK are a shape from the device's cooperative-matrix properties.
 // Q, K and V are f16 (bound as 32-bit words, or as uvec4 where rows are
 // 8-element aligned). Shared memory, in bytes:
-// 2 BC (DP + DVP) + 6 BR BC + 4 BR + 16, and in the emulated build, which keeps
+// 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides below), and in
+// the emulated build, which keeps
 // its matrices there, 2 BR (DP + BC) + 4 BR (BC + DVP) more.
 //
 // With COOPMAT_EMULATED the same kernel is built with the matrix operations in
@@ -69,6 +70,14 @@ const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec
 const uint LPR = SG_SIZE >= MM ? SG_SIZE / MM : 1;
 const uint ROW_PASSES = SG_SIZE >= MM ? 1 : MM / SG_SIZE;
 const uint ROW_LANES = SG_SIZE / LPR;
+// Row strides of the shared tiles: 16 bytes past the row's length, which keeps
+// the matrix loads' 16-byte alignment and spreads the rows that one matrix load
+// (8 rows of 16 bytes) or one softmax step (a lane per row) touches over the
+// banks, where rows of 128 bytes or a multiple would all start in the same one.
+const uint KS = DP + 8;     // k_tile (halves)
+const uint VS = DVP + 8;    // v_tile (halves)
+const uint SS = BC + 4;     // s_tile (floats)
+const uint PS = BC + 8;     // p_tile (halves)
 // Q is staged through k_tile, QCH rows at a time (whole subgroups' rows).
 const uint QCH = BC / MM * MM;
 // A row's maximum is raised only when it grows by more than this (log2).
@@ -89,10 +98,10 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 // lays the shared variables out as it likes: every one is a multiple of 16
 // bytes long (with a 4-byte scalar among them, NVIDIA's H100 read the tiles
 // shifted and computed garbage).
-shared float16_t k_tile[BC * DP];
-shared float16_t v_tile[BC * DVP];
-shared float s_tile[BR * BC];       // a slice of MM rows per subgroup
-shared float16_t p_tile[BR * BC];
+shared float16_t k_tile[BC * KS];
+shared float16_t v_tile[BC * VS];
+shared float s_tile[BR * SS];       // a slice of MM rows per subgroup
+shared float16_t p_tile[BR * PS];
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // [0]: t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
 // reset); four words long for the alignment above.
@@ -117,11 +126,12 @@ float16_t load_half(uint word, uint index)
     return float16_t(unpackHalf2x16(word)[index & 1u]);
 }
 
-// Stages WIDTH (padded to WIDTH_P) elements of each key of the tile into TILE:
+// Stages WIDTH (padded to WIDTH_P) elements of each key of the tile into TILE,
+// rows TILE_STRIDE apart:
 // eight at a time where every row starts 8-element aligned (ALIGNED8), else one
 // at a time; zeros past `limit` and past WIDTH. With NONFINITE, a key of the
 // tile holding an Inf or NaN is flagged in v_nonfinite_tile.
-#define STAGE_TILE(TILE, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8, NONFINITE)           \
+#define STAGE_TILE(TILE, TILE_STRIDE, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8, NONFINITE) \
     if ((WIDTH) % 8 == 0 && (WIDTH_P) % 8 == 0 && (ALIGNED8)) {                                 \
         for (uint e = tid; e < BC * (WIDTH_P) / 8; e += WG) {                                    \
             uint c = e / ((WIDTH_P) / 8), d = e % ((WIDTH_P) / 8) * 8, key = t0 + c;            \
@@ -130,8 +140,8 @@ float16_t load_half(uint word, uint index)
                 words = BUF8[((BASE) + key_row(b, seq, key) * (STRIDE) + d) >> 3];              \
             [[unroll]] for (uint w = 0; w < 4; w++) {                                            \
                 f16vec2 pair = f16vec2(unpackHalf2x16(words[w]));                               \
-                TILE[c * (WIDTH_P) + d + 2 * w] = pair.x;                                        \
-                TILE[c * (WIDTH_P) + d + 2 * w + 1] = pair.y;                                    \
+                TILE[c * (TILE_STRIDE) + d + 2 * w] = pair.x;                                    \
+                TILE[c * (TILE_STRIDE) + d + 2 * w + 1] = pair.y;                                \
                 if (NONFINITE && (any(isnan(pair)) || any(isinf(pair))))                         \
                     atomicMax(v_nonfinite_tile[0], t0 + 1);                                      \
             }                                                                                    \
@@ -144,7 +154,7 @@ float16_t load_half(uint word, uint index)
                 uint index = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                       \
                 x = load_half(BUF[index >> 1], index);                                           \
             }                                                                                    \
-            TILE[e] = x;                                                                         \
+            TILE[c * (TILE_STRIDE) + d] = x;                                                     \
             if (NONFINITE && (isnan(x) || isinf(x)))                                             \
                 atomicMax(v_nonfinite_tile[0], t0 + 1);                                          \
         }                                                                                        \
@@ -202,7 +212,8 @@ void main()
 
     // This subgroup's rows, the keys they may see, and the rows its lanes hold.
     uint row0 = sub * MM;                   // within the block
-    uint slice = row0 * BC;                 // its part of s_tile and p_tile
+    uint slice = row0 * SS;                 // its part of s_tile
+    uint p_slice = row0 * PS;               // and of p_tile
     bool has_rows = first + row0 < rows;
     uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + MM, rows) - 1,
                                           key_begin, key_end)
@@ -237,12 +248,12 @@ void main()
                 uint index = b * p.q_sb + h * p.q_sh + (seq.q_first + row % seq.Tq) * p.q_ss + d;
                 x = load_half(q16[index >> 1], index);
             }
-            k_tile[e] = x;
+            k_tile[e / DP * KS + d] = x;
         }
         barrier();
         if (row0 >= c0 && row0 < c0 + QCH)
             MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
-                A_LOAD(q_a, k, k_tile, (row0 - c0) * DP + k * MK, DP);
+                A_LOAD(q_a, k, k_tile, (row0 - c0) * KS + k * MK, KS);
     }
 
     uint k_base = b * p.k_sb + g * p.k_sh;
@@ -252,8 +263,8 @@ void main()
 
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
         barrier();  // every subgroup is done with the previous tile (and with Q)
-        STAGE_TILE(k_tile, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
-        STAGE_TILE(v_tile, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
+        STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
+        STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
         barrier();
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
@@ -263,9 +274,9 @@ void main()
             ACC_ZERO(s_acc, c);
         MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
             MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
-                ACC_MMA(s_acc, c, q_a, k, k_tile, c * MN * DP + k * MK, DP, true);
+                ACC_MMA(s_acc, c, q_a, k, k_tile, c * MN * KS + k * MK, KS, true);
         MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
-            ACC_STORE(s_acc, c, s_tile, slice + c * MN, BC);
+            ACC_STORE(s_acc, c, s_tile, slice + c * MN, SS);
         subgroup_shared_sync();
 
         // 3. Online softmax; keys a row may not see (and rows past the
@@ -276,10 +287,10 @@ void main()
             float step_max = NEG_INF;
             for (uint c = lane % LPR; c < BC; c += LPR) {
                 uint j = t0 + c;
-                float s = s_tile[r * BC + c] * p.scale_log2e;
+                float s = s_tile[r * SS + c] * p.scale_log2e;
                 s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
                                              : NEG_INF;
-                s_tile[r * BC + c] = s;
+                s_tile[r * SS + c] = s;
                 step_max = max(step_max, s);
             }
             for (uint offset = 1; offset < LPR; offset *= 2)
@@ -292,8 +303,8 @@ void main()
             float shift = m == NEG_INF ? 0.0 : m;
             float sum = 0.0;
             for (uint c = lane % LPR; c < BC; c += LPR) {
-                float weight = exp2(s_tile[r * BC + c] - shift);
-                p_tile[r * BC + c] = float16_t(weight);
+                float weight = exp2(s_tile[r * SS + c] - shift);
+                p_tile[r * PS + c] = float16_t(weight);
                 sum += weight;
             }
             for (uint offset = 1; offset < LPR; offset *= 2)
@@ -312,11 +323,11 @@ void main()
 
         // 4. O += P V.
         MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
-            A_LOAD(p_a, k, p_tile, slice + k * MK, BC);
+            A_LOAD(p_a, k, p_tile, p_slice + k * MK, PS);
         if (v_nonfinite_tile[0] != t0 + 1) {
             MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
                 MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
-                    ACC_MMA(o_acc, j, p_a, k, v_tile, k * MK * DVP + j * MN, DVP, false);
+                    ACC_MMA(o_acc, j, p_a, k, v_tile, k * MK * VS + j * MN, VS, false);
         } else {
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
@@ -329,11 +340,11 @@ void main()
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
                     float acc = s_tile[slice + e];
                     for (uint c = 0; c < BC; c++) {
-                        float weight = float(p_tile[slice + r * BC + c]);
+                        float weight = float(p_tile[p_slice + r * PS + c]);
                         bool used = t0 + c >= keys.x && t0 + c < keys.y &&
                                     (!KEYWISE_MASK || weight != 0.0);
                         if (used)
-                            acc += weight * float(v_tile[c * DVP + d]);
+                            acc += weight * float(v_tile[c * VS + d]);
                     }
                     s_tile[slice + e] = acc;
                 }
@@ -346,7 +357,9 @@ void main()
 
     if (!has_rows)
         return;
-    // Each row's output scale (1 with a split: its partial keeps O, m and l).
+    // Each row's output scale (1 with a split: its partial keeps O, m and l),
+    // written where the last tile's lanes may still be reading its factors.
+    subgroup_shared_sync();
     [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
         uint r = row0 + lane / LPR + pass * ROW_LANES;
         uint row = first + r;

@@ -386,6 +386,25 @@ static void test_coopmat_emulated(void **state)
     run_coopmat_cases(env, "16x8x16", &r);
 }
 
+/* The emulated kernel tiled as on a GPU (VKATTN_COOPMAT_EMULATED_TILING=gpu):
+ * several subgroups a workgroup with barriers between them, Q staged in
+ * chunks, tiles of up to 64 keys (48: not a power of 2) and, with 4-row
+ * matrices on lavapipe's 8 lanes, two lanes a row (the shuffle reductions)
+ * — the paths one subgroup and 16-key tiles never take, which revision 2
+ * runs first on a GPU. */
+static void test_coopmat_emulated_gpu_tiling(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    if (!test_has_float16(env, &info))
+        return;
+    rng r = {17};
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+    run_coopmat_cases(env, "16x8x16", &r);
+    run_coopmat_cases(env, "4x16x16", &r);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+}
+
 /* The real cooperative-matrix kernel on the same shapes, where the device has
  * matrix units (none in CI: this runs in scripts/gpu-check.sh on a GPU). */
 static void test_coopmat_device(void **state)
@@ -547,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
+        cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),

@@ -12,7 +12,11 @@
  * VKATTN_COOPMAT=0 turns it off. The emulated build runs the same kernel
  * with the matrix operations in plain code and is never chosen by AUTO: tests
  * force it on devices without matrix units. Its matrix shape is 16x16x16, or
- * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (tests use the shapes GPUs report). */
+ * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (tests use the shapes GPUs report). On
+ * CPU devices it tiles small (one subgroup, 16 keys) unless
+ * VKATTN_COOPMAT_EMULATED_TILING=gpu, with which tests reach the paths only a
+ * GPU's tiling takes: barriers between subgroups, Q staged in several chunks,
+ * tiles of 32 to 64 keys. */
 #include "attention_fused.h"
 
 #include <stdio.h>
@@ -24,9 +28,10 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE
 };
 
-/* Subgroups per workgroup (each owns MM query rows) and the most keys per tile.
- * On CPU devices (where only the emulated build runs, in tests) one subgroup
- * and small tiles: lavapipe turns each barrier into a coroutine switch. */
+/* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
+ * the most of each that fit, in that order. On CPU devices (where only the
+ * emulated build runs, in tests) one subgroup and small tiles: lavapipe turns
+ * each barrier into a coroutine switch. */
 #define COOPMAT_SUBGROUPS 4
 #define COOPMAT_MAX_TILE 64
 #define COOPMAT_MAX_TILE_CPU 16
@@ -41,10 +46,12 @@ static uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
 static uint32_t gcd(uint32_t a, uint32_t b) { while (b) { uint32_t t = a % b; a = b, b = t; } return a; }
 static uint32_t lcm(uint32_t a, uint32_t b) { return a / gcd(a, b) * b; }
 
-/* attention_coopmat.comp's shared memory. */
+/* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
+ * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag. */
 static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp, bool emulated)
 {
-    uint64_t bytes = 2ull * bc * (dp + dvp) + 6ull * br * bc + 4ull * br + 16;
+    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + 4ull * br * (bc + 4) + 2ull * br * (bc + 8) +
+                     4ull * br + 16;
     /* The emulated build keeps its matrices there. */
     return bytes + (emulated ? 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) : 0);
 }
@@ -54,6 +61,21 @@ static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp
 static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp)
 {
     return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg;
+}
+
+/* The most keys per tile (a multiple of every matrix side) that fit br rows'
+ * tiles in shared memory and, for the real kernel, the matrices in registers;
+ * 0 if none does. */
+static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
+                             uint32_t br, uint32_t max_tile, uint32_t dp, uint32_t dvp,
+                             bool emulated)
+{
+    uint32_t unit = lcm(lcm(s.m, s.n), s.k);
+    for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
+        if (shared_bytes(br, bc, dp, dvp, emulated) <= info->shared_memory_bytes &&
+            (emulated || matrix_registers(s.m, sg, bc, dp, dvp) <= COOPMAT_MATRIX_REGISTERS))
+            return bc;
+    return 0;
 }
 
 static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bool emulated,
@@ -107,19 +129,18 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     plan->subgroup_size = required && !(emulated && caps->subgroup_min == caps->subgroup_max) ? sg : 0;
     coopmat_shape s = plan->shape;
     uint32_t dp = round_up((uint32_t)d->D, s.k), dvp = round_up((uint32_t)d->Dv, s.n);
-    uint32_t bc_unit = lcm(lcm(s.m, s.n), s.k);
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
-    uint32_t max_tile = cpu ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE;
+    const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
+    bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
+    uint32_t max_tile = small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE;
     /* Decoding: no more subgroups than the problem has rows for. */
     uint64_t row_blocks = div_up(fused_rows(d), s.m);
-    uint32_t subgroups = cpu ? 1 : row_blocks < COOPMAT_SUBGROUPS ? (uint32_t)row_blocks
-                                                                  : COOPMAT_SUBGROUPS;
+    uint32_t subgroups = small_tiles ? 1 : row_blocks < COOPMAT_SUBGROUPS ? (uint32_t)row_blocks
+                                                                          : COOPMAT_SUBGROUPS;
+    while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp, emulated)) &&
+           subgroups > 1)
+        subgroups--;
     uint32_t br = subgroups * s.m;
-    plan->bc = 0;
-    for (uint32_t bc = max_tile / bc_unit * bc_unit; bc >= bc_unit && !plan->bc; bc -= bc_unit)
-        if (shared_bytes(br, bc, dp, dvp, emulated) <= info->shared_memory_bytes &&
-            (emulated || matrix_registers(s.m, sg, bc, dp, dvp) <= COOPMAT_MATRIX_REGISTERS))
-            plan->bc = bc;
     if (!plan->bc) {
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
                  "do not fit in %u bytes of shared memory and %d registers", name,
