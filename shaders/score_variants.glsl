@@ -51,11 +51,23 @@ ivec2 window_range(int pos, int left, int right)
     return r;
 }
 
-// tanh that stays finite for large arguments (the GLSL builtin may overflow).
-float stable_tanh(float x)
+// cap * tanh(s / cap) to float precision for any ratio. Small ratios take
+// tanh(x) / x as its series (the terms left out are below 1e-8 at |x| < 1/4),
+// not (1 - e) / (1 + e), which loses the digits of 1 - e as x shrinks and gives
+// 0 once e rounds to 1 (a cap of 1e8 made every score 0); so a cap so large
+// that s / cap underflows, or whose exp2-domain value overflowed to inf, leaves
+// s as it is, as the definition does. Large ratios: e = exp(-2|x|), finite
+// where the builtin tanh may overflow.
+float soft_cap(float s, float cap)
 {
+    float x = s / cap;
+    if (abs(x) < 0.25) {
+        float x2 = x * x;
+        return s * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
+                                                                    x2 * (62.0 / 2835.0)))));
+    }
     float e = exp2(-2.0 * LOG2E * abs(x));
-    return sign(x) * (1.0 - e) / (1.0 + e);
+    return cap * sign(x) * (1.0 - e) / (1.0 + e);
 }
 
 // Head h's ALiBi slope in the exp2 domain (0 without ALiBi): read once per row.
@@ -70,7 +82,7 @@ float alibi_slope_log2e(uint h)
 float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
 {
     if (HAS_SOFTCAP)
-        s2 = softcap_log2e * stable_tanh(s2 / softcap_log2e);
+        s2 = soft_cap(s2, softcap_log2e);
     if (HAS_ALIBI)
         s2 += slope_log2e * float(rel);
     if (HAS_MASK)

@@ -227,7 +227,7 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
         .ml_offset = (uint32_t)(records * 4 * dv4),
         .window_left = attention_window_side(d->var.window_left, d),
         .window_right = attention_window_side(d->var.window_right, d),
-        .softcap_log2e = (float)((double)d->var.softcap * LOG2_E),
+        .softcap_log2e = softcap_log2e(d->var.softcap),
         .mask_sb = (uint32_t)d->var.mask_sb,
         .mask_sh = (uint32_t)d->var.mask_sh,
         .mask_si = (uint32_t)d->var.mask_si,

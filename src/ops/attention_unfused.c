@@ -102,7 +102,7 @@ static vkattn_status record_score_variants(vkattn_context *ctx, const attention_
         .z0 = (uint32_t)z0, .r0 = (uint32_t)r0, .H = (uint32_t)d->H,
         .q_offset = (int32_t)d->q_offset,
         .scale_log2e = (float)((double)d->scale * LOG2_E),
-        .softcap_log2e = (float)((double)v->softcap * LOG2_E),
+        .softcap_log2e = softcap_log2e(v->softcap),
         .window_left = attention_window_side(v->window_left, d),
         .window_right = attention_window_side(v->window_right, d),
         .mask_sb = (uint32_t)v->mask_sb, .mask_sh = (uint32_t)v->mask_sh,

@@ -7,6 +7,8 @@
 
 #include "internal.h"
 
+#include <float.h>
+
 #define LOG2_E 1.4426950408889634
 #define LN_2 0.6931471805599453
 
@@ -27,6 +29,15 @@ vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint
 uint32_t shader_dtype(const vkattn_tensor *t);
 
 static inline uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+/* A soft-capping value in the kernels' exp2 domain (softcap * log2 e), held at
+ * FLT_MAX where that overflows: the kernels' soft_cap then leaves scores as
+ * they are, as a cap that large does. */
+static inline float softcap_log2e(float softcap)
+{
+    double c = (double)softcap * LOG2_E;
+    return c > FLT_MAX ? FLT_MAX : (float)c;
+}
 
 /* Whether kernels should read through texel views: on devices whose invocations
  * are the SIMD lanes of a CPU (lavapipe) a texel fetch is one vector gather while
