@@ -50,13 +50,17 @@ static void usage(FILE *f)
         "                       then goes to stderr)\n"
         "  --csv FILE           CSV with a header row, the same columns as the JSON\n"
         "  --no-verify          skip the comparison with the CPU reference\n"
+        "  --profile            also each kernel's GPU time per timed run, below the case\n"
+        "                       (and in the JSON and CSV): a GPU timestamp after every\n"
+        "                       dispatch, so the case's own time grows a little\n"
         "  --soak N             instead of a sweep: N mixed calls (attention by each path,\n"
         "                       dtypes, GQA, window and sinks, decode, the layer) in one\n"
         "                       context, each result compared bit for bit with the first\n"
         "                       of its kind; prints the time and the memory before and\n"
         "                       after, fails on a difference or a growing heap\n"
         "  --help               this text\n"
-        "\n"
+        "\n");
+    fprintf(f,
         "Shape columns (B,H,Hkv,Tq,Tk,D,Dv) for every op:\n"
         "  attention       Q (B,H,Tq,D), K (B,Hkv,Tk,D), V (B,Hkv,Tk,Dv)\n"
         "  mha             X (B,T,C): T = Tq = Tk, H heads of Dh = D = Dv, C = H*Dh, Hkv = H\n"
@@ -212,6 +216,8 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
             c->full = false;
         } else if (!strcmp(a, "--no-verify")) {
             c->opt.verify = false;
+        } else if (!strcmp(a, "--profile")) {
+            c->opt.profile = true;
         } else if (!strcmp(a, "--causal")) {
             c->causal = true;
         } else if (strncmp(a, "--", 2) || i + 1 == argc) {

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
     }
 
     bench_env env = {.opt = cli.opt};
-    vkattn_context_desc md = {.backend = cli.backend, .device = cli.device};
+    vkattn_context_desc md = {.backend = cli.backend, .device = cli.device,
+                              .profile = cli.opt.profile};
     vkattn_status s = vkattn_context_create(&md, &env.main);
     if (s != VKATTN_OK) {
         fprintf(stderr, "vkattn-bench: cannot create a context%s%s: %s\n",

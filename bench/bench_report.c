@@ -126,7 +126,7 @@ void bench_report_begin(const bench_report *rep)
         fprintf(rep->csv,
                 "op,path,variant,backend,device,driver,dtype,shape,B,H,Hkv,Tq,Tk,D,Dv,causal,"
                 "q_offset,kv_splits,reps,timing,ms_median,ms_min,gflops,gbps,pct_peak,"
-                "max_abs_err,tolerance,verified,ok,note,error\n");
+                "max_abs_err,tolerance,verified,ok,note,error,kernels\n");
 }
 
 /* Writes s as a JSON string body (quotes and control characters escaped). */
@@ -202,6 +202,8 @@ static void table_row(const bench_report *rep, const bench_case *c, const bench_
     else if (!r->ok)
         fprintf(rep->table, "    error %.3g exceeds the tolerance (verified %s)\n",
                 r->max_abs_err, r->note);
+    if (r->kernels[0])
+        fprintf(rep->table, "    per run: %s\n", r->kernels);
     fflush(rep->table);
 }
 
@@ -242,6 +244,8 @@ static void json_row(const bench_report *rep, const bench_case *c, const bench_r
     json_string(j, r->note);
     fprintf(j, ",\"error\":");
     json_string(j, r->error);
+    fprintf(j, ",\"kernels\":");
+    json_string(j, r->kernels);
     fprintf(j, "}\n");
     fflush(j);
 }
@@ -269,6 +273,8 @@ static void csv_row(const bench_report *rep, const bench_case *c, const bench_re
     csv_string(v, r->note);
     fputc(',', v);
     csv_string(v, r->error);
+    fputc(',', v);
+    csv_string(v, r->kernels);
     fputc('\n', v);
     fflush(v);
 }

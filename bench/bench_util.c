@@ -51,6 +51,28 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Each kernel's GPU time per timed run (the profile since the warm-up), the
+ * most first: "attention_decode 21.3 us, attention_combine 4.1 us"; a kernel
+ * dispatched several times a run gets "(xN)". */
+static vkattn_status kernel_times(vkattn_context *ctx, int reps, char *buf, size_t size)
+{
+    vkattn_kernel_time k[6];
+    uint32_t n = 0;
+    vkattn_status s = vkattn_profile_read(ctx, k, 6, &n, true);
+    buf[0] = '\0';
+    size_t used = 0;
+    for (uint32_t i = 0; s == VKATTN_OK && i < n && i < 6 && used < size; i++) {
+        double us = k[i].total_ms * 1e3 / reps;
+        uint64_t per_run = k[i].dispatches / (uint64_t)reps;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s %.1f us", i ? ", " : "",
+                                 k[i].kernel, us);
+        if (per_run > 1 && used < size)
+            used += (size_t)snprintf(buf + used, size - used, " (x%llu)",
+                                     (unsigned long long)per_run);
+    }
+    return s;
+}
+
 vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
                          void *user, bench_result *r)
 {
@@ -69,6 +91,9 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
         if (i == 0)
             warm_start = bench_now_s(); /* after the run that compiled */
     }
+    uint32_t kernels = 0;
+    if (opt->profile && (s = vkattn_profile_read(ctx, NULL, 0, &kernels, true)))
+        return s; /* only the timed runs count */
     double *times = calloc((size_t)opt->reps, sizeof *times);
     if (!times)
         return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
@@ -92,6 +117,8 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
     r->reps = reps;
     r->ms_min = times[0];
     r->ms_median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+    if (opt->profile)
+        s = kernel_times(ctx, reps, r->kernels, sizeof r->kernels);
 done:
     free(times);
     return s;

@@ -334,6 +334,8 @@ typedef struct vkattn_context_desc {
     vkattn_memory_mode memory;      /* default AUTO: VKATTN_MEMORY from the environment
                                        ("device" or "auto"), else AUTO (see
                                        vkattn_memory_mode); ignored by the CPU backend */
+    bool profile;                   /* default false: per-kernel GPU times for
+                                       vkattn_profile_read (also with VKATTN_PROFILE=1) */
 } vkattn_context_desc;
 
 /* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a
@@ -367,6 +369,31 @@ VKATTN_API vkattn_status vkattn_synchronize(vkattn_context *ctx);
  * INVALID_ARGUMENT if end() comes without begin(). */
 VKATTN_API vkattn_status vkattn_timer_begin(vkattn_context *ctx);
 VKATTN_API vkattn_status vkattn_timer_end(vkattn_context *ctx, double *elapsed_ms);
+
+/* One kernel's GPU time since profiling began or was last reset. */
+typedef struct vkattn_kernel_time {
+    const char *kernel;     /* the shader ("attention_decode", "attention_combine",
+                               "matmul", ...; "copy" for buffer copies); static */
+    uint64_t dispatches;
+    double total_ms;
+} vkattn_kernel_time;
+
+/* Per-kernel GPU times of a context created with `profile` (or VKATTN_PROFILE=1):
+ * vkattn writes a GPU timestamp after every dispatch and copy it submits and
+ * charges each the time since the stamp before it, which is the command's own
+ * run time where it waits for the previous one (vkattn puts a barrier between
+ * dependent commands; independent ones that overlap share their time in record
+ * order). Counts work that has completed (vkattn_synchronize first), at most
+ * 1023 commands per submission. Writes up to `capacity` kernels, the most time
+ * first, to `out` and the number of kernels with time to `*count` (which may
+ * exceed `capacity`); with `reset` the totals start over. Without profiling, on
+ * the CPU backend, where the queue has no timestamps
+ * (vkattn_device_info.timestamps) and for work recorded into an application's
+ * command buffer there are no times: `*count` is 0. INVALID_ARGUMENT: ctx or
+ * count NULL, or out NULL with capacity > 0. Profiling adds a timestamp per
+ * command: leave it off where every microsecond is timed. */
+VKATTN_API vkattn_status vkattn_profile_read(vkattn_context *ctx, vkattn_kernel_time *out,
+                                             uint32_t capacity, uint32_t *count, bool reset);
 
 /* ------------------------------------------------------------- tensors ---- */
 

@@ -10,10 +10,11 @@
 #    missing (scripts/gpu_runtime.py) and finds NVIDIA's Vulkan driver manifest;
 # 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
 # 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
-# 4. runs vkattn-bench --gpu, each case checked against the CPU reference;
+# 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
+#    once more with --profile (each kernel's GPU time, profile.txt);
 # 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
-#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, sdpa.csv, tests.log,
+#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
 #    devices.txt, gpu-check.log.
 # Exit status 0 when a GPU was found and every test and bench case passed (the
 # PyTorch part may be missing: the table then says why). About 3-5 minutes on an H100.
@@ -27,8 +28,9 @@
 #   --out DIR          results folder (default bench/results/<device name>)
 #   --jobs N           tests run at once (default min(8, cores))
 #   --test-timeout S   cap on each test (default 240)
-#   --test-deadline S  all tests end within this (default 300); then the bench runs
-#                      (held to 180 s) and SDPA (90 s): under 10 minutes in all
+#   --test-deadline S  all tests end within this (default 270); then the bench runs
+#                      (held to 180 s), its profile (45 s) and SDPA (90 s): under 10
+#                      minutes in all
 # Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
 # one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
 set -uo pipefail
@@ -38,7 +40,7 @@ build=${VKATTN_BUILD_DIR:-build}
 build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
-device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=240 test_deadline=300
+device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=240 test_deadline=270
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
   [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
@@ -172,6 +174,13 @@ check() {
   bench_rc=$?
   cat "$out/vkattn.txt"
   [ $bench_rc = 124 ] && say "bench: stopped after 180 s"
+  # Where the time goes, kernel by kernel (timestamps after every dispatch, so
+  # kept out of the timed run above).
+  say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5"
+  # shellcheck disable=SC2086
+  timeout 45 "$build_abs/vkattn-bench" $bench_args --profile --no-verify --reps 5 > "$out/profile.txt" 2>&1 ||
+    say "profile: exit status $? (profile.txt has what ran)"
+  grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
 
   # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
   local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"

@@ -128,6 +128,7 @@ static vkattn_status begin_if_needed(vkattn_context *ctx)
     vk->active = vk->command_buffer;
     vk->recorded_commands = 0;
     vk->written_count = vk->read_count = 0;
+    profile_begin_commands(ctx);
     return VKATTN_OK;
 }
 
@@ -280,6 +281,7 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
                                  d->push_bytes, d->push);
     vk->vkd.CmdDispatch(cb, d->groups[0], d->groups[1], d->groups[2]);
     vk->recorded_commands++;
+    profile_after_command(ctx, d->key.shader);
     return VKATTN_OK;
 }
 
@@ -293,6 +295,7 @@ vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDev
     VkBufferCopy region = {0, 0, bytes};
     vk->vkd.CmdCopyBuffer(vk->command_buffer, src, dst, 1, &region);
     vk->recorded_commands++;
+    profile_after_command(ctx, SHADER_COUNT);
     return VKATTN_OK;
 }
 
@@ -378,6 +381,9 @@ vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx)
      * outputs keep what they held) and the context stays usable. */
     vkattn_status s = r == VK_SUCCESS ? VKATTN_OK
                                       : ctx_fail_vk(ctx, r, "submitting recorded work (dropped)");
+    if (r == VK_SUCCESS)
+        profile_collect(ctx);
+    ctx->profile.used = 0;
     if (vk->vkd.ResetCommandPool(vk->device, vk->command_pool, 0) != VK_SUCCESS)
         vk->pool_needs_reset = true;
     for (uint32_t i = 0; i < vk->descriptor_pool_count; i++)

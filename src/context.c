@@ -23,13 +23,14 @@ static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc 
                                   : vk_device_create_owned(ctx, desc);
     if (s != VKATTN_OK)
         return s;
-    if ((s = vk_pipelines_init(ctx, desc)) != VKATTN_OK)
+    if ((s = vk_pipelines_init(ctx, desc)) != VKATTN_OK || (s = vk_cmd_init(ctx)) != VKATTN_OK)
         return s;
-    return vk_cmd_init(ctx);
+    return profile_init(ctx);
 }
 
 static void vulkan_release(vkattn_context *ctx)
 {
+    profile_destroy(ctx);
     vk_cmd_destroy(ctx);
     vk_pipelines_destroy(ctx);
     vk_device_destroy(ctx);
@@ -58,6 +59,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     ctx->log_fn = desc->log_fn;
     ctx->log_user_data = desc->log_user_data;
     ctx->vk.memory_mode = desc->memory;
+    ctx->profile.wanted = profile_wanted(desc);
 
     vkattn_backend wanted = desc->adopt ? VKATTN_BACKEND_VULKAN : desc->backend;
     if (wanted != VKATTN_BACKEND_CPU) {

@@ -315,6 +315,31 @@ typedef enum scratch_slot {
 
 /* ------------------------------------------------------------ context --- */
 
+/* ------------------------------------------------------------ profile --- */
+
+/* Timestamps per command buffer (profile.c): at most PROFILE_STAMPS - 1
+ * commands of one submission are measured. */
+#define PROFILE_STAMPS 1024
+
+typedef struct profile_total {
+    uint64_t dispatches, ticks;
+} profile_total;
+
+typedef struct profile_state {
+    bool wanted;                /* vkattn_context_desc.profile or VKATTN_PROFILE=1 */
+    VkQueryPool pool;           /* where the device has timestamps */
+    uint32_t used;              /* stamps written into the current command buffer */
+    uint16_t shader[PROFILE_STAMPS];            /* the command each stamp ends */
+    profile_total totals[SHADER_COUNT + 1];     /* per shader_id; [SHADER_COUNT]: copies */
+} profile_state;
+
+bool profile_wanted(const vkattn_context_desc *desc);
+vkattn_status profile_init(vkattn_context *ctx);
+void profile_destroy(vkattn_context *ctx);
+void profile_begin_commands(vkattn_context *ctx);
+void profile_after_command(vkattn_context *ctx, uint32_t shader);
+void profile_collect(vkattn_context *ctx);
+
 struct vkattn_context {
     vkattn_backend backend;
     vkattn_device_info info;
@@ -331,6 +356,7 @@ struct vkattn_context {
 
     bool timer_running;
     double timer_host_start_ms;
+    profile_state profile;
 
     vk_state vk; /* unused on the CPU backend */
 };

@@ -540,6 +540,108 @@ static void test_memory_modes(void **state)
     assert_int_equal(log.validation_messages, 0);
 }
 
+static const vkattn_kernel_time *find_kernel(const vkattn_kernel_time *k, uint32_t n,
+                                              const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(k[i].kernel, name) == 0)
+            return &k[i];
+    return NULL;
+}
+
+/* Per-kernel GPU times: a profiled context in device memory (so transfers are
+ * copies) times the attention it runs kernel by kernel, the most time first;
+ * reset starts over; contexts without profiling, and the CPU backend, have
+ * none; bad arguments are refused. */
+static void test_profile(void **state)
+{
+    (void)state;
+    test_log log = {0};
+    vkattn_context_desc d = {.backend = VKATTN_BACKEND_VULKAN, .validation = VKATTN_VALIDATION_ON,
+                             .log_fn = test_logger, .log_user_data = &log,
+                             .memory = VKATTN_MEMORY_DEVICE, .profile = true};
+    vkattn_context *ctx = NULL;
+    vkattn_status s = vkattn_context_create(&d, &ctx);
+    if (s == VKATTN_ERROR_NO_DEVICE)
+        skip();
+    assert_int_equal(s, VKATTN_OK);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(ctx, &info), VKATTN_OK);
+
+    /* Decoding-shaped, so the keys are split: the attention kernel, then the combine. */
+    vkattn_tensor *q = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 1, 16);
+    vkattn_tensor *k = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 700, 16);
+    vkattn_tensor *o = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 1, 16);
+    float *ones = calloc(4 * 700 * 16, sizeof *ones);
+    assert_non_null(ones);
+    for (size_t i = 0; i < 4 * 700 * 16; i++)
+        ones[i] = 1.0f;
+    assert_int_equal(vkattn_tensor_upload(q, ones, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(k, ones, VKATTN_DTYPE_F32), VKATTN_OK);
+    vkattn_attention_desc ad = {.causal = true, .path = VKATTN_PATH_FUSED};
+    vkattn_attention_choice ran;
+    assert_int_equal(vkattn_attention_choose(ctx, &ad, q, k, k, o, &ran), VKATTN_OK);
+    assert_int_equal(vkattn_attention(ctx, &ad, q, k, k, o), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(o, ones, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_true(ones[0] == 1.0f); /* the mean of ones */
+
+    vkattn_kernel_time times[16];
+    uint32_t n = 0, again = 99;
+    assert_int_equal(vkattn_profile_read(ctx, times, 16, &n, false), VKATTN_OK);
+    if (!info.timestamps) {
+        assert_int_equal(n, 0);
+    } else {
+        const char *kernel = ran.fused_variant == VKATTN_FUSED_ROWS ? "attention_rows"
+                             : ran.fused_variant == VKATTN_FUSED_DECODE ? "attention_decode"
+                                                                        : "attention_tiled";
+        const vkattn_kernel_time *attention = find_kernel(times, n, kernel);
+        assert_non_null(attention);
+        assert_int_equal(attention->dispatches, 1);
+        assert_true(attention->total_ms > 0.0);
+        if (ran.kv_splits > 1) {
+            const vkattn_kernel_time *combine = find_kernel(times, n, "attention_combine");
+            assert_non_null(combine);
+            assert_int_equal(combine->dispatches, 1);
+        }
+        const vkattn_kernel_time *copies = find_kernel(times, n, "copy");
+        assert_non_null(copies);
+        assert_int_equal(copies->dispatches, 3); /* two uploads, one download */
+        for (uint32_t i = 1; i < n; i++)
+            assert_true(times[i - 1].total_ms >= times[i].total_ms);
+        /* A short array: the count is still all of them. */
+        assert_int_equal(vkattn_profile_read(ctx, times, 1, &again, true), VKATTN_OK);
+        assert_int_equal(again, n);
+    }
+    assert_int_equal(vkattn_profile_read(ctx, NULL, 0, &again, false), VKATTN_OK);
+    assert_int_equal(again, 0);
+    assert_int_equal(vkattn_profile_read(ctx, NULL, 1, &again, false),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_profile_read(ctx, times, 1, NULL, false),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_profile_read(NULL, times, 1, &again, false),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    vkattn_tensor_destroy(q);
+    vkattn_tensor_destroy(k);
+    vkattn_tensor_destroy(o);
+    vkattn_context_destroy(ctx);
+
+    /* Not profiled: no times, whatever ran. */
+    d.profile = false;
+    assert_int_equal(vkattn_context_create(&d, &ctx), VKATTN_OK);
+    vkattn_tensor *t = make(ctx, VKATTN_DTYPE_F32, 1, 64, 0, 0, 0);
+    assert_int_equal(vkattn_tensor_upload(t, ones, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_profile_read(ctx, times, 16, &n, false), VKATTN_OK);
+    assert_int_equal(n, 0);
+    vkattn_tensor_destroy(t);
+    vkattn_context_destroy(ctx);
+    ctx = cpu_context();
+    assert_int_equal(vkattn_profile_read(ctx, times, 16, &n, false), VKATTN_OK);
+    assert_int_equal(n, 0);
+    vkattn_context_destroy(ctx);
+    free(ones);
+    assert_int_equal(log.validation_messages, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_bf16_conversion),
         cmocka_unit_test(test_op_arguments),
         cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
+        cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
