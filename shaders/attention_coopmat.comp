@@ -332,6 +332,9 @@ void main()
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
             // Plain code over the keys each row sees instead (DESIGN.md section 2).
+            // P is f16 and 0 for masked keys (the block product needs it so),
+            // so with a mask a key whose weight rounded to 0 is skipped too,
+            // unlike the f32 kernels (key_weight): this kernel's P is rounded.
             MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
                 ACC_STORE(o_acc, j, s_tile, slice, MN);
                 subgroup_shared_sync();

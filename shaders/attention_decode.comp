@@ -167,8 +167,8 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
             float m_new = max(m[r], subgroupMax(x));
             float shift = m_new == NEG_INF ? 0.0 : m_new;
             float alpha = exp2(m[r] - shift);
-            weight[r] = exp2(x - shift);
-            l[r] = l[r] * alpha + weight[r];
+            weight[r] = key_weight(x, shift);
+            l[r] = l[r] * alpha + weight_sum(weight[r]);
             m[r] = m_new;
             for (uint v = 0; v < OV; v++)
                 o[r * OV + v] *= alpha;
@@ -193,7 +193,7 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
                     vec4 x = load_v4(v_row, d4, v_aligned4);                            \
                     for (uint r = 0; r < RM; r++) {                                     \
                         bool used = key >= lo[r] && key < limit[r] &&                   \
-                                    (!KEYWISE_MASK || w[r] != 0.0);                     \
+                                    weight_used(w[r]);                                  \
                         if (whole_chunk || used)                                        \
                             o[r * OV + v] = fma(vec4(w[r]), x, o[r * OV + v]);          \
                     }                                                                   \

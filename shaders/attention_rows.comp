@@ -188,8 +188,8 @@ void main()
             alpha[t] = exp2(m[t] - shift);
             float sum = 0.0;
             for (uint c = 0; c < KB; c++) {
-                s[t * KB + c] = exp2(s[t * KB + c] - shift);
-                sum += s[t * KB + c];
+                s[t * KB + c] = key_weight(s[t * KB + c], shift);
+                sum += weight_sum(s[t * KB + c]);
             }
             l[t] = l[t] * alpha[t] + sum;
             m[t] = m_new;
@@ -197,7 +197,7 @@ void main()
 
         // O = alpha O + P V. Keys outside a row's range (or masked to -inf) are
         // skipped rather than weighted by 0, so a NaN or Inf in V there cannot
-        // reach the row.
+        // reach the row (key_weight).
         bool whole_step = !KEYWISE_MASK && j0 >= max_lo && j0 + KB <= min_limit;
 #define VALUE_STEP(d4)                                                          \
         if (d4 < DV4) {                                                         \
@@ -209,7 +209,7 @@ void main()
                 for (uint c = 0; c < KB; c++) {                                 \
                     vec4 updated = fma(vec4(s[t * KB + c]), v[c], acc);         \
                     bool used = j0 + c >= lo[t] && j0 + c < limit[t] &&         \
-                                (!KEYWISE_MASK || s[t * KB + c] != 0.0);             \
+                                weight_used(s[t * KB + c]);                         \
                     acc = whole_step || used ? updated : acc;                   \
                 }                                                               \
                 o[t * DV4 + d4] = acc;                                          \

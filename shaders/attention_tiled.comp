@@ -182,8 +182,8 @@ void main()
             alpha[t] = exp2(m[t] - shift);
             float sum = 0.0;
             for (uint c = 0; c < BC; c++) {
-                sc[t * BC + c] = exp2(sc[t * BC + c] - shift);
-                sum += sc[t * BC + c];
+                sc[t * BC + c] = key_weight(sc[t * BC + c], shift);
+                sum += weight_sum(sc[t * BC + c]);
             }
             l[t] = l[t] * alpha[t] + sum;
             m[t] = m_new;
@@ -205,7 +205,7 @@ void main()
                 for (uint t = 0; t < TM; t++) {
                     float updated = fma(sc[t * BC + c], v, acc[t]);
                     bool used = t0 + c >= lo[t] && t0 + c < limit[t] &&
-                                (!KEYWISE_MASK || sc[t * BC + c] != 0.0);
+                                weight_used(sc[t * BC + c]);
                     acc[t] = whole_tile[t] || used ? updated : acc[t];
                 }
             }

@@ -35,6 +35,11 @@ vec2 unpack_pair(uint dtype, uint word)
 #define TEXEL_BINDING(i) (12 + (i))
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
+// The weight of a key a row may not see (its score is -inf or it is out of the
+// row's range), where kernels must tell it from a weight that underflowed to 0:
+// the masked key contributes nothing, not even 0 * NaN, while the underflowed
+// one multiplies V as IEEE arithmetic has it. A weight is never negative.
+const float MASKED_WEIGHT = -1.0;
 
 // Workgroups past maxComputeWorkGroupCount[0] spill into y: linear workgroup index.
 uint linear_workgroup_index()

@@ -22,9 +22,10 @@ layout(constant_id = 7) const bool HAS_BIAS = false;
 layout(constant_id = 8) const uint A_DTYPE = DTYPE_F32;
 layout(constant_id = 9) const uint B_DTYPE = DTYPE_F32;
 layout(constant_id = 10) const uint BIAS_DTYPE = DTYPE_F32;
-// A zero in A contributes nothing, even against an Inf or NaN in B (attention's
-// P V: a key a row may not see has weight 0, and its value must not reach the row).
-layout(constant_id = 11) const bool ZERO_A_SKIPS = false;
+// An element of A that is MASKED_WEIGHT contributes nothing, even against an
+// Inf or NaN in B (attention's P V: a key a row may not see has that weight, and
+// its value must not reach the row; a weight that underflowed to 0 multiplies).
+layout(constant_id = 11) const bool MASKED_A_SKIPS = false;
 
 layout(set = 0, binding = 0) readonly buffer A32 { float a32[]; };
 layout(set = 0, binding = 0) readonly buffer A16 { uint a16[]; };
@@ -85,7 +86,7 @@ void main()
                 b_frag[j] = b_tile[kk * BN + tc + j * threads_n];
             for (uint i = 0; i < TM; i++)
                 for (uint j = 0; j < TN; j++)
-                    acc[i * TN + j] = ZERO_A_SKIPS && a_frag[i] == 0.0
+                    acc[i * TN + j] = MASKED_A_SKIPS && a_frag[i] == MASKED_WEIGHT
                         ? acc[i * TN + j] : fma(a_frag[i], b_frag[j], acc[i * TN + j]);
         }
         barrier();

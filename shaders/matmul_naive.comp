@@ -11,7 +11,7 @@ layout(constant_id = 7) const bool HAS_BIAS = false;
 layout(constant_id = 8) const uint A_DTYPE = DTYPE_F32;
 layout(constant_id = 9) const uint B_DTYPE = DTYPE_F32;
 layout(constant_id = 10) const uint BIAS_DTYPE = DTYPE_F32;
-layout(constant_id = 11) const bool ZERO_A_SKIPS = false;  // as in matmul.comp
+layout(constant_id = 11) const bool MASKED_A_SKIPS = false;  // as in matmul.comp
 
 layout(set = 0, binding = 0) readonly buffer A32 { float a32[]; };
 layout(set = 0, binding = 0) readonly buffer A16 { uint a16[]; };
@@ -36,7 +36,7 @@ void main()
     for (uint k = 0; k < p.K; k++) {
         uint index = TRANSPOSE_B ? b_base + n * p.K + k : b_base + k * p.N + n;
         float a = LOAD_ELEMENT(A_DTYPE, a32, a16, a_base + k);
-        if (!ZERO_A_SKIPS || a != 0.0)
+        if (!MASKED_A_SKIPS || a != MASKED_WEIGHT)
             acc = fma(a, LOAD_ELEMENT(B_DTYPE, b32, b16, index), acc);
     }
     float v = p.alpha * acc;

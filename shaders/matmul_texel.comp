@@ -24,7 +24,7 @@ layout(constant_id = 2) const uint TN = 8;    // multiple of 4
 layout(constant_id = 3) const bool TRANSPOSE_B = false;
 layout(constant_id = 4) const bool HAS_BIAS = false;
 layout(constant_id = 5) const bool VEC4 = false;
-layout(constant_id = 6) const bool ZERO_A_SKIPS = false;  // as in matmul.comp
+layout(constant_id = 6) const bool MASKED_A_SKIPS = false;  // as in matmul.comp
 
 layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
 layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer a_tex;
@@ -47,6 +47,13 @@ vec4 fetch4(samplerBuffer tex, uint index, uint k, uint K)
         v[i] = inside ? texelFetch(tex, int(inside ? index + i : index)).x : 0.0;
     }
     return v;
+}
+
+// dot(a, b) without the terms whose a is MASKED_WEIGHT (MASKED_A_SKIPS).
+float masked_dot(vec4 a, vec4 b)
+{
+    bvec4 masked = equal(a, vec4(MASKED_WEIGHT));
+    return dot(mix(a, vec4(0.0), masked), mix(b, vec4(0.0), masked));
 }
 
 void main()
@@ -81,7 +88,7 @@ void main()
             for (uint j = 0; j < TN; j++) {
                 vec4 b = fetch4(b_tex, b_base + min(col0 + j, p.N - 1) * p.K + k, k, p.K);
                 for (uint r = 0; r < TM; r++)
-                    acc_t[r * TN + j] += dot(a[r], ZERO_A_SKIPS ? mix(b, vec4(0.0), equal(a[r], vec4(0.0))) : b);
+                    acc_t[r * TN + j] += MASKED_A_SKIPS ? masked_dot(a[r], b) : dot(a[r], b);
             }
         } else {
             // B is (K, N): four n of one k per fetch; rank-1 updates.
@@ -98,7 +105,7 @@ void main()
                     }
                     b = inside ? b : vec4(0.0);
                     for (uint r = 0; r < TM; r++)
-                        acc[r * TN4 + c4] = ZERO_A_SKIPS && a[r][kk] == 0.0
+                        acc[r * TN4 + c4] = MASKED_A_SKIPS && a[r][kk] == MASKED_WEIGHT
                             ? acc[r * TN4 + c4] : fma(vec4(a[r][kk]), b, acc[r * TN4 + c4]);
                 }
             }

@@ -28,9 +28,24 @@ const bool SEQ_KV_LEN = (VARIANTS & VAR_KV_LEN) != 0u;
 const bool MASK_TEXELS = (VARIANTS & VAR_MASK_TEXELS) != 0u;
 const uint MASK_DTYPE = (VARIANTS & VAR_MASK_F16) != 0u ? DTYPE_F16
                         : (VARIANTS & VAR_MASK_BF16) != 0u ? DTYPE_BF16 : DTYPE_F32;
-// Scores whose weight may be 0 inside a row's key range (a -inf mask entry):
-// such keys must be skipped, not weighted by 0, so a NaN in V cannot reach the row.
+// Scores that may be -inf inside a row's key range (a -inf mask entry): such
+// keys must be skipped, not weighted by 0, so a NaN in V cannot reach the row.
 const bool KEYWISE_MASK = HAS_MASK;
+
+// A key's weight exp2(s2 - shift) for the fused kernels' V loops. A key whose
+// score is -inf (masked) must not touch the row, not even as 0 * NaN; a weight
+// that merely underflowed to 0 is a key the row sees, and multiplies V as IEEE
+// arithmetic has it (0 * NaN = NaN, as the CPU reference and float64 give).
+// With KEYWISE_MASK the former weigh MASKED_WEIGHT (common.glsl), which
+// weight_sum leaves out of the row's sum and weight_used out of O (with no mask,
+// keys outside the row's range are the only masked ones, and the range checks
+// skip them).
+float key_weight(float s2, float shift)
+{
+    return KEYWISE_MASK && s2 == NEG_INF ? MASKED_WEIGHT : exp2(s2 - shift);
+}
+float weight_sum(float w) { return KEYWISE_MASK && w == MASKED_WEIGHT ? 0.0 : w; }
+bool weight_used(float w) { return !KEYWISE_MASK || w != MASKED_WEIGHT; }
 
 const float LOG2E = 1.4426950408889634;
 layout(set = 0, binding = 8) readonly buffer Mask32 { float mask32[]; };

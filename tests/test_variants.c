@@ -620,6 +620,73 @@ static void test_nonfinite(void **state)
                 }
 }
 
+/* A key a row sees whose weight underflows to exactly 0 in f32 (its score 144
+ * below the row's best) still multiplies its V row, as IEEE arithmetic has it:
+ * a NaN there makes the row's output NaN on every path, as on the CPU reference
+ * (and in float64), while a NaN at a key the mask sets to -inf never reaches
+ * the row. Without a mask and with one (the fused kernels then tell masked keys
+ * from underflowed ones keywise). */
+static void test_underflowed_weights(void **state)
+{
+    test_env *env = *state;
+    static const var_path paths[] = {
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
+    };
+    int64_t qs[4] = {1, 1, 4, 4}, ks[4] = {1, 1, 6, 4}, ms[2] = {4, 6};
+    rng r = {77};
+    pair q = pair_random(env, F32, 4, qs, &r, 0, 0);
+    pair k = pair_random(env, F32, 4, ks, &r, -0.1f, 0.1f);
+    pair v = pair_random(env, F32, 4, ks, &r, -1, 1);
+    pair mask = pair_random(env, F32, 2, ms, &r, 0, 0);
+    pair o = pair_output(env, 4, qs);
+    for (int i = 0; i < 4; i++)
+        q.host[i * 4] = 12.0f;     /* scale 1/2: key 0 scores 72, key 1 -72 */
+    k.host[0 * 4] = 12.0f;
+    k.host[1 * 4] = -12.0f;
+    v.host[1 * 4 + 2] = NAN;       /* seen, weight 0 in f32: NaN in column 2 */
+    v.host[3 * 4 + 1] = NAN;       /* masked (with the mask): column 1 stays finite */
+    for (int i = 0; i < 4; i++)
+        mask.host[i * 6 + 3] = -INFINITY;
+    pair *inputs[] = {&q, &k, &v, &mask};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
+    }
+    for (int masked = 0; masked < 2; masked++) {
+        vkattn_attention_desc d = {.mask = masked ? mask.cpu : NULL};
+        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+        float want[16];
+        assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+        for (int i = 0; i < 4; i++) { /* the reference itself: row i, columns 1 and 2 */
+            assert_true(isnan(want[i * 4 + 2]));
+            assert_true(isnan(want[i * 4 + 1]) == !masked);
+        }
+        d.mask = masked ? mask.gpu : NULL;
+        for (int i = 0; i < NPATHS(paths); i++) {
+            char name[128], pn[64];
+            snprintf(name, sizeof name, "underflowed weight against NaN%s (%s)",
+                     masked ? ", mask" : "", path_name(&paths[i], pn, sizeof pn));
+            assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
+            d.path = paths[i].path;
+            d.fused_variant = paths[i].variant;
+            d.kv_splits = paths[i].kv_splits;
+            vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+            if (s != VKATTN_OK)
+                fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+            expect_close(name, &o, 1e-5, 0.0, NULL);
+        }
+    }
+    pair *all[] = {&q, &k, &v, &mask, &o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_destroy(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -630,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_underflowed_weights),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

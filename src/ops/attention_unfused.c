@@ -164,6 +164,7 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .sinks = d->var.sinks,
         .rows_per_head = (uint32_t)Tq,
         .heads = (uint32_t)d->H,
+        .mark_masked = true,
     };
     if ((s = vk_softmax_record(ctx, &softmax)) != VKATTN_OK)
         return s;
@@ -176,9 +177,9 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .b_offset = (uint32_t)(z0 / group * Tk * Dv),
         .c_offset = (uint32_t)((z0 * Tq + r0) * Dv),
         .alpha = 1.0f,
-        /* Masked keys have P = 0 exactly; a NaN or Inf in their V rows must not
-         * reach the row (DESIGN.md section 2). */
-        .zero_a_skips = true,
+        /* Masked keys have P = MASKED_WEIGHT; a NaN or Inf in their V rows must
+         * not reach the row (DESIGN.md section 2). */
+        .masked_a_skips = true,
     };
     return vk_matmul_record(ctx, &values);
 }

@@ -20,7 +20,7 @@ enum matmul_spec { /* constant_id values in matmul.comp */
     MM_SPEC_WORKGROUP = 0,
     MM_SPEC_BM, MM_SPEC_BN, MM_SPEC_BK, MM_SPEC_TM, MM_SPEC_TN,
     MM_SPEC_TRANSPOSE_B, MM_SPEC_HAS_BIAS, MM_SPEC_A_DTYPE, MM_SPEC_B_DTYPE, MM_SPEC_BIAS_DTYPE,
-    MM_SPEC_ZERO_A_SKIPS, MM_SPEC_COUNT
+    MM_SPEC_MASKED_A_SKIPS, MM_SPEC_COUNT
 };
 
 #define NAIVE_WORKGROUP 64
@@ -152,7 +152,7 @@ vkattn_status matmul_record_batches(vkattn_context *ctx, const vk_dispatch *shap
 
 enum matmul_texel_spec { /* constant_id values in matmul_texel.comp */
     MT_SPEC_WORKGROUP = 0, MT_SPEC_TM, MT_SPEC_TN, MT_SPEC_TRANSPOSE_B, MT_SPEC_HAS_BIAS,
-    MT_SPEC_VEC4, MT_SPEC_ZERO_A_SKIPS, MT_SPEC_COUNT
+    MT_SPEC_VEC4, MT_SPEC_MASKED_A_SKIPS, MT_SPEC_COUNT
 };
 
 /* Whether the texel kernel can read these tensors (views exist), and whether
@@ -183,7 +183,7 @@ static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, boo
                 .spec = {[MT_SPEC_WORKGROUP] = wg, [MT_SPEC_TM] = tm, [MT_SPEC_TN] = tn,
                          [MT_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MT_SPEC_HAS_BIAS] = c->bias != NULL, [MT_SPEC_VEC4] = vec4,
-                         [MT_SPEC_ZERO_A_SKIPS] = c->zero_a_skips}},
+                         [MT_SPEC_MASKED_A_SKIPS] = c->masked_a_skips}},
         .bindings = {a, b, vk_bind(c->bias, false), vk_bind(c->c, true)},
         .binding_count = 4,
     };
@@ -211,7 +211,7 @@ static vkattn_status record_storage(vkattn_context *ctx, const matmul_call *c, b
     spec[MM_SPEC_A_DTYPE] = shader_dtype(c->a);
     spec[MM_SPEC_B_DTYPE] = shader_dtype(c->b);
     spec[MM_SPEC_BIAS_DTYPE] = shader_dtype(c->bias);
-    spec[MM_SPEC_ZERO_A_SKIPS] = c->zero_a_skips;
+    spec[MM_SPEC_MASKED_A_SKIPS] = c->masked_a_skips;
 
     uint64_t gx = naive ? div_up(c->N, NAIVE_WORKGROUP) : div_up(c->N, tiles[1]);
     uint64_t gy = naive ? c->M : div_up(c->M, tiles[0]);

@@ -24,7 +24,7 @@ static uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
 bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
 {
     const char *env = getenv("VKATTN_COOPMAT");
-    return ctx->vk.enabled.coopmat && env && strcmp(env, "1") == 0 && !c->zero_a_skips &&
+    return ctx->vk.enabled.coopmat && env && strcmp(env, "1") == 0 && !c->masked_a_skips &&
            c->a->dtype == VKATTN_DTYPE_F16 && c->b->dtype == VKATTN_DTYPE_F16;
 }
 
@@ -35,10 +35,10 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
     if (c->a->dtype != VKATTN_DTYPE_F16 || c->b->dtype != VKATTN_DTYPE_F16)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s takes f16 A and B (got %s, %s)",
                         name, dtype_name(c->a->dtype), dtype_name(c->b->dtype));
-    if (c->zero_a_skips)
+    if (c->masked_a_skips)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: %s cannot skip zeros of A (the matrix units multiply whole "
-                        "blocks)", name);
+                        "matmul: %s cannot skip masked elements of A (the matrix units "
+                        "multiply whole blocks)", name);
     coopmat_shape shape;
     uint32_t sg = info->subgroup_size ? info->subgroup_size : 1, required_size = 0;
     if (emulated) {

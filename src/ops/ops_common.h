@@ -63,9 +63,10 @@ typedef struct matmul_call {
     uint32_t a_offset, b_offset, bias_offset, c_offset;
     float alpha;
     vkattn_matmul_variant variant;
-    /* A zero in A contributes nothing, even against Inf or NaN in B (P V: keys
-     * a row may not see). The coopmat kernels refuse it. */
-    bool zero_a_skips;
+    /* An element of A that is MASKED_WEIGHT contributes nothing, even against
+     * Inf or NaN in B (P V: keys a row may not see, softmax_call.mark_masked).
+     * The coopmat kernels refuse it. */
+    bool masked_a_skips;
 } matmul_call;
 
 vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c);
@@ -108,7 +109,14 @@ typedef struct softmax_call {
      * ((r + kv_row_base) / rows_per_head) % heads. */
     const vkattn_tensor *sinks;
     uint32_t rows_per_head, heads;
+    /* Entries a row may not see (past its limit, or -inf scores) become
+     * MASKED_WEIGHT, not 0, for a P V matmul with masked_a_skips: a weight that
+     * underflowed to 0 still multiplies V there (0 * NaN = NaN, IEEE). */
+    bool mark_masked;
 } softmax_call;
+
+/* shaders/common.glsl's MASKED_WEIGHT. */
+#define MASKED_WEIGHT (-1.0f)
 
 vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c);
 
