@@ -35,6 +35,7 @@ vec2 unpack_pair(uint dtype, uint word)
 #define TEXEL_BINDING(i) (12 + (i))
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
+#define FLT_MAX uintBitsToFloat(0x7f7fffffu)
 // The weight of a key a row may not see (its score is -inf or it is out of the
 // row's range), where kernels must tell it from a weight that underflowed to 0:
 // the masked key contributes nothing, not even 0 * NaN, while the underflowed

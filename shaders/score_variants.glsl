@@ -100,8 +100,14 @@ float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, 
         s2 = soft_cap(s2, softcap_log2e);
     if (HAS_ALIBI)
         s2 += slope_log2e * float(rel);
-    if (HAS_MASK)
-        s2 += LOG2E * (MASK_TEXELS ? texelFetch(mask_tex, int(mask_at)).x
-                                   : LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at));
+    if (HAS_MASK) {
+        float m = MASK_TEXELS ? texelFetch(mask_tex, int(mask_at)).x
+                              : LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
+        // Only -inf masks a key: a finite entry stays finite in the exp2 domain,
+        // where finfo(float32).min, HuggingFace's mask value, times log2 e would
+        // overflow to -inf (a row masked so everywhere averages V, as in float64).
+        float a = LOG2E * m;
+        s2 += isinf(a) && !isinf(m) ? sign(m) * FLT_MAX : a;
+    }
     return s2;
 }

@@ -3,6 +3,7 @@
  * the CPU reference; and their argument checks. */
 #include "test_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ typedef struct var_case {
     bool sinks, alibi;
     enum mask_form mask;
     bool neg_inf_row;          /* mask row 1 entirely -inf, and some scattered -inf */
+    bool flt_max_mask;         /* those entries -FLT_MAX (finfo.min) instead: finite */
     bool kv_len;               /* random lengths, the first entry 0 */
     const int32_t *q_lens, *k_lens; /* packed sequences (B lengths), or NULL */
     int64_t block_size;        /* paged keys: Tk is the capacity per entry */
@@ -122,7 +124,7 @@ static void make_mask(test_env *env, const var_case *c, int64_t Tq, int64_t Tk, 
         for (size_t e = 0; e < in->mask.count; e++) {
             int64_t i = (int64_t)(e / (size_t)Tk) % full[2];
             if ((full[2] > 1 && i == 1) || rng_int(r, 0, 6) == 0)
-                in->mask.host[e] = -INFINITY;
+                in->mask.host[e] = c->flt_max_mask ? -FLT_MAX : -INFINITY;
         }
         assert_int_equal(vkattn_tensor_upload(in->mask.gpu, in->mask.host, VKATTN_DTYPE_F32), VKATTN_OK);
         assert_int_equal(vkattn_tensor_upload(in->mask.cpu, in->mask.host, VKATTN_DTYPE_F32), VKATTN_OK);
@@ -343,6 +345,9 @@ static const var_case score_cases[] = {
     {.name = "mask (H,Tq,Tk) bshd", .B = 2, .H = 3, .Hkv = 1, .Tq = 8, .Tk = 8, .D = 12,
      .Dv = 12, .alibi = true, .mask = MASK_HEADS, .neg_inf_row = true, .layout = BSHD,
      .dtype = F32, .magnitude = 1},
+    {.name = "mask of -FLT_MAX (finfo.min): rows of it average V", .B = 2, .H = 2, .Hkv = 1,
+     .Tq = 6, .Tk = 9, .D = 8, .Dv = 8, .causal = true, .alibi = true, .mask = MASK_B1,
+     .neg_inf_row = true, .flt_max_mask = true, .dtype = F32, .magnitude = 1},
     {.name = "everything", .B = 2, .H = 4, .Hkv = 2, .Tq = 19, .Tk = 37, .D = 24, .Dv = 16,
      .causal = true, .has_window = true, .left = 9, .right = -1, .softcap = 10.0f, .sinks = true,
      .alibi = true, .mask = MASK_BH, .neg_inf_row = true, .kv_len = true, .dtype = F32,
