@@ -25,7 +25,8 @@ static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc 
         return s;
     if ((s = vk_pipelines_init(ctx, desc)) != VKATTN_OK || (s = vk_cmd_init(ctx)) != VKATTN_OK)
         return s;
-    return profile_init(ctx);
+    profile_init(ctx); /* a diagnostic: without it the context just has no times */
+    return VKATTN_OK;
 }
 
 static void vulkan_release(vkattn_context *ctx)

@@ -334,7 +334,7 @@ typedef struct profile_state {
 } profile_state;
 
 bool profile_wanted(const vkattn_context_desc *desc);
-vkattn_status profile_init(vkattn_context *ctx);
+void profile_init(vkattn_context *ctx);
 void profile_destroy(vkattn_context *ctx);
 void profile_begin_commands(vkattn_context *ctx);
 void profile_after_command(vkattn_context *ctx, uint32_t shader);

@@ -3,6 +3,7 @@
  * names the tensor and the numbers. */
 #include "attention_args.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -156,10 +157,11 @@ vkattn_status attention_check_variants(vkattn_context *ctx, const vkattn_attenti
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "attention: window (%d, %d): each side must be >= 0, or -1 for unbounded",
                         a->window_left, a->window_right);
-    if (a->softcap != 0.0f && !(isfinite(a->softcap) && a->softcap > 0.0f))
+    /* Not subnormal either: GPUs may flush it to 0. */
+    if (a->softcap != 0.0f && !(isfinite(a->softcap) && a->softcap >= FLT_MIN))
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
-                        "attention: softcap is %g, must be positive and finite (0: off)",
-                        (double)a->softcap);
+                        "attention: softcap is %g, must be positive (at least %g) and finite "
+                        "(0: off)", (double)a->softcap, (double)FLT_MIN);
     v->has_window = a->has_window;
     v->window_left = a->has_window ? a->window_left : -1;
     v->window_right = a->has_window ? a->window_right : -1;
