@@ -517,7 +517,8 @@ static void test_variant_errors(void **state)
     d = (vkattn_attention_desc){.softcap = -1.0f};
     expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT, "softcap is -1");
     d = (vkattn_attention_desc){.softcap = 1e-40f}; /* subnormal */
-    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT, "softcap is 1e-40");
+    expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_INVALID_ARGUMENT,
+                   "must be positive (at least 1.17549e-38)");
     d = (vkattn_attention_desc){.mask = mask.gpu};
     expect_refusal(env, &d, &q, &q, &q, &o, VKATTN_ERROR_SHAPE_MISMATCH, "mask is 4x5");
     d = (vkattn_attention_desc){.sinks = sinks3.gpu};
