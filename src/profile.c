@@ -102,8 +102,12 @@ static const char *command_name(uint32_t shader)
 vkattn_status vkattn_profile_read(vkattn_context *ctx, vkattn_kernel_time *out, uint32_t capacity,
                                   uint32_t *count, bool reset)
 {
-    if (!ctx || !count || (!out && capacity > 0))
+    if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!count || (!out && capacity > 0))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "profile_read: %s", !count ? "count is NULL"
+                                                   : "out is NULL with a capacity above 0");
     /* Kernels with time, the most first (a selection: there are few). */
     bool taken[SHADER_COUNT + 1] = {false};
     uint32_t n = 0;

@@ -616,8 +616,10 @@ static void test_profile(void **state)
     assert_int_equal(again, 0);
     assert_int_equal(vkattn_profile_read(ctx, NULL, 1, &again, false),
                      VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkattn_last_error(ctx), "out is NULL with a capacity above 0"));
     assert_int_equal(vkattn_profile_read(ctx, times, 1, NULL, false),
                      VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(vkattn_last_error(ctx), "count is NULL"));
     assert_int_equal(vkattn_profile_read(NULL, times, 1, &again, false),
                      VKATTN_ERROR_INVALID_ARGUMENT);
     vkattn_tensor_destroy(q);
