@@ -120,6 +120,9 @@ typedef struct bench_cli {
     vkattn_dtype dtype;
     int shape_count;
     int64_t shapes[BENCH_MAX_SHAPES][7];   /* B,H,Hkv,Tq,Tk,D,Dv */
+    vkattn_fused_variant fused_variant;    /* --variant: forced on --shape cases */
+    uint32_t kv_splits;                    /* --splits: of --shape cases (0: chosen) */
+    const char *tuning;                    /* --tune: vkattn_context_desc.tuning */
     const char *json_path, *csv_path;
     long soak;                  /* --soak N: N mixed calls instead of the sweep */
 } bench_cli;

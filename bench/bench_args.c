@@ -20,6 +20,12 @@ static void usage(FILE *f)
         "                       an attention case (repeatable); these replace the sweep's\n"
         "                       attention cases and run fused and unfused unless --path\n"
         "  --causal             causal masking for --shape cases\n"
+        "  --variant V          rows|tiled|decode|coopmat|coopmat_emulated: run --shape\n"
+        "                       cases by the fused path with this kernel only\n"
+        "  --splits N           key splits of --shape cases' fused kernel (default chosen)\n"
+        "  --tune KNOBS         the fused kernels' tile sizes and splits, as\n"
+        "                       \"variant.knob=N,...\" (vkattn_context_desc.tuning, the same\n"
+        "                       as VKATTN_TUNE; knobs in README.md; scripts/gpu-tune.sh)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
         "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
         "                       given (outputs are always f32). The CPU reference reads the\n"
@@ -186,6 +192,21 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         else if (!strcmp(v, "vulkan")) c->backend = VKATTN_BACKEND_VULKAN;
         else if (!strcmp(v, "cpu")) c->backend = VKATTN_BACKEND_CPU;
         else return bad("--backend takes auto, vulkan or cpu, not '%s'", v);
+    } else if (!strcmp(a, "--variant")) {
+        c->fused_variant = VKATTN_FUSED_AUTO;
+        for (int k = VKATTN_FUSED_AUTO + 1;
+             strcmp(vkattn_fused_variant_name((vkattn_fused_variant)k), "?"); k++)
+            if (!strcmp(v, vkattn_fused_variant_name((vkattn_fused_variant)k)))
+                c->fused_variant = (vkattn_fused_variant)k;
+        if (c->fused_variant == VKATTN_FUSED_AUTO)
+            return bad("--variant takes rows, tiled, decode, coopmat or coopmat_emulated, not "
+                       "'%s'", v);
+    } else if (!strcmp(a, "--splits")) {
+        if (!parse_int(v, 1, 65535, &n))
+            return bad("--splits takes a count of key splits from 1 to 65535, not '%s'", v);
+        c->kv_splits = (uint32_t)n;
+    } else if (!strcmp(a, "--tune")) {
+        c->tuning = v;
     } else if (!strcmp(a, "--device")) {
         c->device = v;
     } else if (!strcmp(a, "--json")) {

@@ -27,6 +27,15 @@ static void run_case(const bench_env *env, const bench_case *c, bench_result *r)
     }
 }
 
+/* The library's warnings and errors (a tuning entry ignored, a fallback taken). */
+static void bench_log_warnings(void *user_data, vkattn_log_level level,
+                               vkattn_log_source source, const char *message)
+{
+    (void)source, (void)user_data;
+    if (level >= VKATTN_LOG_WARNING)
+        fprintf(stderr, "vkattn: %s\n", message);
+}
+
 static FILE *open_output(const char *path, const char *what)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
@@ -50,7 +59,8 @@ int main(int argc, char **argv)
 
     bench_env env = {.opt = cli.opt};
     vkattn_context_desc md = {.backend = cli.backend, .device = cli.device,
-                              .profile = cli.opt.profile};
+                              .profile = cli.opt.profile, .tuning = cli.tuning,
+                              .log_fn = bench_log_warnings};
     vkattn_status s = vkattn_context_create(&md, &env.main);
     if (s != VKATTN_OK) {
         fprintf(stderr, "vkattn-bench: cannot create a context%s%s: %s\n",
@@ -87,6 +97,10 @@ int main(int argc, char **argv)
     char how[256];
     rep.peak_gflops = bench_peak_gflops(&main_info, how, sizeof how);
     bench_print_device(rep.table, &main_info, rep.peak_gflops, how, &cli.opt);
+    const char *tuning = cli.tuning ? cli.tuning : getenv("VKATTN_TUNE");
+    if (tuning && main_info.backend != VKATTN_BACKEND_CPU)
+        fprintf(rep.table, "tuning:   %s (%s; warnings above name entries ignored)\n", tuning,
+                cli.tuning ? "--tune" : "VKATTN_TUNE");
     if (!cli.opt.verify)
         fprintf(rep.table, "verify:   off (--no-verify)\n");
     else

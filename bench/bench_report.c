@@ -22,8 +22,6 @@ const char *bench_variant_name(const bench_case *c)
 {
     static const char *matmul[] = {"auto", "tiled", "naive", "texel"};
     static const char *softmax[] = {"auto", "subgroup", "shared"};
-    static const char *splits[] = {"splits=auto", "splits=1", "splits=2", "splits=4",
-                                   "splits=8", "splits=n"};
     switch (c->op) {
     case OP_MATMUL:
         return (unsigned)c->variant < 4 ? matmul[c->variant] : "?";
@@ -32,12 +30,14 @@ const char *bench_variant_name(const bench_case *c)
     case OP_ATTENTION:
         if (c->path == PATH_FUSED || c->path == PATH_AUTO) {
             /* The forced fused variant, if any, before the splits. */
-            static const char *fused[] = {"", "rows ", "tiled ", "coopmat ", "coopmat_emu "};
-            static char name[48];
-            uint32_t k = c->kv_splits;
-            snprintf(name, sizeof name, "%s%s%s", bench_att_variant_name(c),
-                     (unsigned)c->variant < 5 ? fused[c->variant] : "? ",
-                     splits[k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : k == 4 ? 3 : k == 8 ? 4 : 5]);
+            static char name[64], splits[24];
+            if (c->kv_splits)
+                snprintf(splits, sizeof splits, "splits=%u", c->kv_splits);
+            else
+                snprintf(splits, sizeof splits, "splits=auto");
+            snprintf(name, sizeof name, "%s%s%s%s", bench_att_variant_name(c),
+                     c->variant ? vkattn_fused_variant_name((vkattn_fused_variant)c->variant) : "",
+                     c->variant ? " " : "", splits);
             return name;
         }
         return "-";

@@ -214,7 +214,11 @@ int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
             .q_offset = cli->q_offset, .dtype = cli->dtype_given ? cli->dtype : F32,
         };
         c.path = PATH_FUSED;
+        c.variant = (int)cli->fused_variant;
+        c.kv_splits = cli->kv_splits;
         add(cli, c, out, capacity, &n);
+        if (cli->fused_variant || cli->kv_splits)
+            continue; /* the fused kernel's settings: no unfused twin */
         c.path = PATH_UNFUSED;
         add(cli, c, out, capacity, &n); /* the same as the first under --path */
     }

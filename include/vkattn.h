@@ -336,6 +336,16 @@ typedef struct vkattn_context_desc {
                                        vkattn_memory_mode); ignored by the CPU backend */
     bool profile;                   /* default false: per-kernel GPU times for
                                        vkattn_profile_read (also with VKATTN_PROFILE=1) */
+    const char *tuning;             /* default NULL: VKATTN_TUNE from the environment,
+                                       else none. For experiments on a new GPU: the
+                                       fused kernels' tile sizes and key splits, as
+                                       "variant.knob=N,..." (e.g. "tiled.rows=2,
+                                       tiled.keys=16,decode.target=4096"; the knobs are
+                                       listed in README.md and may change between
+                                       versions). A malformed or unknown entry is
+                                       logged as a warning and ignored; a value the
+                                       device or the call cannot take makes that
+                                       variant's planner refuse the call, saying why. */
 } vkattn_context_desc;
 
 /* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a

@@ -340,6 +340,17 @@ void profile_begin_commands(vkattn_context *ctx);
 void profile_after_command(vkattn_context *ctx, uint32_t shader);
 void profile_collect(vkattn_context *ctx);
 
+/* Knob values of the fused kernels' plans from vkattn_context_desc.tuning or
+ * VKATTN_TUNE (src/ops/fused_tuning.c): [variant][knob], 0 where the planner
+ * chooses. Fixed when the context is created. */
+#define TUNING_VARIANTS 8
+#define TUNING_KNOBS 6
+typedef struct fused_tuning {
+    uint32_t value[TUNING_VARIANTS][TUNING_KNOBS];
+} fused_tuning;
+
+void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
+
 struct vkattn_context {
     vkattn_backend backend;
     vkattn_device_info info;
@@ -357,6 +368,7 @@ struct vkattn_context {
     bool timer_running;
     double timer_host_start_ms;
     profile_state profile;
+    fused_tuning tuning;
 
     vk_state vk; /* unused on the CPU backend */
 };

@@ -559,6 +559,76 @@ static void test_coopmat_refusals(void **state)
     pair_destroy(&o);
 }
 
+/* Tuned plans (vkattn_context_desc.tuning, VKATTN_TUNE: the knobs a sweep on
+ * a GPU turns) give the reference's results on awkward shapes: tiles of 12
+ * keys, four rows an invocation, two lanes a row, small workgroups; the decode
+ * kernel one subgroup a workgroup and few splits; the emulated coopmat kernel
+ * two subgroups on a CPU device. A value a kernel cannot take is refused
+ * naming the setting; malformed entries are warned about and ignored. */
+static void test_tuning(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("VKATTN_TUNE", "tiled.rows=4, tiled.keys=12,tiled.lanes=2,"
+                            "tiled.workgroup=16,decode.subgroups=1,decode.target=5,"
+                            "coopmat_emulated.subgroups=2,tiled.rows=9,bogus", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    assert_true(env->gpu_log.warnings >= 2);
+    assert_non_null(strstr(env->gpu_log.last_warning, "\"bogus\" ignored: not variant.knob=N"));
+    rng r = {23};
+
+    static const at_path tiled[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 3},
+    };
+    static const char *const names[] = {"T=1", "non-causal ragged", "GQA", "odd D=5 Dv=7",
+                                        "kv_len causal GQA", "two rows odd D GQA"};
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+        for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
+            if (!strcmp(fixed_cases[i].name, names[n]))
+                run_case(env, &fixed_cases[i], tiled, NPATHS(tiled), &r);
+
+    static const at_path decode[] = {{VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 0}};
+    static const at_case decode_cases[] = {
+        {"tuned decode GQA",    1, 8, 2, 1, 300, 64, 64, BHSD, true, false, 0, false, 0.f, F32, 1.f},
+        {"tuned chunk kv_len",  3, 4, 2, 3, 150, 40, 40, BSHD, true, false, 0, true,  0.f, F16, 1.f},
+    };
+    for (size_t i = 0; i < sizeof decode_cases / sizeof decode_cases[0]; i++)
+        run_case(env, &decode_cases[i], decode, NPATHS(decode), &r);
+
+    /* 12 keys of D = Dv = 576 take 55296 bytes: refused, where the planner's
+     * own 4-key tiles fit. */
+    int64_t wide[4] = {1, 1, 2, 576};
+    pair q = pair_random(env, F32, 4, wide, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, wide);
+    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .fused_variant = VKATTN_FUSED_TILED};
+    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "tuning tiled.keys=12: "));
+    pair_destroy(&q);
+    pair_destroy(&o);
+
+    vkattn_device_info info;
+    if (test_has_float16(env, &info)) {
+        at_case c = {"tuned coopmat", 2, 4, 2, 37, 45, 40, 24, BSHD, true, false, 0, true, 0.f,
+                     F16, 1.f};
+        run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
+        /* Two subgroups' tiles at D = 256 outgrow lavapipe's 32 KiB, and a
+         * tuned count is not shrunk to fit. */
+        int64_t shape[4] = {1, 1, 40, 256};
+        q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
+        o = pair_output(env, 4, shape);
+        d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
+        assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
+                         VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu), "(2 subgroups, at most 16 keys: "
+                                                            "the tuning)"));
+        pair_destroy(&q);
+        pair_destroy(&o);
+    }
+    test_env_destroy(env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +640,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
+        cmocka_unit_test(test_tuning),
         cmocka_unit_test(test_long_loops),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_long_sequence),

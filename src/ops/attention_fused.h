@@ -90,6 +90,28 @@ static inline uint64_t fused_rows(const attention_dims *d)
     return (uint64_t)(d->H / d->Hkv) * (uint64_t)d->Tq;
 }
 
+/* Plan knobs that an experiment may set (vkattn_context_desc.tuning,
+ * VKATTN_TUNE), so that one run on a new GPU can compare tile sizes and key
+ * splits without a rebuild. fused_tuning.c says which variants take which. */
+typedef enum fused_knob {
+    KNOB_TARGET,    /* every variant: workgroups (decode: subgroups) the key splits aim for */
+    KNOB_ROWS,      /* tiled: query rows per invocation */
+    KNOB_KEYS,      /* tiled: keys per tile; coopmat: the largest key tile tried */
+    KNOB_LANES,     /* tiled: invocations per query row */
+    KNOB_WORKGROUP, /* tiled: invocations per workgroup */
+    KNOB_SUBGROUPS, /* coopmat: subgroups per workgroup (the matrix rows each);
+                       decode: subgroups, each its own split, per workgroup */
+    KNOB_COUNT
+} fused_knob;
+_Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");
+
+/* The knob's value for the variant, or `fallback` where none was set. */
+uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
+                     uint32_t fallback);
+/* Writes "VKATTN_TUNE tiled.keys=64" (the knob's setting) into `out`. */
+void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
+                         size_t out_size);
+
 static inline uint32_t pow2_floor(uint64_t v) { uint32_t p = 1; while ((uint64_t)p * 2 <= v) p *= 2; return p; }
 static inline uint32_t pow2_ceil(uint64_t v) { uint32_t p = 1; while (p < v) p *= 2; return p; }
 

@@ -132,20 +132,30 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
     bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
-    uint32_t max_tile = small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE;
-    /* Decoding: no more subgroups than the problem has rows for. */
+    vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
+    uint32_t max_tile = fused_tuned(ctx, self, KNOB_KEYS,
+                                    small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
+    /* Decoding: no more subgroups than the problem has rows for. A tuned
+     * count is kept (within that) or refused; the planner's own shrinks
+     * until the tiles fit. */
     uint64_t row_blocks = div_up(fused_rows(d), s.m);
-    uint32_t subgroups = small_tiles ? 1 : row_blocks < COOPMAT_SUBGROUPS ? (uint32_t)row_blocks
-                                                                          : COOPMAT_SUBGROUPS;
+    uint32_t tuned_subgroups = fused_tuned(ctx, self, KNOB_SUBGROUPS, 0);
+    uint32_t subgroups = tuned_subgroups ? tuned_subgroups : small_tiles ? 1 : COOPMAT_SUBGROUPS;
+    if (row_blocks < subgroups)
+        subgroups = (uint32_t)row_blocks;
     while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp, emulated)) &&
-           subgroups > 1)
+           subgroups > 1 && !tuned_subgroups)
         subgroups--;
     uint32_t br = subgroups * s.m;
     if (!plan->bc) {
+        char setting[64] = "";
+        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0))
+            snprintf(setting, sizeof setting, " (%u subgroups, at most %u keys: the tuning)",
+                     subgroups, max_tile);
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
-                 "do not fit in %u bytes of shared memory and %d registers", name,
+                 "do not fit in %u bytes of shared memory and %d registers%s", name,
                  (long long)d->D, (long long)d->Dv, s.m, s.n, s.k, info->shared_memory_bytes,
-                 COOPMAT_MATRIX_REGISTERS);
+                 COOPMAT_MATRIX_REGISTERS, setting);
         return false;
     }
     uint32_t wg = subgroups * sg;

@@ -84,7 +84,8 @@ static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan
     /* Whole subgroups whatever size the pipeline gets: where the size is not
      * required, the workgroup is at least the widest (sizes are powers of 2). */
     uint32_t widest = required || ctx->vk.enabled.subgroup_max < sg ? sg : ctx->vk.enabled.subgroup_max;
-    uint32_t splits_per_workgroup = DECODE_SPLITS_PER_WORKGROUP;
+    uint32_t splits_per_workgroup =
+        fused_tuned(ctx, VKATTN_FUSED_DECODE, KNOB_SUBGROUPS, DECODE_SPLITS_PER_WORKGROUP);
     while (splits_per_workgroup * sg < widest)
         splits_per_workgroup *= 2;
     while (splits_per_workgroup > 1 && splits_per_workgroup * sg > info->max_workgroup_invocations)

@@ -59,9 +59,21 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     /* About 16 dimensions per invocation, a row within one subgroup. */
     uint32_t tpr = pow2_floor(width / 16 ? width / 16 : 1);
     uint32_t max_tpr = sg < 16 ? pow2_floor(sg) : 16;
-    plan->tpr = tpr < max_tpr ? tpr : max_tpr;
+    plan->tpr = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_LANES, tpr < max_tpr ? tpr : max_tpr);
+    uint32_t workgroup = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_WORKGROUP, TILED_WORKGROUP);
+    /* Tuned values the kernel cannot take are refused, not bent (fused_tuning.c). */
+    char setting[48];
+    bool lanes_fit = !(plan->tpr & (plan->tpr - 1)) && plan->tpr <= sg;
+    if (!lanes_fit || workgroup % plan->tpr) {
+        fused_knob_describe(VKATTN_FUSED_TILED, lanes_fit ? KNOB_WORKGROUP : KNOB_LANES,
+                            lanes_fit ? workgroup : plan->tpr, setting, sizeof setting);
+        snprintf(why, why_size, "%s: the tiled kernel's lanes per row are a power of 2 within "
+                 "a subgroup (%u) and divide the workgroup (%u lanes, %u invocations)", setting,
+                 sg, plan->tpr, workgroup);
+        return false;
+    }
     uint64_t rows = fused_rows(d);
-    uint32_t br = TILED_WORKGROUP / plan->tpr;
+    uint32_t br = workgroup / plan->tpr;
     if (br * plan->tpr > info->max_workgroup_invocations)
         br = info->max_workgroup_invocations / plan->tpr;
     if (br > pow2_ceil(rows))
@@ -70,13 +82,25 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     if (required && br * plan->tpr < sg)
         br = sg / plan->tpr;
     plan->subgroup_size = required ? sg : 0;
-    plan->tm = rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1;
+    plan->tm = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_ROWS,
+                           rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1);
     plan->rows_per_workgroup = br * plan->tm;
     plan->workgroup = br * plan->tpr;
     uint64_t tile_bytes_per_key = 4 * (uint64_t)(d->D + d->Dv);
     uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
     uint64_t max_tile = info->type == VKATTN_DEVICE_TYPE_CPU ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
     bc = bc > max_tile ? max_tile : bc / 4 * 4;
+    uint32_t tuned_bc = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_KEYS, 0);
+    if (tuned_bc && (tuned_bc % 4 || tuned_bc * tile_bytes_per_key > info->shared_memory_bytes)) {
+        fused_knob_describe(VKATTN_FUSED_TILED, KNOB_KEYS, tuned_bc, setting, sizeof setting);
+        snprintf(why, why_size, "%s: the tiled kernel's tiles are a multiple of 4 keys, and %u "
+                 "keys of head sizes %lld and %lld take %llu bytes of shared memory (%u here)",
+                 setting, tuned_bc, (long long)d->D, (long long)d->Dv,
+                 (unsigned long long)(tuned_bc * tile_bytes_per_key), info->shared_memory_bytes);
+        return false;
+    }
+    if (tuned_bc)
+        bc = tuned_bc;
     if (bc < 4) {
         snprintf(why, why_size, "K and V tiles of head sizes %lld and %lld do not fit in %u bytes "
                  "of shared memory", (long long)d->D, (long long)d->Dv, info->shared_memory_bytes);

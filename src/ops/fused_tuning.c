@@ -1,0 +1,122 @@
+/* Experiment knobs of the fused kernels' plans: vkattn_context_desc.tuning or
+ * VKATTN_TUNE, "variant.knob=N" entries separated by commas, parsed once when
+ * a context is created. Planners read a knob with fused_tuned() and fall back
+ * to their own choice; a value they cannot take (a tile that does not fit in
+ * shared memory, more lanes than a subgroup) makes them refuse the call, naming
+ * the setting, so that a sweep on a GPU reports it instead of timing something
+ * else. scripts/gpu-tune.sh sweeps them. */
+#include "attention_fused.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VARIANT_BIT(v) (1u << VKATTN_FUSED_##v)
+#define EVERY_VARIANT (VARIANT_BIT(ROWS) | VARIANT_BIT(TILED) | VARIANT_BIT(DECODE) | \
+                       VARIANT_BIT(COOPMAT) | VARIANT_BIT(COOPMAT_EMULATED))
+#define COOPMAT_BOTH (VARIANT_BIT(COOPMAT) | VARIANT_BIT(COOPMAT_EMULATED))
+
+/* Indexed by fused_knob: its name, the variants that read it, its range. */
+static const struct {
+    const char *name;
+    uint32_t variants;
+    uint32_t min, max;
+} knobs[KNOB_COUNT] = {
+    [KNOB_TARGET] = {"target", EVERY_VARIANT, 1, 1u << 20},
+    [KNOB_ROWS] = {"rows", VARIANT_BIT(TILED), 1, 4},
+    [KNOB_KEYS] = {"keys", VARIANT_BIT(TILED) | COOPMAT_BOTH, 4, 256},
+    [KNOB_LANES] = {"lanes", VARIANT_BIT(TILED), 1, 128},
+    [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
+    [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH, 1, 16},
+};
+_Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
+
+uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
+                     uint32_t fallback)
+{
+    uint32_t v = (unsigned)variant < TUNING_VARIANTS ? ctx->tuning.value[variant][knob] : 0;
+    return v ? v : fallback;
+}
+
+void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
+                         size_t out_size)
+{
+    snprintf(out, out_size, "tuning %s.%s=%u", vkattn_fused_variant_name(variant),
+             knobs[knob].name, value);
+}
+
+static vkattn_fused_variant variant_named(const char *name, size_t length)
+{
+    for (int v = VKATTN_FUSED_AUTO + 1; v < TUNING_VARIANTS; v++) {
+        const char *known = vkattn_fused_variant_name((vkattn_fused_variant)v);
+        if (strcmp(known, "?") && strlen(known) == length && !strncmp(known, name, length))
+            return (vkattn_fused_variant)v;
+    }
+    return VKATTN_FUSED_AUTO;
+}
+
+/* One "variant.knob=N" entry; NULL when taken, else why not. */
+static const char *take_entry(fused_tuning *tuning, const char *entry, char *why, size_t why_size)
+{
+    const char *dot = strchr(entry, '.'), *eq = strchr(entry, '=');
+    if (!dot || !eq || eq < dot)
+        return "not variant.knob=N";
+    vkattn_fused_variant variant = variant_named(entry, (size_t)(dot - entry));
+    if (variant == VKATTN_FUSED_AUTO)
+        return "no such fused variant (rows, tiled, decode, coopmat, coopmat_emulated)";
+    size_t knob_length = (size_t)(eq - dot - 1);
+    int knob = 0;
+    while (knob < KNOB_COUNT && !(strlen(knobs[knob].name) == knob_length &&
+                                  !strncmp(knobs[knob].name, dot + 1, knob_length)))
+        knob++;
+    if (knob == KNOB_COUNT || !(knobs[knob].variants & (1u << variant))) {
+        snprintf(why, why_size, "the %s kernel has no such knob", vkattn_fused_variant_name(variant));
+        return why;
+    }
+    char *end;
+    errno = 0;
+    unsigned long value = strtoul(eq + 1, &end, 10);
+    if (errno || end == eq + 1 || *end || eq[1] == '-' || value < knobs[knob].min ||
+        value > knobs[knob].max) {
+        snprintf(why, why_size, "%s takes %u to %u", knobs[knob].name, knobs[knob].min,
+                 knobs[knob].max);
+        return why;
+    }
+    tuning->value[variant][knob] = (uint32_t)value;
+    return NULL;
+}
+
+void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc)
+{
+    memset(&ctx->tuning, 0, sizeof ctx->tuning);
+    const char *text = desc->tuning ? desc->tuning : getenv("VKATTN_TUNE");
+    const char *source = desc->tuning ? "tuning" : "VKATTN_TUNE";
+    if (!text)
+        return;
+    char entry[64], why[96];
+    for (const char *at = text; *at;) {
+        size_t length = strcspn(at, ",");
+        while (length && (*at == ' ' || *at == '\t'))
+            at++, length--;
+        size_t kept = length;
+        while (kept && (at[kept - 1] == ' ' || at[kept - 1] == '\t'))
+            kept--;
+        if (kept) {
+            const char *problem = "too long";
+            if (kept < sizeof entry) {
+                memcpy(entry, at, kept);
+                entry[kept] = '\0';
+                problem = take_entry(&ctx->tuning, entry, why, sizeof why);
+            }
+            if (problem)
+                ctx_log(ctx, VKATTN_LOG_WARNING, "%s: \"%.*s\" ignored: %s", source, (int)kept,
+                        at, problem);
+            else
+                ctx_log(ctx, VKATTN_LOG_INFO, "%s: %s", source, entry);
+        }
+        at += length;
+        if (*at == ',')
+            at++;
+    }
+}
