@@ -15,7 +15,7 @@
 # 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
-#    devices.txt, gpu-check.log.
+#    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv).
 # Exit status 0 when a GPU was found and every test and bench case passed (the
 # PyTorch part may be missing: the table then says why). About 3-5 minutes on an H100.
 #
@@ -31,6 +31,11 @@
 #   --test-deadline S  all tests end within this (default 270); then the bench runs
 #                      (held to 180 s), its profile (45 s) and SDPA (90 s): under 10
 #                      minutes in all
+#   --tune             then the settings sweep (bench/tune_sweep.py: the GPU targets
+#                      under other tile sizes and key splits, each verified; tune.md,
+#                      tune.csv), held to --tune-budget seconds (default 200). With
+#                      the tests the whole may pass 10 minutes: a session's second
+#                      command is `bash scripts/gpu-check.sh --no-tests --tune`
 # Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
 # one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
 set -uo pipefail
@@ -41,6 +46,7 @@ build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folde
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
 device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=240 test_deadline=270
+tune=0 tune_budget=200
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
   [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
@@ -56,6 +62,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --test-timeout) test_timeout=$2; shift ;;
     --test-deadline) test_deadline=$2; shift ;;
+    --tune) tune=1 ;;
+    --tune-budget) tune_budget=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -191,6 +199,15 @@ check() {
       say "SDPA: exit status $? (the table shows what ran)"
   fi
 
+  # 5b. Other tile sizes and key splits (--tune), against SDPA's times above.
+  local tune_summary="not run (no --tune)"
+  if [ "$tune" = 1 ]; then
+    say "tune: $python bench/tune_sweep.py --build $build --out $out --budget $tune_budget"
+    timeout $(( tune_budget + 60 )) "$python" bench/tune_sweep.py --build "$build_abs" --out "$out" \
+        --budget "$tune_budget" && tune_summary="tune.md, tune.csv" ||
+      tune_summary="exit status $? (tune.md has what ran)"
+  fi
+
   # 6. The table.
   local total=$(( $(date +%s) - start_s )) source_line=""
   [ -f .gl/SOURCE.txt ] && source_line=$(grep -m1 '^commit:' .gl/SOURCE.txt)
@@ -204,6 +221,7 @@ check() {
     "Machine: $(nproc) cores, $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(uname -r)"
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
+    "Settings sweep (--tune): $tune_summary"
     "FP32 peak used for %: $(sed -n 's/^peak: *//p' "$out/vkattn.txt" | head -1)"
     "Whole check: ${total} s"
   )

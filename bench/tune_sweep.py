@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Times the GPU targets of vkattn-bench --gpu under other tile sizes and key
+splits (vkattn-bench --tune, the library's tuning knobs), so that one GPU
+session compares a kernel's settings instead of timing its defaults only:
+
+    python3 bench/tune_sweep.py --build build --out bench/results/<device> \\
+        [--budget 200] [--sdpa sdpa.csv] [--only CASE-SUBSTRING] [--small]
+
+Each setting is one vkattn-bench process (its own context, so its own
+pipelines), every result checked against the CPU reference on sampled rows as
+the bench always does: a fast setting that computes garbage shows as failed,
+not as a win. Writes tune.csv (the bench's columns plus `setting`) and tune.md
+(per case, the settings from fastest to slowest, against the case's default and,
+where sdpa.csv from the same run has the case, PyTorch SDPA). Settings past
+--budget seconds are listed as not run. scripts/gpu-check.sh --tune runs it.
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_sdpa import KEY, case_name, number  # noqa: E402
+
+PREFILL_128 = "4,16,16,4096,4096,128"
+DECODE = "1,32,8,1,8192,128"
+
+# (label, shape, dtype, causal, reps, settings); a setting is (variant or None
+# for AUTO's choice, tuning string or None for the planner's own values). The
+# first setting of each case is its default, the baseline of its ratios.
+CASES = [
+    ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
+        (None, None),
+        ("coopmat", None),
+        ("coopmat", "coopmat.subgroups=2"),
+        ("coopmat", "coopmat.subgroups=8"),
+        ("coopmat", "coopmat.keys=32"),
+        ("coopmat", "coopmat.keys=16"),
+        ("coopmat", "coopmat.subgroups=2,coopmat.keys=32"),
+        ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
+        ("tiled", None),
+        ("tiled", "tiled.rows=1"),
+        ("tiled", "tiled.rows=4"),
+        ("tiled", "tiled.keys=16"),
+        ("tiled", "tiled.lanes=4"),
+        ("tiled", "tiled.lanes=16"),
+        ("tiled", "tiled.workgroup=256"),
+    ]),
+    ("prefill f32 D=128", PREFILL_128, "f32", True, 5, [
+        ("tiled", None),
+        ("tiled", "tiled.rows=1"),
+        ("tiled", "tiled.rows=4"),
+        ("tiled", "tiled.keys=16"),
+        ("tiled", "tiled.keys=24"),
+        ("tiled", "tiled.lanes=4"),
+        ("tiled", "tiled.lanes=16"),
+        ("tiled", "tiled.workgroup=64"),
+        ("tiled", "tiled.workgroup=256"),
+        ("tiled", "tiled.rows=4,tiled.lanes=16"),
+        ("tiled", "tiled.rows=4,tiled.keys=16"),
+    ]),
+    ("decode f16", DECODE, "f16", False, 20, [
+        (None, None),
+        ("decode", "decode.subgroups=1"),
+        ("decode", "decode.subgroups=2"),
+        ("decode", "decode.subgroups=8"),
+        ("decode", "decode.target=512"),
+        ("decode", "decode.target=1024"),
+        ("decode", "decode.target=4096"),
+        ("decode", "decode.target=8192"),
+        ("decode", "decode.subgroups=8,decode.target=4096"),
+        ("coopmat", None),
+        ("coopmat", "coopmat.target=128"),
+        ("coopmat", "coopmat.target=2048"),
+        ("tiled", None),
+        ("tiled", "tiled.target=2048"),
+    ]),
+]
+
+
+def timed(row):
+    """The median, unless the run did not time anything (an error)."""
+    return None if (row.get("error") or "").strip() else number(row.get("ms_median"))
+
+
+def setting_name(variant, tuning):
+    return f"{variant or 'auto'}" + (f" {tuning}" if tuning else "")
+
+
+def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
+    """One vkattn-bench run; its CSV row (a dict), or a dict with `error`."""
+    with tempfile.NamedTemporaryFile(suffix=".csv") as out:
+        args = [bench, "--op", "attention", "--shape", shape, "--dtype", dtype, "--path", "fused",
+                "--reps", str(reps), "--csv", out.name]
+        if causal:
+            args.append("--causal")
+        if variant:
+            args += ["--variant", variant]
+        if tuning:
+            args += ["--tune", tuning]
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"error": f"over {timeout_s} s"}
+        with open(out.name, newline="") as f:
+            rows = list(csv.DictReader(f))
+    if not rows:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"exit status {p.returncode}: {tail}"}
+    row = rows[0]
+    warnings = [line for line in p.stderr.splitlines() if line.startswith("vkattn: ")]
+    if warnings:  # an entry the library ignored: the setting did not run as named
+        row["error"] = (row.get("error") or "") + " " + "; ".join(warnings)
+    return row
+
+
+def sdpa_times(path):
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path, newline="") as f:
+        return {tuple(r[k] for k in KEY): number(r.get("ms_median")) for r in csv.DictReader(f)}
+
+
+def case_key(shape, dtype, causal):
+    B, H, Hkv, Tq, Tk, D = shape.split(",")
+    return (B, H, Hkv, Tq, Tk, D, D, "1" if causal else "0", str(int(Tk) - int(Tq)), dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for all settings")
+    ap.add_argument("--sdpa", help="sdpa.csv of the same run (default: OUT/sdpa.csv)")
+    ap.add_argument("--only", help="cases whose label contains this")
+    ap.add_argument("--reps", type=int, help="timed runs per setting (default per case)")
+    ap.add_argument("--small", action="store_true",
+                    help="small shapes, to try the sweep on a CPU device")
+    a = ap.parse_args()
+    small = {PREFILL_128: "1,4,4,256,256,128", DECODE: "1,32,8,1,1024,128"}
+    cases = [(l, small[s] if a.small else s, *rest) for (l, s, *rest) in CASES]
+    bench = os.path.join(a.build, "vkattn-bench")
+    sdpa = sdpa_times(a.sdpa or os.path.join(a.out, "sdpa.csv"))
+    os.makedirs(a.out, exist_ok=True)
+    start = time.monotonic()
+    results = []  # (label, setting, row)
+    for label, shape, dtype, causal, reps, settings in cases:
+        if a.only and a.only not in label:
+            continue
+        for variant, tuning in settings:
+            left = a.budget - (time.monotonic() - start)
+            name = setting_name(variant, tuning)
+            if left < 5:
+                row = {"error": "not run: past the budget"}
+            else:
+                row = run_setting(bench, shape, dtype, causal, a.reps or reps, variant, tuning,
+                                  max(10, min(120, int(left))))
+            ms = timed(row)
+            print(f"[{time.monotonic() - start:5.0f}s] {label:18} {name:45} "
+                  f"{f'{ms:.3f} ms' if ms is not None else '-':>12} "
+                  f"{'ok' if row.get('ok') == '1' and not row.get('error') else row.get('error') or 'FAILED'}",
+                  flush=True)
+            results.append((label, shape, dtype, causal, name, row))
+
+    fields = ["case", "setting"] + [k for k in (results[0][5] if results else {}) if k != "error"]
+    fields += ["error"]
+    with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for label, _, _, _, name, row in results:
+            w.writerow({"case": label, "setting": name, **row})
+
+    lines = ["# vkattn settings sweep (bench/tune_sweep.py)", "",
+             f"Command: `python3 bench/tune_sweep.py {' '.join(sys.argv[1:])}`; "
+             f"{time.monotonic() - start:.0f} s. Each row is one vkattn-bench run "
+             "(median of its timed runs, GPU timestamps), verified against the CPU "
+             "reference on sampled rows. \"vs default\" is the case's first setting's "
+             "time over this one's (above 1: faster).", ""]
+    for label, shape, dtype, causal, *_ in cases:
+        rows = [(name, row) for (l, _, _, _, name, row) in results if l == label]
+        if not rows:
+            continue
+        c = dict(zip(KEY, case_key(shape, dtype, causal)))
+        base = timed(rows[0][1])
+        ref = sdpa.get(case_key(shape, dtype, causal))
+        lines += [f"## {label}: {case_name(c)} {dtype}", "",
+                  f"Default: {rows[0][0]}" + (f"; PyTorch SDPA {ref:.3f} ms" if ref else "; no SDPA time"),
+                  "", "| setting | ran | ms median | GFLOP/s | GB/s | vs default | % of SDPA | check |",
+                  "|---|---|--:|--:|--:|--:|--:|---|"]
+        def order(item):
+            ms = timed(item[1])
+            return (ms is None, ms or 0.0)
+        for name, row in sorted(rows, key=order):
+            ms = timed(row)
+            good = row.get("ok") == "1" and not row.get("error")
+            ran = (row.get("note") or "").split(";")[0].replace("ran ", "")
+            cells = [f"`{name}`", ran or "-", f"{ms:.3f}" if ms else "-",
+                     row.get("gflops", "-") if ms else "-", row.get("gbps", "-") if ms else "-",
+                     f"{base / ms:.2f}" if ms and base else "-",
+                     f"{100 * ref / ms:.1f}" if ms and ref else "-",
+                     "ok" if good else (row.get("error") or "FAILED").strip().replace("|", "/")]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    with open(os.path.join(a.out, "tune.md"), "w") as f:
+        f.write("\n".join(lines))
+    print(f"tune sweep: {len(results)} settings, tune.md and tune.csv in {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
