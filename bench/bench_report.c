@@ -20,11 +20,11 @@ const char *bench_path_name(bench_path path)
 
 const char *bench_variant_name(const bench_case *c)
 {
-    static const char *matmul[] = {"auto", "tiled", "naive", "texel"};
+    static const char *matmul[] = {"auto", "tiled", "naive", "texel", "coopmat", "coopmat_emu"};
     static const char *softmax[] = {"auto", "subgroup", "shared"};
     switch (c->op) {
     case OP_MATMUL:
-        return (unsigned)c->variant < 4 ? matmul[c->variant] : "?";
+        return (unsigned)c->variant < 6 ? matmul[c->variant] : "?";
     case OP_SOFTMAX:
         return (unsigned)c->variant < 3 ? softmax[c->variant] : "?";
     case OP_ATTENTION:

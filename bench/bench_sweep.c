@@ -123,8 +123,9 @@ static const bench_case full[] = {
     ATT_VAR(WINDOW, 512, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F32),
 };
 
-/* The GPU targets: attention only, by the path a user gets (auto), one row per
- * (shape, dtype, causal) so that bench/compare_sdpa.py pairs each with SDPA.
+/* The GPU targets: attention by the path a user gets (auto), one row per
+ * (shape, dtype, causal) so that bench/compare_sdpa.py pairs each with SDPA;
+ * then the forced kernels and the matmuls (which the SDPA table leaves out).
  * A new dtype is one more row per shape. On an H100 the whole list takes well
  * under a minute; verification samples rows (bench_row_blocks), about 4 s of
  * CPU reference per 4x16x4096 case. */
@@ -151,6 +152,11 @@ static const bench_case gpu[] = {
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 64, 64, true, F16),
     ATT_VARIANT(COOPMAT, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     ATT_VARIANT(COOPMAT, 1, 8, 8, 2048, 2048, 64, 64, true, F16),
+    /* the layer's projections: the scalar tiled matmul in f32 and f16, and the
+     * coopmat matmul (opt-in until timed against the tiled one on a GPU) */
+    MATMUL(TILED, 1, 4096, 4096, 4096, F32),
+    MATMUL(TILED, 1, 4096, 4096, 4096, F16),
+    MATMUL(COOPMAT, 1, 4096, 4096, 4096, F16),
 };
 
 static bool same_case(const bench_case *a, const bench_case *b)
