@@ -25,7 +25,7 @@ static void usage(FILE *f)
         "  --splits N           key splits of --shape cases' fused kernel (default chosen)\n"
         "  --tune KNOBS         the fused kernels' tile sizes and splits, as\n"
         "                       \"variant.knob=N,...\" (vkattn_context_desc.tuning, the same\n"
-        "                       as VKATTN_TUNE; knobs in README.md; scripts/gpu-tune.sh)\n"
+        "                       as VKATTN_TUNE; knobs in README.md; bench/tune_sweep.py)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
         "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
         "                       given (outputs are always f32). The CPU reference reads the\n"
