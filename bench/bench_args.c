@@ -250,6 +250,8 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
                 return rc;
         }
     }
+    if ((c->fused_variant || c->kv_splits) && !c->shape_count)
+        return bad("--variant and --splits apply to --shape cases%s", "");
     /* Timed runs of one case take about this long at most (see bench_time). */
     c->opt.budget_ms = c->full ? 4000.0 : 1500.0;
     return 0;

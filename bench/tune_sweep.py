@@ -12,7 +12,7 @@ the bench always does: a fast setting that computes garbage shows as failed,
 not as a win. Writes tune.csv (the bench's columns plus `setting`) and tune.md
 (per case, the settings from fastest to slowest, against the case's default and,
 where sdpa.csv from the same run has the case, PyTorch SDPA). Settings past
---budget seconds are listed as not run. scripts/gpu-check.sh --tune runs it.
+--budget seconds are listed as not run. scripts/gpu-check.sh --tune-only runs it.
 """
 import argparse
 import csv
@@ -105,14 +105,18 @@ def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
             p = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return {"error": f"over {timeout_s} s"}
+        except OSError as e:
+            return {"error": f"cannot run {bench}: {e}"}
         with open(out.name, newline="") as f:
             rows = list(csv.DictReader(f))
     if not rows:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"exit status {p.returncode}: {tail}"}
     row = rows[0]
-    warnings = [line for line in p.stderr.splitlines() if line.startswith("vkattn: ")]
-    if warnings:  # an entry the library ignored: the setting did not run as named
+    # An entry the library ignored: the setting did not run as named.
+    warnings = [line for line in p.stderr.splitlines()
+                if line.startswith("vkattn: tuning: ") and " ignored: " in line]
+    if warnings:
         row["error"] = (row.get("error") or "") + " " + "; ".join(warnings)
     return row
 
@@ -129,43 +133,11 @@ def case_key(shape, dtype, causal):
     return (B, H, Hkv, Tq, Tk, D, D, "1" if causal else "0", str(int(Tk) - int(Tq)), dtype)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--budget", type=float, default=200.0, help="seconds for all settings")
-    ap.add_argument("--sdpa", help="sdpa.csv of the same run (default: OUT/sdpa.csv)")
-    ap.add_argument("--only", help="cases whose label contains this")
-    ap.add_argument("--reps", type=int, help="timed runs per setting (default per case)")
-    ap.add_argument("--small", action="store_true",
-                    help="small shapes, to try the sweep on a CPU device")
-    a = ap.parse_args()
-    small = {PREFILL_128: "1,4,4,256,256,128", DECODE: "1,32,8,1,1024,128"}
-    cases = [(l, small[s] if a.small else s, *rest) for (l, s, *rest) in CASES]
-    bench = os.path.join(a.build, "vkattn-bench")
-    sdpa = sdpa_times(a.sdpa or os.path.join(a.out, "sdpa.csv"))
-    os.makedirs(a.out, exist_ok=True)
-    start = time.monotonic()
-    results = []  # (label, setting, row)
-    for label, shape, dtype, causal, reps, settings in cases:
-        if a.only and a.only not in label:
-            continue
-        for variant, tuning in settings:
-            left = a.budget - (time.monotonic() - start)
-            name = setting_name(variant, tuning)
-            if left < 5:
-                row = {"error": "not run: past the budget"}
-            else:
-                row = run_setting(bench, shape, dtype, causal, a.reps or reps, variant, tuning,
-                                  max(10, min(120, int(left))))
-            ms = timed(row)
-            print(f"[{time.monotonic() - start:5.0f}s] {label:18} {name:45} "
-                  f"{f'{ms:.3f} ms' if ms is not None else '-':>12} "
-                  f"{'ok' if row.get('ok') == '1' and not row.get('error') else row.get('error') or 'FAILED'}",
-                  flush=True)
-            results.append((label, shape, dtype, causal, name, row))
-
-    fields = ["case", "setting"] + [k for k in (results[0][5] if results else {}) if k != "error"]
+def write_results(a, cases, results, sdpa, start):
+    """tune.csv and tune.md from the settings run so far."""
+    fields = ["case", "setting"]
+    for *_, row in results:  # every row's columns: an early error row has none
+        fields += [k for k in row if k not in fields and k != "error"]
     fields += ["error"]
     with open(os.path.join(a.out, "tune.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -175,7 +147,7 @@ def main():
 
     lines = ["# vkattn settings sweep (bench/tune_sweep.py)", "",
              f"Command: `python3 bench/tune_sweep.py {' '.join(sys.argv[1:])}`; "
-             f"{time.monotonic() - start:.0f} s. Each row is one vkattn-bench run "
+             f"{time.monotonic() - start:.0f} s so far. Each row is one vkattn-bench run "
              "(median of its timed runs, GPU timestamps), verified against the CPU "
              "reference on sampled rows. \"vs default\" is the case's first setting's "
              "time over this one's (above 1: faster).", ""]
@@ -206,6 +178,48 @@ def main():
         lines.append("")
     with open(os.path.join(a.out, "tune.md"), "w") as f:
         f.write("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for all settings")
+    ap.add_argument("--sdpa", help="sdpa.csv of the same run (default: OUT/sdpa.csv)")
+    ap.add_argument("--only", help="cases whose label contains this")
+    ap.add_argument("--reps", type=int, help="timed runs per setting (default per case)")
+    ap.add_argument("--small", action="store_true",
+                    help="small shapes, to try the sweep on a CPU device")
+    a = ap.parse_args()
+    small = {PREFILL_128: "1,4,4,256,256,128", DECODE: "1,32,8,1,1024,128"}
+    cases = [(l, small[s] if a.small else s, *rest) for (l, s, *rest) in CASES]
+    bench = os.path.join(a.build, "vkattn-bench")
+    if not os.access(bench, os.X_OK):
+        print(f"tune_sweep: no {bench}: build first", file=sys.stderr)
+        return 1
+    sdpa = sdpa_times(a.sdpa or os.path.join(a.out, "sdpa.csv"))
+    os.makedirs(a.out, exist_ok=True)
+    start = time.monotonic()
+    results = []  # (label, setting, row)
+    for label, shape, dtype, causal, reps, settings in cases:
+        if a.only and a.only not in label:
+            continue
+        for variant, tuning in settings:
+            left = a.budget - (time.monotonic() - start)
+            name = setting_name(variant, tuning)
+            if left < 5:
+                row = {"error": "not run: past the budget"}
+            else:
+                row = run_setting(bench, shape, dtype, causal, a.reps or reps, variant, tuning,
+                                  max(10, min(120, int(left))))
+            ms = timed(row)
+            print(f"[{time.monotonic() - start:5.0f}s] {label:18} {name:45} "
+                  f"{f'{ms:.3f} ms' if ms is not None else '-':>12} "
+                  f"{'ok' if row.get('ok') == '1' and not row.get('error') else row.get('error') or 'FAILED'}",
+                  flush=True)
+            results.append((label, shape, dtype, causal, name, row))
+            write_results(a, cases, results, sdpa, start)  # kept if the sweep is stopped
+
     print(f"tune sweep: {len(results)} settings, tune.md and tune.csv in {a.out}")
     return 0
 

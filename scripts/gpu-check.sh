@@ -15,7 +15,8 @@
 # 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
-#    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv).
+#    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv; --tune-only
+#    writes those and tune.log).
 # Exit status 0 when a GPU was found and every test and bench case passed (the
 # PyTorch part may be missing: the table then says why). About 3-5 minutes on an H100.
 #
@@ -33,9 +34,11 @@
 #                      minutes in all
 #   --tune             then the settings sweep (bench/tune_sweep.py: the GPU targets
 #                      under other tile sizes and key splits, each verified; tune.md,
-#                      tune.csv), held to --tune-budget seconds (default 200). With
-#                      the tests the whole may pass 10 minutes: a session's second
-#                      command is `bash scripts/gpu-check.sh --no-tests --tune`
+#                      tune.csv), held to --tune-budget seconds (whole, default 200).
+#                      With the tests the whole may pass 10 minutes
+#   --tune-only        only steps 1, 2 and the sweep, beside the sdpa.csv a full
+#                      check left in the results folder (its README.md is kept):
+#                      a session's second command, about 4 minutes
 # Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
 # one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
 set -uo pipefail
@@ -63,6 +66,7 @@ while [ $# -gt 0 ]; do
     --test-timeout) test_timeout=$2; shift ;;
     --test-deadline) test_deadline=$2; shift ;;
     --tune) tune=1 ;;
+    --tune-only) tune=2 ;;
     --tune-budget) tune_budget=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -70,6 +74,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$jobs" ] || jobs=$(( $(nproc) < 8 ? $(nproc) : 8 ))
+[[ $tune_budget =~ ^[0-9]+$ ]] || { echo "gpu-check: --tune-budget takes whole seconds, not $tune_budget" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -78,6 +83,13 @@ date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
 
 say() { echo "gpu-check [$(( $(date +%s) - start_s ))s]: $*"; }
 fail() { say "FAILED: $*"; exit 1; }
+
+# The settings sweep into $out, SDPA's times from the sdpa.csv there.
+tune_sweep() {
+  say "tune: $python bench/tune_sweep.py --build $build --out $out --budget $tune_budget"
+  timeout $(( tune_budget + 30 )) "$python" bench/tune_sweep.py --build "$build_abs" --out "$out" \
+      --budget "$tune_budget"
+}
 
 check() {
   say "vkattn gpu-check, $date_utc, in $root (build $build_abs)"
@@ -160,6 +172,12 @@ check() {
   fi
   detail=$(awk -v i="$device_index" '$1 == i || $1 == i "*" { getline; sub(/^ +/, ""); print; exit }' "$work/devices.txt")
 
+  if [ "$tune" = 2 ]; then
+    tune_sweep || fail "the settings sweep: exit status $?"
+    say "settings sweep: $out/tune.md"
+    return 0
+  fi
+
   # 3. Tests, validation on (the tests turn it on and fail on any message).
   local tests_summary="not run (--no-tests)" tests_rc=0
   if [ "$run_tests" = 1 ]; then
@@ -202,10 +220,7 @@ check() {
   # 5b. Other tile sizes and key splits (--tune), against SDPA's times above.
   local tune_summary="not run (no --tune)"
   if [ "$tune" = 1 ]; then
-    say "tune: $python bench/tune_sweep.py --build $build --out $out --budget $tune_budget"
-    timeout $(( tune_budget + 60 )) "$python" bench/tune_sweep.py --build "$build_abs" --out "$out" \
-        --budget "$tune_budget" && tune_summary="tune.md, tune.csv" ||
-      tune_summary="exit status $? (tune.md has what ran)"
+    tune_sweep && tune_summary="tune.md, tune.csv" || tune_summary="exit status $? (tune.md has what ran)"
   fi
 
   # 6. The table.
@@ -243,7 +258,7 @@ check() {
 
 check 2>&1 | tee "$work/gpu-check.log"
 rc=${PIPESTATUS[0]}
-if [ -s "$work/out" ]; then
-  cp "$work/gpu-check.log" "$(cat "$work/out")/gpu-check.log"
+if [ -s "$work/out" ]; then  # --tune-only keeps the full check's log
+  cp "$work/gpu-check.log" "$(cat "$work/out")/$([ "$tune" = 2 ] && echo tune.log || echo gpu-check.log)"
 fi
 exit "$rc"

@@ -108,7 +108,7 @@ _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");
 /* The knob's value for the variant, or `fallback` where none was set. */
 uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
                      uint32_t fallback);
-/* Writes "VKATTN_TUNE tiled.keys=64" (the knob's setting) into `out`. */
+/* Writes "tuning tiled.keys=64" (the knob's setting) into `out`. */
 void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
                          size_t out_size);
 

@@ -135,14 +135,22 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
     uint32_t max_tile = fused_tuned(ctx, self, KNOB_KEYS,
                                     small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
-    /* Decoding: no more subgroups than the problem has rows for. A tuned
-     * count is kept (within that) or refused; the planner's own shrinks
-     * until the tiles fit. */
+    /* Decoding: no more subgroups than the problem has rows for. The
+     * planner's own count shrinks until the tiles fit; a tuned count is kept
+     * or refused (fused_tuning.c). */
     uint64_t row_blocks = div_up(fused_rows(d), s.m);
     uint32_t tuned_subgroups = fused_tuned(ctx, self, KNOB_SUBGROUPS, 0);
     uint32_t subgroups = tuned_subgroups ? tuned_subgroups : small_tiles ? 1 : COOPMAT_SUBGROUPS;
-    if (row_blocks < subgroups)
+    if (row_blocks < subgroups) {
+        if (tuned_subgroups) {
+            snprintf(why, why_size, "tuning %s.subgroups=%u: %s has %llu query rows per kv "
+                     "head here, %llu subgroups' worth of %u", vkattn_fused_variant_name(self),
+                     tuned_subgroups, name, (unsigned long long)fused_rows(d),
+                     (unsigned long long)row_blocks, s.m);
+            return false;
+        }
         subgroups = (uint32_t)row_blocks;
+    }
     while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp, emulated)) &&
            subgroups > 1 && !tuned_subgroups)
         subgroups--;

@@ -60,27 +60,35 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     uint32_t tpr = pow2_floor(width / 16 ? width / 16 : 1);
     uint32_t max_tpr = sg < 16 ? pow2_floor(sg) : 16;
     plan->tpr = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_LANES, tpr < max_tpr ? tpr : max_tpr);
-    uint32_t workgroup = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_WORKGROUP, TILED_WORKGROUP);
-    /* Tuned values the kernel cannot take are refused, not bent (fused_tuning.c). */
-    char setting[48];
+    /* Tuned values are kept as asked or refused, never bent (fused_tuning.c):
+     * lanes a power of 2 within a subgroup, a workgroup of whole subgroups
+     * (a required size needs them) within the device's limit. */
+    uint32_t tuned_workgroup = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_WORKGROUP, 0);
     bool lanes_fit = !(plan->tpr & (plan->tpr - 1)) && plan->tpr <= sg;
-    if (!lanes_fit || workgroup % plan->tpr) {
+    bool workgroup_fits = !tuned_workgroup ||
+                          (tuned_workgroup % plan->tpr == 0 && tuned_workgroup % sg == 0 &&
+                           tuned_workgroup <= info->max_workgroup_invocations);
+    if (!lanes_fit || !workgroup_fits) {
+        char setting[48];
         fused_knob_describe(VKATTN_FUSED_TILED, lanes_fit ? KNOB_WORKGROUP : KNOB_LANES,
-                            lanes_fit ? workgroup : plan->tpr, setting, sizeof setting);
-        snprintf(why, why_size, "%s: the tiled kernel's lanes per row are a power of 2 within "
-                 "a subgroup (%u) and divide the workgroup (%u lanes, %u invocations)", setting,
-                 sg, plan->tpr, workgroup);
+                            lanes_fit ? tuned_workgroup : plan->tpr, setting, sizeof setting);
+        snprintf(why, why_size, "%s: the tiled kernel's lanes per row are a power of 2 within a "
+                 "subgroup of %u, and its workgroup whole subgroups, at most %u invocations "
+                 "(%u lanes, %u invocations)", setting, sg, info->max_workgroup_invocations,
+                 plan->tpr, tuned_workgroup ? tuned_workgroup : TILED_WORKGROUP);
         return false;
     }
     uint64_t rows = fused_rows(d);
-    uint32_t br = workgroup / plan->tpr;
-    if (br * plan->tpr > info->max_workgroup_invocations)
-        br = info->max_workgroup_invocations / plan->tpr;
-    if (br > pow2_ceil(rows))
-        br = pow2_ceil(rows); /* decoding: do not idle most of the workgroup */
-    /* A required size comes with full subgroups: the workgroup is whole subgroups. */
-    if (required && br * plan->tpr < sg)
-        br = sg / plan->tpr;
+    uint32_t br = (tuned_workgroup ? tuned_workgroup : TILED_WORKGROUP) / plan->tpr;
+    if (!tuned_workgroup) {
+        if (br * plan->tpr > info->max_workgroup_invocations)
+            br = info->max_workgroup_invocations / plan->tpr;
+        if (br > pow2_ceil(rows))
+            br = pow2_ceil(rows); /* decoding: do not idle most of the workgroup */
+        /* A required size comes with full subgroups: the workgroup is whole subgroups. */
+        if (required && br * plan->tpr < sg)
+            br = sg / plan->tpr;
+    }
     plan->subgroup_size = required ? sg : 0;
     plan->tm = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_ROWS,
                            rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1);
@@ -92,6 +100,7 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     bc = bc > max_tile ? max_tile : bc / 4 * 4;
     uint32_t tuned_bc = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_KEYS, 0);
     if (tuned_bc && (tuned_bc % 4 || tuned_bc * tile_bytes_per_key > info->shared_memory_bytes)) {
+        char setting[48];
         fused_knob_describe(VKATTN_FUSED_TILED, KNOB_KEYS, tuned_bc, setting, sizeof setting);
         snprintf(why, why_size, "%s: the tiled kernel's tiles are a multiple of 4 keys, and %u "
                  "keys of head sizes %lld and %lld take %llu bytes of shared memory (%u here)",

@@ -4,9 +4,10 @@
  * to their own choice; a value they cannot take (a tile that does not fit in
  * shared memory, more lanes than a subgroup) makes them refuse the call, naming
  * the setting, so that a sweep on a GPU reports it instead of timing something
- * else. scripts/gpu-tune.sh sweeps them. */
+ * else. bench/tune_sweep.py sweeps them. */
 #include "attention_fused.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,10 @@ void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc)
     char entry[64], why[96];
     for (const char *at = text; *at;) {
         size_t length = strcspn(at, ",");
-        while (length && (*at == ' ' || *at == '\t'))
+        while (length && isspace((unsigned char)*at))
             at++, length--;
         size_t kept = length;
-        while (kept && (at[kept - 1] == ' ' || at[kept - 1] == '\t'))
+        while (kept && isspace((unsigned char)at[kept - 1]))
             kept--;
         if (kept) {
             const char *problem = "too long";
