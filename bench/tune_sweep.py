@@ -115,7 +115,8 @@ def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
     row = rows[0]
     # An entry the library ignored: the setting did not run as named.
     warnings = [line for line in p.stderr.splitlines()
-                if line.startswith("vkattn: tuning: ") and " ignored: " in line]
+                if line.startswith(("vkattn: tuning: ", "vkattn: VKATTN_TUNE: ")) and
+                '" ignored: ' in line]
     if warnings:
         row["error"] = (row.get("error") or "") + " " + "; ".join(warnings)
     return row

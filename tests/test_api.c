@@ -644,6 +644,80 @@ static void test_profile(void **state)
     assert_int_equal(log.validation_messages, 0);
 }
 
+/* Counts the warnings about tuning entries ignored (and validation messages). */
+typedef struct tuning_log {
+    int ignored, validation;
+} tuning_log;
+
+static void tuning_logger(void *user, vkattn_log_level level, vkattn_log_source source,
+                          const char *msg)
+{
+    tuning_log *log = user;
+    if (source == VKATTN_LOG_SOURCE_VALIDATION)
+        log->validation++;
+    else if (level == VKATTN_LOG_WARNING && strstr(msg, "\" ignored: ") &&
+             (!strncmp(msg, "tuning: ", 8) || !strncmp(msg, "VKATTN_TUNE: ", 13)))
+        log->ignored++;
+}
+
+/* vkattn_context_desc.tuning: each malformed entry is warned about and
+ * ignored, the rest taken (whitespace and all); a tuning given in the
+ * desc replaces VKATTN_TUNE, even an empty one. */
+static void test_tuning_entries(void **state)
+{
+    (void)state;
+    static const char *const malformed[] = {
+        "bogus", "tiled", "tiled.keys", "tiled.keys=", "tiled.keys=-4", "tiled.keys=4x",
+        "tiled.keys=99999999999999999999", ".keys=4", "tiled.=4", "nope.keys=4", "rows.keys=4",
+        "tiled.keys=3", "tiled.subgroups=2", "decode.subgroups=17",
+        "tiled.keys=12345678901234567890123456789012345678901234567890123456789012345",
+    };
+    char text[1024] = " , ,\t tiled.keys=12\n";
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        strcat(text, ",");
+        strcat(text, malformed[i]);
+    }
+    assert_int_equal(setenv("VKATTN_TUNE", "tiled.keys=bad", 1), 0);
+    tuning_log log = {0};
+    vkattn_context_desc d = {.backend = VKATTN_BACKEND_VULKAN, .validation = VKATTN_VALIDATION_ON,
+                             .log_fn = tuning_logger, .log_user_data = &log, .tuning = text};
+    vkattn_context *ctx = NULL;
+    vkattn_status s = vkattn_context_create(&d, &ctx);
+    if (s == VKATTN_ERROR_NO_DEVICE) {
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        skip();
+    }
+    assert_int_equal(s, VKATTN_OK);
+    assert_int_equal(log.ignored, (int)(sizeof malformed / sizeof malformed[0]));
+
+    /* tiled.keys=12 taken: 12 keys of D = Dv = 576 (55 KiB) fit no device's
+     * shared memory, so the forced tiled kernel is refused naming it. */
+    vkattn_tensor *q = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 2, 576);
+    vkattn_tensor *o = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 2, 576);
+    vkattn_attention_desc ad = {.path = VKATTN_PATH_FUSED, .fused_variant = VKATTN_FUSED_TILED};
+    vkattn_attention_choice ran;
+    assert_int_equal(vkattn_attention_choose(ctx, &ad, q, q, q, o, &ran),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(ctx), "tuning tiled.keys=12: "));
+    vkattn_tensor_destroy(q);
+    vkattn_tensor_destroy(o);
+    vkattn_context_destroy(ctx);
+
+    /* An empty tuning in the desc: VKATTN_TUNE is not read. */
+    d.tuning = "";
+    log = (tuning_log){0};
+    assert_int_equal(vkattn_context_create(&d, &ctx), VKATTN_OK);
+    vkattn_context_destroy(ctx);
+    assert_int_equal(log.ignored, 0);
+    /* None in the desc: it is. */
+    d.tuning = NULL;
+    assert_int_equal(vkattn_context_create(&d, &ctx), VKATTN_OK);
+    vkattn_context_destroy(ctx);
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    assert_int_equal(log.ignored, 1);
+    assert_int_equal(log.validation, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,7 +726,7 @@ int main(void)
         cmocka_unit_test(test_f16_conversion),  cmocka_unit_test(test_bf16_conversion),
         cmocka_unit_test(test_op_arguments),
         cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
-        cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_profile),   cmocka_unit_test(test_tuning_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
