@@ -103,8 +103,11 @@ shared float16_t v_tile[BC * VS];
 shared float s_tile[BR * SS];       // a slice of MM rows per subgroup
 shared float16_t p_tile[BR * PS];
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
-// [0]: t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
-// reset); four words long for the alignment above.
+// t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
+// reset), kept in four words, each staging lane flagging into word tid & 3 and
+// nonfinite_tile() taking their maximum: four words for the alignment above,
+// all indexed at run time so that no compiler can shrink the array to the
+// one word a constant index would leave.
 shared uint v_nonfinite_tile[4];
 
 MATRIX_A(q_a, DP / MK, SUBGROUPS)
@@ -143,7 +146,7 @@ float16_t load_half(uint word, uint index)
                 TILE[c * (TILE_STRIDE) + d + 2 * w] = pair.x;                                    \
                 TILE[c * (TILE_STRIDE) + d + 2 * w + 1] = pair.y;                                \
                 if (NONFINITE && (any(isnan(pair)) || any(isinf(pair))))                         \
-                    atomicMax(v_nonfinite_tile[0], t0 + 1);                                      \
+                    atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                               \
             }                                                                                    \
         }                                                                                        \
     } else {                                                                                     \
@@ -156,9 +159,15 @@ float16_t load_half(uint word, uint index)
             }                                                                                    \
             TILE[c * (TILE_STRIDE) + d] = x;                                                     \
             if (NONFINITE && (isnan(x) || isinf(x)))                                             \
-                atomicMax(v_nonfinite_tile[0], t0 + 1);                                          \
+                atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                   \
         }                                                                                        \
     }
+
+uint nonfinite_tile()
+{
+    return max(max(v_nonfinite_tile[0], v_nonfinite_tile[1]),
+               max(v_nonfinite_tile[2], v_nonfinite_tile[3]));
+}
 
 // Keys [lo, limit) of this split that packed row `row` may see (none past the rows).
 uvec2 row_keys(Sequence seq, uint row, uint rows, uint key_begin, uint key_end)
@@ -234,8 +243,8 @@ void main()
     }
     MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
         ACC_ZERO(o_acc, j);
-    if (tid == 0)
-        v_nonfinite_tile[0] = 0;
+    if (tid < 4)
+        v_nonfinite_tile[tid] = 0;
 
     // Q, QCH rows at a time through k_tile, into the subgroups' operands.
     for (uint c0 = 0; c0 < BR; c0 += QCH) {
@@ -324,7 +333,7 @@ void main()
         // 4. O += P V.
         MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
             A_LOAD(p_a, k, p_tile, p_slice + k * MK, PS);
-        if (v_nonfinite_tile[0] != t0 + 1) {
+        if (nonfinite_tile() != t0 + 1) {
             MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
                 MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
                     ACC_MMA(o_acc, j, p_a, k, v_tile, k * MK * VS + j * MN, VS, false);

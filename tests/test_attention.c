@@ -541,13 +541,30 @@ static void test_coopmat_refusals(void **state)
                      VKATTN_ERROR_UNSUPPORTED);
     assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V (got f32, f16, f16)"));
 
+    /* Matrices whose height neither divides the subgroup size nor is divided
+     * by it leave softmax rows the lanes cannot share out: refused, naming both
+     * (the subgroup size the kernel is specialized for, kernel_subgroup_size). */
+    vkattn_status s;
+    uint32_t sg = info.subgroup_size_required ? info.subgroup_size : info.subgroup_size_min;
+    if (info.float16_arithmetic && sg >= 4) {
+        uint32_t m = sg >= 64 ? 48 : 3 * sg / 2;
+        char matrix[32], expected[64];
+        snprintf(matrix, sizeof matrix, "%ux16x16", m);
+        snprintf(expected, sizeof expected, "%u-row matrices and subgroups of %u", m, sg);
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", matrix, 1), 0);
+        s = vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu);
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        assert_int_equal(s, VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu), expected));
+    }
+
     const char *was = getenv("VKATTN_COOPMAT");
     char saved[8] = "";
     if (was)
         snprintf(saved, sizeof saved, "%s", was);
     assert_int_equal(setenv("VKATTN_COOPMAT", "1", 1), 0);
     d.fused_variant = VKATTN_FUSED_AUTO;
-    vkattn_status s = vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu);
+    s = vkattn_attention(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu);
     /* Restored before anything may fail. */
     assert_int_equal(was ? setenv("VKATTN_COOPMAT", saved, 1) : unsetenv("VKATTN_COOPMAT"), 0);
     assert_int_equal(s, VKATTN_OK);

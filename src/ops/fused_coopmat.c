@@ -4,8 +4,11 @@
  * in matrix registers for the whole key loop. Good at: f16 attention on GPUs
  * with cooperative matrices, every variant. Needs: f16 Q, K and V;
  * VK_NV_cooperative_matrix with an f16 shape (the real kernel) or shaderFloat16
- * (the emulated build); a subgroup size the pipeline can require (or the only
- * one); shared memory for the K, V, S and P tiles; registers for Q and O.
+ * (the emulated build); full subgroups of a size the pipeline can require (the
+ * real kernel: a matrix operation needs every lane of its subgroup) or one the
+ * device always gives (the emulated build), whose size a matrix's height
+ * divides or is divided by; shared memory for the K, V, S and P tiles;
+ * registers for Q and O.
  *
  * AUTO takes the real kernel on the vendors where its current revision passed
  * the GPU check (coopmat_shapes.c; none yet), elsewhere with VKATTN_COOPMAT=1;
@@ -121,6 +124,15 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  "pipeline, which %s cannot give", name, info->name);
         return false;
     }
+    /* A matrix operation needs every lane of its subgroup active, which only
+     * full subgroups promise (SPIR-V below 1.6 may launch partial ones). The
+     * emulated build's plain code has no such need. */
+    if (!emulated && !required) {
+        snprintf(why, why_size, "%s needs full subgroups of a required size "
+                 "(subgroupSizeControl and computeFullSubgroups), which %s lacks or the "
+                 "application did not enable", name, info->name);
+        return false;
+    }
     /* The emulated build asks for no size where the device has only one: a
      * single size needs no asking, and asking in a device adopted from a
      * Vulkan 1.1 application (test_adopt) drew validation errors that read
@@ -128,6 +140,12 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * request it passed the GPU check with. */
     plan->subgroup_size = required && !(emulated && caps->subgroup_min == caps->subgroup_max) ? sg : 0;
     coopmat_shape s = plan->shape;
+    /* The softmax gives each row sg / M lanes, or each lane M / sg rows. */
+    if (sg % s.m != 0 && s.m % sg != 0) {
+        snprintf(why, why_size, "%s: %u-row matrices and subgroups of %u, neither dividing "
+                 "the other", name, s.m, sg);
+        return false;
+    }
     uint32_t dp = round_up((uint32_t)d->D, s.k), dvp = round_up((uint32_t)d->Dv, s.n);
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
