@@ -55,7 +55,14 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                             "which %s lacks or the application did not enable", name, info->name);
         bool required;
         sg = kernel_subgroup_size(ctx, &required);
-        required_size = required ? sg : 0;
+        /* A matrix operation needs every lane of its subgroup active, which
+         * only full subgroups promise. */
+        if (!required)
+            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs full subgroups of "
+                            "a required size (subgroupSizeControl and computeFullSubgroups), "
+                            "which %s lacks or the application did not enable", name,
+                            info->name);
+        required_size = sg;
     }
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     uint32_t bm = round_up(cpu ? 32 : 64, shape.m), bn = round_up(cpu ? 32 : 64, shape.n);
