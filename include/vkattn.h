@@ -335,7 +335,11 @@ typedef struct vkattn_context_desc {
                                        ("device" or "auto"), else AUTO (see
                                        vkattn_memory_mode); ignored by the CPU backend */
     bool profile;                   /* default false: per-kernel GPU times for
-                                       vkattn_profile_read (also with VKATTN_PROFILE=1) */
+                                       vkattn_profile_read (also with VKATTN_PROFILE=1);
+                                       on a device vkattn creates whose driver has
+                                       VK_KHR_pipeline_executable_properties, each
+                                       compiled pipeline's statistics (registers,
+                                       spills) are also logged at INFO level */
     const char *tuning;             /* default NULL: VKATTN_TUNE from the environment,
                                        else none. For experiments on a new GPU: the
                                        fused kernels' tile sizes and key splits, as

@@ -54,6 +54,9 @@ static bool load_device_table(vk_device_table *t, PFN_vkGetDeviceProcAddr gdpa, 
         return false;
     VKATTN_DEVICE_FUNCS(LOAD_)
 #undef LOAD_
+#define LOAD_OPTIONAL_(name) t->name = (PFN_vk##name)gdpa(device, "vk" #name);
+    VKATTN_DEVICE_OPTIONAL_FUNCS(LOAD_OPTIONAL_)
+#undef LOAD_OPTIONAL_
     return true;
 }
 
@@ -498,14 +501,30 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     };
     vkattn_device_features features;
     device_caps_features(&vk->caps, &features);
+    const char *extensions[sizeof features.extensions / sizeof features.extensions[0] + 1];
+    memcpy(extensions, features.extensions, features.extension_count * sizeof extensions[0]);
+    uint32_t extension_count = features.extension_count;
     info.pNext = features.chain;
-    info.enabledExtensionCount = features.extension_count;
-    info.ppEnabledExtensionNames = features.extension_count ? features.extensions : NULL;
+    /* Pipeline statistics only for a profiling context: a diagnostic that
+     * the kernels never need (and that drivers may pay for at compile time). */
+    bool statistics = vk->caps.pipeline_statistics && ctx->profile.wanted;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pNext = features.chain,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
+    if (statistics) {
+        info.pNext = &executable_info;
+        extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
+    }
+    info.enabledExtensionCount = extension_count;
+    info.ppEnabledExtensionNames = extension_count ? extensions : NULL;
     VkResult r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreateDevice");
     vk->owns_device = true;
     vk->enabled = vk->caps;
+    vk->enabled.pipeline_statistics = statistics;
     return VKATTN_OK;
 }
 

@@ -69,6 +69,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     caps->ext_vulkan_memory_model = !v12 && has_ext(exts, ext_count, "VK_KHR_vulkan_memory_model");
     bool has_memory_model = v12 || caps->ext_vulkan_memory_model;
     bool has_coopmat = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
+    bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");
 
     /* Each structure goes into the chain only where the device knows it. */
     VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props = {
@@ -91,14 +92,18 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     chain_link(&features, &f16, has_float16);
+    chain_link(&features, &executable_info, has_executable_info);
     chain_link(&features, &size_control, has_size_control);
     chain_link(&features, &coopmat, has_coopmat);
     chain_link(&features, &memory_model, has_memory_model);
     vki->GetPhysicalDeviceFeatures2(pd, &features);
 
     caps->float16 = has_float16 && f16.shaderFloat16;
+    caps->pipeline_statistics = has_executable_info && executable_info.pipelineExecutableInfo;
     /* Without size control every size from min to max may occur; the subgroup
      * size reported is only the default. */
     caps->subgroup_min = subgroup.subgroupSize;

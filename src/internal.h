@@ -101,6 +101,11 @@
     X(ResetFences)                                \
     X(WaitForFences)
 
+/* Optional: loaded only where the context enabled the extension. */
+#define VKATTN_DEVICE_OPTIONAL_FUNCS(X)           \
+    X(GetPipelineExecutablePropertiesKHR)         \
+    X(GetPipelineExecutableStatisticsKHR)
+
 #define VKATTN_DECLARE_PFN_(name) PFN_vk##name name;
 typedef struct vk_instance_table {
     VKATTN_INSTANCE_FUNCS(VKATTN_DECLARE_PFN_)
@@ -109,6 +114,7 @@ typedef struct vk_instance_table {
 } vk_instance_table;
 typedef struct vk_device_table {
     VKATTN_DEVICE_FUNCS(VKATTN_DECLARE_PFN_)
+    VKATTN_DEVICE_OPTIONAL_FUNCS(VKATTN_DECLARE_PFN_)
 } vk_device_table;
 #undef VKATTN_DECLARE_PFN_
 
@@ -192,6 +198,11 @@ typedef struct device_caps {
     bool coopmat;                   /* VK_NV_cooperative_matrix, f16 shapes below */
     coopmat_shape coopmat_shapes[VKATTN_MAX_COOPMAT_SHAPES]; /* f16 A, B; f32 C; subgroup scope */
     uint32_t coopmat_shape_count;
+    /* VK_KHR_pipeline_executable_properties (pipelineExecutableInfo): each
+     * pipeline's registers, spills and the like, logged when profiling. A
+     * diagnostic, enabled only on a device vkattn creates for a profiling
+     * context; never on an adopted one. */
+    bool pipeline_statistics;
 } device_caps;
 
 

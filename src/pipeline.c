@@ -1,7 +1,9 @@
 /* Descriptor-set and pipeline layouts shared by every kernel, shader modules, and
  * compute pipelines cached by (shader, specialization constants). */
 #include "internal.h"
+#include "pipeline_stats.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +114,62 @@ static vkattn_status get_module(vkattn_context *ctx, shader_id id, VkShaderModul
     return VKATTN_OK;
 }
 
+/* Logs (INFO) each executable of a new pipeline with the statistics its driver
+ * reports, e.g. "pipeline statistics: attention_tiled [spec 128,2,16,...;
+ * subgroup 32] Compute: Register Count=96, ...". A diagnostic: a query that
+ * fails is logged and the pipeline used as it is. */
+static void log_pipeline_statistics(vkattn_context *ctx, const pipeline_key *key,
+                                    VkPipeline pipeline)
+{
+    vk_state *vk = &ctx->vk;
+    if (!vk->vkd.GetPipelineExecutablePropertiesKHR || !vk->vkd.GetPipelineExecutableStatisticsKHR)
+        return;
+    char spec[160] = "";
+    size_t len = 0;
+    for (uint32_t i = 0; i < key->spec_count && len < sizeof spec; i++) {
+        int n = snprintf(spec + len, sizeof spec - len, "%s%u", i ? "," : "", key->spec[i]);
+        len += n > 0 ? (size_t)n : 0;
+    }
+    const char *name = shader_get(key->shader)->name;
+    VkPipelineInfoKHR pipeline_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR,
+                                       .pipeline = pipeline};
+    VkPipelineExecutablePropertiesKHR executables[4];
+    uint32_t count = 4;
+    for (uint32_t i = 0; i < count; i++)
+        executables[i] = (VkPipelineExecutablePropertiesKHR){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR};
+    VkResult r = vk->vkd.GetPipelineExecutablePropertiesKHR(vk->device, &pipeline_info, &count,
+                                                            executables);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "pipeline statistics: %s: "
+                "vkGetPipelineExecutablePropertiesKHR: %s", name, vk_result_string(r));
+        return;
+    }
+    for (uint32_t e = 0; e < count; e++) {
+        VkPipelineExecutableStatisticKHR stats[32];
+        uint32_t n = 32;
+        for (uint32_t i = 0; i < n; i++)
+            stats[i] = (VkPipelineExecutableStatisticKHR){
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        VkPipelineExecutableInfoKHR info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                            .pipeline = pipeline, .executableIndex = e};
+        r = vk->vkd.GetPipelineExecutableStatisticsKHR(vk->device, &info, &n, stats);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+            ctx_log(ctx, VKATTN_LOG_WARNING, "pipeline statistics: %s: "
+                    "vkGetPipelineExecutableStatisticsKHR: %s", name, vk_result_string(r));
+            return;
+        }
+        char line[768];
+        pipeline_stats_format(stats, n, line, sizeof line);
+        char subgroup[32] = "any subgroup size";
+        if (key->subgroup_size)
+            snprintf(subgroup, sizeof subgroup, "subgroup %u", key->subgroup_size);
+        ctx_log(ctx, VKATTN_LOG_INFO, "pipeline statistics: %s [spec %s; %s] %.*s: %s", name,
+                spec, subgroup, (int)pipeline_stats_name_length(executables[e].name),
+                executables[e].name, line);
+    }
+}
+
 vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out)
 {
     vk_state *vk = &ctx->vk;
@@ -160,6 +218,8 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
             .pSpecializationInfo = key->spec_count ? &spec : NULL,
         },
         .layout = vk->pipeline_layout,
+        .flags = vk->enabled.pipeline_statistics ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+                                                 : 0,
     };
     VkPipeline pipeline;
     VkResult r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &pi, NULL,
@@ -167,6 +227,8 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, shader_get(key->shader)->name);
     vk->pipelines[vk->pipeline_count++] = (pipeline_entry){*key, pipeline};
+    if (vk->enabled.pipeline_statistics)
+        log_pipeline_statistics(ctx, key, pipeline);
     *out = pipeline;
     return VKATTN_OK;
 }
