@@ -207,6 +207,9 @@ check() {
   timeout 45 "$build_abs/vkattn-bench" $bench_args --profile --no-verify --reps 5 > "$out/profile.txt" 2>&1 ||
     say "profile: exit status $? (profile.txt has what ran)"
   grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
+  # Each pipeline's registers and spills, where the driver reports them (the
+  # whole lines are in profile.txt).
+  grep -E 'pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
 
   # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
   local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
