@@ -248,6 +248,10 @@ typedef struct vkattn_device_info {
     vkattn_memory_mode memory;         /* the memory mode in force: AUTO, or DEVICE when
                                           asked for (desc or VKATTN_MEMORY=device);
                                           host_visible_device_memory says the outcome */
+    bool pipeline_statistics;          /* the driver reports compiled pipelines' statistics
+                                          (VK_KHR_pipeline_executable_properties): a
+                                          profiling context on a device vkattn creates
+                                          logs each pipeline's; false on adopted devices */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),

@@ -206,6 +206,7 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     info->subgroup_size_min = vk->caps.subgroup_min;
     info->subgroup_size_max = vk->caps.subgroup_max;
     info->subgroup_size_required = vk->caps.subgroup_size_control;
+    info->pipeline_statistics = vk->caps.pipeline_statistics;
 
     memcpy(vk->device_uuid, ids.deviceUUID, sizeof vk->device_uuid);
     memcpy(vk->pipeline_cache_uuid, base.pipelineCacheUUID, sizeof vk->pipeline_cache_uuid);
@@ -647,6 +648,7 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
     /* The application chose the device's features: only what it says it enabled. */
     vk->enabled = device_caps_enabled(&vk->caps, h->enabled_features);
     ctx->info.subgroup_size_required = vk->enabled.subgroup_size_control;
+    ctx->info.pipeline_statistics = false;
     vk->timestamp_valid_bits = families[h->queue_family_index].timestampValidBits;
     ctx->info.timestamps = vk->timestamp_valid_bits > 0 && ctx->info.timestamp_period_ns > 0;
     ctx->info.adopted = true;

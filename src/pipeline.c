@@ -159,14 +159,17 @@ static void log_pipeline_statistics(vkattn_context *ctx, const pipeline_key *key
                     "vkGetPipelineExecutableStatisticsKHR: %s", name, vk_result_string(r));
             return;
         }
-        char line[768];
+        char line[512];
         pipeline_stats_format(stats, n, line, sizeof line);
         char subgroup[32] = "any subgroup size";
         if (key->subgroup_size)
             snprintf(subgroup, sizeof subgroup, "subgroup %u", key->subgroup_size);
+        /* Within the log's 1024 characters: the executable's name (a stage,
+         * "Compute" for NVIDIA) cut at 64. */
+        int executable_len = (int)pipeline_stats_name_length(executables[e].name);
         ctx_log(ctx, VKATTN_LOG_INFO, "pipeline statistics: %s [spec %s; %s] %.*s: %s", name,
-                spec, subgroup, (int)pipeline_stats_name_length(executables[e].name),
-                executables[e].name, line);
+                spec, subgroup, executable_len < 64 ? executable_len : 64, executables[e].name,
+                line);
     }
 }
 

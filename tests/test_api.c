@@ -622,6 +622,13 @@ static void test_profile(void **state)
     assert_non_null(strstr(vkattn_last_error(ctx), "count is NULL"));
     assert_int_equal(vkattn_profile_read(NULL, times, 1, &again, false),
                      VKATTN_ERROR_INVALID_ARGUMENT);
+    /* Each pipeline compiled here logged its statistics where the driver
+     * reports them (pipeline_stats.c), and no query failed. */
+    if (info.pipeline_statistics)
+        assert_true(log.pipeline_statistics >= 1);  /* the attention kernel at least */
+    else
+        assert_int_equal(log.pipeline_statistics, 0);
+    assert_int_equal(log.warnings, 0);
     vkattn_tensor_destroy(q);
     vkattn_tensor_destroy(k);
     vkattn_tensor_destroy(o);

@@ -23,6 +23,9 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     } else if (level >= VKATTN_LOG_WARNING) {
         log->warnings++;
         snprintf(log->last_warning, sizeof log->last_warning, "%s", msg);
+    } else if (strncmp(msg, "pipeline statistics", 19) == 0) {
+        log->pipeline_statistics++;
+        fprintf(stderr, "%s\n", msg); /* for the record, on GPUs whose drivers have them */
     }
     snprintf(log->last, sizeof log->last, "%s", msg);
 }

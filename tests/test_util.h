@@ -17,6 +17,7 @@
 typedef struct test_log {
     int validation_messages;
     int warnings;
+    int pipeline_statistics;  /* INFO lines "pipeline statistics: ..." (profiling) */
     char last[1024];
     char last_warning[1024];
 } test_log;
