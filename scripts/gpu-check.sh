@@ -209,7 +209,7 @@ check() {
   grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
   # Each pipeline's registers and spills, where the driver reports them (the
   # whole lines are in profile.txt).
-  grep -E 'pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
+  grep -E '^vkattn: pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
 
   # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
   local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
