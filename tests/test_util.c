@@ -55,6 +55,13 @@ test_env *test_env_create(void)
     fprintf(stderr, "device: %s (%s), subgroup %u, validation %s, tensors %s\n", info.name,
             info.driver_info, info.subgroup_size, info.validation_enabled ? "on" : "off",
             info.host_visible_device_memory ? "mapped" : "staged");
+    /* Runs meant for another subgroup size (lavapipe's LP_NATIVE_VECTOR_WIDTH)
+     * fail rather than pass at the usual one where the driver ignored the ask. */
+    const char *subgroup = getenv("VKATTN_TEST_SUBGROUP_SIZE");
+    if (subgroup && *subgroup && info.type == VKATTN_DEVICE_TYPE_CPU &&
+        info.subgroup_size != (uint32_t)strtoul(subgroup, NULL, 10))
+        fail_msg("VKATTN_TEST_SUBGROUP_SIZE=%s but %s runs subgroups of %u", subgroup, info.name,
+                 info.subgroup_size);
     vkattn_context_desc cd = {.backend = VKATTN_BACKEND_CPU, .log_fn = test_logger,
                               .log_user_data = &env->cpu_log};
     assert_int_equal(vkattn_context_create(&cd, &env->cpu), VKATTN_OK);

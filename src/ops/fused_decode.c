@@ -21,10 +21,11 @@ enum decode_spec { /* constant_id values in attention_decode.comp */
  * outgrow the registers, and a kernel that stages tiles for its rows wins. */
 #define DECODE_MAX_ROWS 16
 /* lavapipe compiles the unrolled accumulator loops in about a second with 32
- * vec4s per lane (16 rows, Dv 64, subgroup 8) and in five minutes with 128
+ * vec4s per lane (16 rows, Dv 64, subgroup 8), in seconds with 64 (the same
+ * at subgroup 4, LP_NATIVE_VECTOR_WIDTH=128) and in five minutes with 128
  * (16 rows, Dv 256), so on CPU devices, where it runs only when forced, the
  * kernel takes at most this many. */
-#define DECODE_MAX_ACCUMULATORS_CPU 32
+#define DECODE_MAX_ACCUMULATORS_CPU 64
 /* Subgroups (splits) per workgroup: they share the staged Q. */
 #define DECODE_SPLITS_PER_WORKGROUP 4
 /* Keys are split until about this many subgroups run: a few per SIMD unit of
