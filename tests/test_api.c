@@ -470,6 +470,10 @@ static vkattn_context *vulkan_context(vkattn_memory_mode memory, test_log *log)
 static void test_memory_modes(void **state)
 {
     (void)state;
+    /* The test sets these itself, from a clean start whatever the run's
+     * environment holds (a whole suite run with VKATTN_MEMORY=device). */
+    unsetenv("VKATTN_MEMORY");
+    unsetenv("VKATTN_MEMORY_ASSUME_NONCOHERENT");
     test_log log = {0};
     vkattn_context *ctx = vulkan_context(VKATTN_MEMORY_AUTO, &log);
     if (!ctx)
