@@ -276,7 +276,10 @@ typedef enum vkattn_validation {
  * that creates the device vkattn will adopt: fp16 arithmetic (shaderFloat16),
  * required subgroup sizes (subgroupSizeControl, computeFullSubgroups) and
  * cooperative matrices (VK_NV_cooperative_matrix, with vulkanMemoryModel and its
- * device scope, which their shaders declare), each only where the physical device has it. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext
+ * device scope, which their shaders declare), each only where the physical device has it.
+ * `extensions` names every extension these come from that the device lists, also
+ * where a newer core version has them: an instance created for Vulkan 1.1 gives
+ * even a 1.3 device only 1.1. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext
  * (the last structure's pNext is NULL: append the application's own there, or
  * copy the booleans into its own structures), then pass this struct as
  * vkattn_vulkan_handles.enabled_features. `chain` points into the struct

@@ -61,12 +61,17 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
 {
     memset(caps, 0, sizeof *caps);
     bool v12 = api_version >= VK_API_VERSION_1_2, v13 = api_version >= VK_API_VERSION_1_3;
-    caps->ext_float16_int8 = !v12 && has_ext(exts, ext_count, "VK_KHR_shader_float16_int8");
-    caps->ext_subgroup_size_control =
-        !v13 && has_ext(exts, ext_count, "VK_EXT_subgroup_size_control");
+    /* An extension a later core version promoted is enabled wherever the device
+     * lists it, core or not: a device has the lesser of its own version and its
+     * instance's, and an application's Vulkan 1.1 instance on a 1.3 device gives
+     * 1.1, where the features need their extensions (vkattn cannot see an
+     * adopted instance's version). On a device of the later version, enabling
+     * the extension as well changes nothing. */
+    caps->ext_float16_int8 = has_ext(exts, ext_count, "VK_KHR_shader_float16_int8");
+    caps->ext_subgroup_size_control = has_ext(exts, ext_count, "VK_EXT_subgroup_size_control");
     bool has_float16 = v12 || caps->ext_float16_int8;
     bool has_size_control = v13 || caps->ext_subgroup_size_control;
-    caps->ext_vulkan_memory_model = !v12 && has_ext(exts, ext_count, "VK_KHR_vulkan_memory_model");
+    caps->ext_vulkan_memory_model = has_ext(exts, ext_count, "VK_KHR_vulkan_memory_model");
     bool has_memory_model = v12 || caps->ext_vulkan_memory_model;
     bool has_coopmat = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
     bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");

@@ -186,14 +186,14 @@ typedef struct coopmat_shape {
 /* What a device offers beyond core Vulkan 1.1 that kernels can use
  * (device_caps.c). */
 typedef struct device_caps {
-    bool ext_float16_int8;          /* the extension must be enabled (before 1.2) */
-    bool ext_subgroup_size_control; /* likewise (before 1.3) */
+    bool ext_float16_int8;          /* the device lists the extension: enabled with it */
+    bool ext_subgroup_size_control; /* likewise */
     bool float16;                   /* shaderFloat16: float16_t in shaders */
     /* requiredSubgroupSize and full subgroups for compute pipelines. Without it
      * a pipeline may run with any size from subgroup_min to subgroup_max. */
     bool subgroup_size_control;
     uint32_t subgroup_min, subgroup_max;
-    bool ext_vulkan_memory_model;   /* the extension must be enabled (before 1.2) */
+    bool ext_vulkan_memory_model;   /* likewise */
     bool memory_model;              /* vulkanMemoryModel: the coopmat kernels need it */
     bool coopmat;                   /* VK_NV_cooperative_matrix, f16 shapes below */
     coopmat_shape coopmat_shapes[VKATTN_MAX_COOPMAT_SHAPES]; /* f16 A, B; f32 C; subgroup scope */

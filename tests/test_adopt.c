@@ -72,6 +72,24 @@ static vkattn_status coopmat_attention(test_env *env, rng *r)
     return s;
 }
 
+/* One f32 attention by the tiled kernel, which requires its subgroup size
+ * where the device allows it: the application's Vulkan 1.1 instance on a newer
+ * device needs VK_EXT_subgroup_size_control enabled for that (validation says
+ * so otherwise), which vkattn_device_features_query must ask for. */
+static void tiled_attention(test_env *env, rng *r)
+{
+    int64_t shape[4] = {1, 2, 37, 24};
+    pair q = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_TILED};
+    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+    expect_close("adopted tiled attention", &o, 1e-5, 0.0, NULL);
+    pair_destroy(&q);
+    pair_destroy(&o);
+}
+
 /* The application enables what vkattn_device_features_query asks for and says
  * so: vkattn then uses it (required subgroup sizes, fp16 kernels) in the adopted
  * device; without the declaration it uses none of it. */
@@ -101,6 +119,7 @@ static void test_adopted_features(void **state)
         assert_int_equal(s, declared && float16 ? VKATTN_OK : VKATTN_ERROR_UNSUPPORTED);
         if (s != VKATTN_OK)
             assert_non_null(strstr(vkattn_last_error(env.gpu), "shaderFloat16"));
+        tiled_attention(&env, &r);
         vkattn_context_destroy(env.cpu);
         vkattn_context_destroy(env.gpu);
         assert_int_equal(vkDeviceWaitIdle(a.device), VK_SUCCESS);

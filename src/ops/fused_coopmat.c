@@ -133,12 +133,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  "application did not enable", name, info->name);
         return false;
     }
-    /* The emulated build asks for no size where the device has only one: a
-     * single size needs no asking, and asking in a device adopted from a
-     * Vulkan 1.1 application (test_adopt) drew validation errors that read
-     * the device's size-control properties as zero. The real build keeps the
-     * request it passed the GPU check with. */
-    plan->subgroup_size = required && !(emulated && caps->subgroup_min == caps->subgroup_max) ? sg : 0;
+    plan->subgroup_size = required ? sg : 0;
     coopmat_shape s = plan->shape;
     /* The softmax gives each row sg / M lanes, or each lane M / sg rows. */
     if (sg % s.m != 0 && s.m % sg != 0) {
