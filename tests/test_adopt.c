@@ -54,40 +54,28 @@ static void test_adopted_device(void **state)
     assert_int_equal(log.validation_messages, 0);
 }
 
-/* One f16 attention by the emulated coopmat kernel (it needs shaderFloat16). */
-static vkattn_status coopmat_attention(test_env *env, rng *r)
+/* One causal attention forced onto `variant`, checked against the CPU where it
+ * ran; its status. The emulated coopmat kernel (f16) needs shaderFloat16; the
+ * tiled kernel (f32) requires its subgroup size where the device allows it,
+ * which in an application's Vulkan 1.1 instance on a newer device needs
+ * VK_EXT_subgroup_size_control enabled (validation says so otherwise): what
+ * vkattn_device_features_query must ask for. */
+static vkattn_status adopted_attention(test_env *env, rng *r, vkattn_fused_variant variant,
+                                       vkattn_dtype dtype, int64_t T, int64_t D, double tol)
 {
-    int64_t shape[4] = {1, 2, 21, 32};
-    pair q = pair_random(env, VKATTN_DTYPE_F16, 4, shape, r, -1, 1);
+    int64_t shape[4] = {1, 2, T, D};
+    pair q = pair_random(env, dtype, 4, shape, r, -1, 1);
     pair o = pair_output(env, 4, shape);
     vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
-                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+                               .fused_variant = variant};
     vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
     if (s == VKATTN_OK) {
         assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
-        expect_close("adopted coopmat attention", &o, 2e-3, 0.0, NULL);
+        expect_close(vkattn_fused_variant_name(variant), &o, tol, 0.0, NULL);
     }
     pair_destroy(&q);
     pair_destroy(&o);
     return s;
-}
-
-/* One f32 attention by the tiled kernel, which requires its subgroup size
- * where the device allows it: the application's Vulkan 1.1 instance on a newer
- * device needs VK_EXT_subgroup_size_control enabled for that (validation says
- * so otherwise), which vkattn_device_features_query must ask for. */
-static void tiled_attention(test_env *env, rng *r)
-{
-    int64_t shape[4] = {1, 2, 37, 24};
-    pair q = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
-    pair o = pair_output(env, 4, shape);
-    vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
-                               .fused_variant = VKATTN_FUSED_TILED};
-    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
-    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
-    expect_close("adopted tiled attention", &o, 1e-5, 0.0, NULL);
-    pair_destroy(&q);
-    pair_destroy(&o);
 }
 
 /* The application enables what vkattn_device_features_query asks for and says
@@ -115,11 +103,14 @@ static void test_adopted_features(void **state)
         bool float16 = a.features.float16_int8.shaderFloat16;
         assert_int_equal(info.subgroup_size_required, declared && size_control);
         rng r = {12};
-        vkattn_status s = coopmat_attention(&env, &r);
+        vkattn_status s = adopted_attention(&env, &r, VKATTN_FUSED_COOPMAT_EMULATED,
+                                            VKATTN_DTYPE_F16, 21, 32, 2e-3);
         assert_int_equal(s, declared && float16 ? VKATTN_OK : VKATTN_ERROR_UNSUPPORTED);
         if (s != VKATTN_OK)
             assert_non_null(strstr(vkattn_last_error(env.gpu), "shaderFloat16"));
-        tiled_attention(&env, &r);
+        assert_int_equal(adopted_attention(&env, &r, VKATTN_FUSED_TILED, VKATTN_DTYPE_F32, 37,
+                                           24, 1e-5),
+                         VKATTN_OK);
         vkattn_context_destroy(env.cpu);
         vkattn_context_destroy(env.gpu);
         assert_int_equal(vkDeviceWaitIdle(a.device), VK_SUCCESS);
