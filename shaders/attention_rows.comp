@@ -138,24 +138,25 @@ void main()
         l[t] = 0.0;
     }
 
+    // A paged cache's block-table entry is read once per page, not per key:
+    // the steps walk the keys in order.
+    uint cached_page = ~0u, cached_base = 0u;
     for (uint j0 = min_lo; j0 < max_limit; j0 += KB) {
         // Keys past the limit in the last step re-read the last allowed key and
         // are masked below.
         float s[TM * KB];
         for (uint x = 0; x < TM * KB; x++)
             s[x] = 0.0;
-        // Where the step's keys are, found once for every dimension. In a paged
-        // cache the step's keys mostly share a page: one table lookup for it.
+        // Where the step's keys are, found once for every dimension.
         uint key_at[KB];
         if (PAGED) {
-            uint page0 = page_of(min(j0, max_limit - 1));
-            uint base0 = page_base(b, page0);
             for (uint c = 0; c < KB; c++) {
                 uint j = min(j0 + c, max_limit - 1), page = page_of(j);
-                uint base = base0;
-                if (page != page0)
-                    base = page_base(b, page);
-                key_at[c] = base + (j - page * p.block_size);
+                if (page != cached_page) {
+                    cached_page = page;
+                    cached_base = page_base(b, page);
+                }
+                key_at[c] = cached_base + (j - page * p.block_size);
             }
         } else {
             for (uint c = 0; c < KB; c++)
