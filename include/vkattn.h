@@ -232,7 +232,11 @@ typedef struct vkattn_device_info {
     uint64_t max_storage_buffer_range; /* bytes: the largest tensor this device takes */
     bool storage_16bit;                /* storageBuffer16BitAccess */
     bool float16_arithmetic;           /* shaderFloat16 */
-    bool cooperative_matrix;           /* VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix */
+    bool cooperative_matrix;           /* vkattn's matrix-unit kernels can run here:
+                                          VK_NV_cooperative_matrix with f16 shapes,
+                                          shaderFloat16 and the Vulkan memory model
+                                          (a device with VK_KHR_cooperative_matrix alone:
+                                          false) */
     bool timestamps;                   /* compute queue has GPU timestamps */
     double timestamp_period_ns;
     bool host_visible_device_memory;   /* tensors are mapped, not staged */

@@ -28,7 +28,7 @@
 #   --bench-args ARGS  vkattn-bench's options instead of "--gpu" (one string)
 #   --out DIR          results folder (default bench/results/<device name>)
 #   --jobs N           tests run at once (default min(8, cores))
-#   --test-timeout S   cap on each test (default 240)
+#   --test-timeout S   cap on each test (default 260)
 #   --test-deadline S  all tests end within this (default 270); then the bench runs
 #                      (held to 180 s), its profile (45 s) and SDPA (90 s): under 10
 #                      minutes in all
@@ -48,7 +48,7 @@ build=${VKATTN_BUILD_DIR:-build}
 build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
-device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=240 test_deadline=270
+device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=260 test_deadline=270
 tune=0 tune_budget=200
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do

@@ -198,10 +198,11 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     info->max_workgroup_invocations = lim->maxComputeWorkGroupInvocations;
     info->max_storage_buffer_range = lim->maxStorageBufferRange;
     info->storage_16bit = storage16.storageBuffer16BitAccess;
-    info->cooperative_matrix = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix") ||
-                               has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     info->timestamp_period_ns = lim->timestampPeriod;
     device_caps_query(vki, pd, base.apiVersion, exts, ext_count, &vk->caps);
+    /* What the coopmat kernels need, not just an extension's name: tests and
+     * callers force those kernels where this says yes. */
+    info->cooperative_matrix = vk->caps.coopmat;
     info->float16_arithmetic = vk->caps.float16;
     info->subgroup_size_min = vk->caps.subgroup_min;
     info->subgroup_size_max = vk->caps.subgroup_max;

@@ -683,7 +683,7 @@ static void test_tuning_entries(void **state)
         "tiled.keys=3", "tiled.subgroups=2", "decode.subgroups=17",
         "tiled.keys=12345678901234567890123456789012345678901234567890123456789012345",
     };
-    char text[1024] = " , ,\t tiled.keys=12\n";
+    char text[1024] = " , ,\t tiled.keys=20\n";
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         strcat(text, ",");
         strcat(text, malformed[i]);
@@ -701,15 +701,16 @@ static void test_tuning_entries(void **state)
     assert_int_equal(s, VKATTN_OK);
     assert_int_equal(log.ignored, (int)(sizeof malformed / sizeof malformed[0]));
 
-    /* tiled.keys=12 taken: 12 keys of D = Dv = 576 (55 KiB) fit no device's
-     * shared memory, so the forced tiled kernel is refused naming it. */
+    /* tiled.keys=20 taken: 20 keys of D = Dv = 576 (90 KiB) fit no device's
+     * shared memory (64 KiB at most), so the forced tiled kernel is refused
+     * naming it. */
     vkattn_tensor *q = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 2, 576);
     vkattn_tensor *o = make(ctx, VKATTN_DTYPE_F32, 4, 1, 1, 2, 576);
     vkattn_attention_desc ad = {.path = VKATTN_PATH_FUSED, .fused_variant = VKATTN_FUSED_TILED};
     vkattn_attention_choice ran;
     assert_int_equal(vkattn_attention_choose(ctx, &ad, q, q, q, o, &ran),
                      VKATTN_ERROR_UNSUPPORTED);
-    assert_non_null(strstr(vkattn_last_error(ctx), "tuning tiled.keys=12: "));
+    assert_non_null(strstr(vkattn_last_error(ctx), "tuning tiled.keys=20: "));
     vkattn_tensor_destroy(q);
     vkattn_tensor_destroy(o);
     vkattn_context_destroy(ctx);
