@@ -10,6 +10,7 @@ packages=(
   libcmocka-dev                         # unit tests
   mesa-vulkan-drivers                   # lavapipe: the CPU Vulkan device CI runs on
   vulkan-validationlayers vulkan-tools  # Khronos validation in tests, vulkaninfo
+  python3-numpy                         # tests/cli_vs_numpy.py: the CLI against float64
 )
 [ "${VKATTN_WITH_PLOT:-0}" = 1 ] && packages+=(gnuplot-nox)
 

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""`vkattn attention` against an independent float64 oracle (numpy), DESIGN.md section 1.
+
+Every other test compares the GPU kernels with vkattn's own CPU reference; this
+one checks the whole chain a user drives -- the CLI's options exactly as the
+issues name them, the .npy files, the library, the kernels AUTO picks or the
+--path asked for -- against attention written here from DESIGN.md alone, per
+(batch entry, head), in float64. Each seed draws one random case: dense BHSD or
+BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
+(--block-table, with 4-D or packed queries); GQA, causal, q_offset, kv_len,
+--window, --softcap, --sinks, --alibi, --mask (f16/f32, every broadcast shape,
+-inf entries), --scale, --dtype f16/bf16 (the reference reads the same rounded
+inputs), head sizes up to D=576 / Dv=512, empty sequences.
+
+    tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
+    tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
+
+Exit status 0 if every case matches, 1 if any does not (each printed with its
+command line), 77 (ctest's skip) without numpy.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    # This interpreter lacks numpy (a pyenv or venv python3 first on PATH):
+    # another one that has it, $PYTHON first (scripts/gpu-check.sh sets the one
+    # with torch), then the system's.
+    for other in (os.environ.get("PYTHON"), "/usr/bin/python3", shutil.which("python3")):
+        if other and os.path.realpath(other) != os.path.realpath(sys.executable) and \
+                subprocess.run([other, "-c", "import numpy"], capture_output=True).returncode == 0:
+            os.execv(other, [other] + sys.argv)
+    print("skipped: numpy is missing (Debian: python3-numpy)")
+    sys.exit(77)
+
+
+def round_bf16(x):
+    """float32 to bfloat16 and back, rounding to nearest even (finite inputs)."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+ROUND = {
+    "f32": lambda x: x.astype(np.float32),
+    "f16": lambda x: x.astype(np.float16).astype(np.float32),
+    "bf16": round_bf16,
+}
+
+
+def attend_head(q, k, v, opt, q_offset, keys, head, mask2):
+    """One head of one batch entry, DESIGN.md section 1: q (Tq, D), k (Tk, D),
+    v (Tk, Dv) in float64; keys: how many of k's rows exist (kv_len); mask2 the
+    additive mask's (Tq, Tk) slice or None."""
+    Tq, Tk = q.shape[0], k.shape[0]
+    out = np.zeros((Tq, v.shape[1]))
+    if Tq == 0:
+        return out
+    s = opt["scale"] * (q @ k.T) if Tk else np.zeros((Tq, 0))
+    if opt["softcap"]:
+        s = opt["softcap"] * np.tanh(s / opt["softcap"])
+    pos = np.arange(Tq)[:, None] + q_offset
+    j = np.arange(Tk)[None, :]
+    if opt["alibi"] is not None:
+        s = s + float(opt["alibi"][head]) * (j - pos)
+    allowed = np.broadcast_to(j < keys, (Tq, Tk))
+    if mask2 is not None:
+        s = s + mask2
+        allowed = allowed & np.isfinite(mask2)
+    if opt["causal"]:
+        allowed = allowed & (j <= pos)
+    left, right = opt["window"] if opt["window"] else (-1, -1)
+    if left >= 0:
+        allowed = allowed & (j >= pos - left)
+    if right >= 0:
+        allowed = allowed & (j <= pos + right)
+    sink = None if opt["sinks"] is None else float(opt["sinks"][head])
+    for i in range(Tq):
+        a = allowed[i]
+        if not a.any():
+            continue  # no allowed key: zeros, sink or no sink
+        x = s[i][a]
+        m = x.max() if sink is None else max(x.max(), sink)
+        w = np.exp(x - m)
+        den = w.sum() + (0.0 if sink is None else np.exp(sink - m))
+        out[i] = (w / den) @ v[a]
+    return out
+
+
+class Case:
+    """One random case: the files and options for the CLI, and per batch entry
+    its queries (H, Tq_b, D), keys and values (Hkv, Tk_b, ...), q_offset, key
+    count, and where its output rows are."""
+
+    def __init__(self, seed, folder):
+        self.r = np.random.default_rng(seed)
+        self.folder = folder
+        self.args = []
+        self.entries = []
+
+    def save(self, name, array):
+        path = os.path.join(self.folder, name)
+        np.save(path, array)
+        return path
+
+    def normal(self, shape, magnitude=1.0):
+        return (self.r.standard_normal(shape) * magnitude).astype(np.float32)
+
+    def lengths(self, count, most):
+        """Sequence lengths with empty and one-token ones likely."""
+        return [int(self.r.choice([0, 1, 2, self.r.integers(0, most + 1), most])) for _ in range(count)]
+
+
+def draw_options(c, H, D):
+    r = c.r
+    opt = {"causal": r.random() < 0.5, "window": None, "softcap": 0.0, "sinks": None,
+           "alibi": None, "scale": 1.0 / np.sqrt(D), "q_offset": None}
+    if opt["causal"]:
+        c.args.append("--causal")
+    if r.random() < 0.25:
+        opt["q_offset"] = int(r.integers(-3, 12))
+        c.args += ["--q-offset", str(opt["q_offset"])]
+    if r.random() < 0.3:
+        opt["window"] = (int(r.choice([-1, 0, 2, 9])), int(r.choice([-1, 0, 3])))
+        c.args += ["--window", "%d,%d" % opt["window"]]
+    if r.random() < 0.25:
+        opt["softcap"] = float(r.choice([2.0, 20.0]))
+        c.args += ["--softcap", str(opt["softcap"])]
+    if r.random() < 0.2:
+        opt["scale"] = float(r.choice([0.05, 0.5]))
+        c.args += ["--scale", str(opt["scale"])]
+    if r.random() < 0.25:
+        opt["sinks"] = c.normal(H, 2.0)
+        c.args += ["--sinks", c.save("sinks.npy", opt["sinks"])]
+    if r.random() < 0.25:
+        opt["alibi"] = -np.abs(c.normal(H)) * 0.5
+        c.args += ["--alibi", c.save("alibi.npy", opt["alibi"])]
+    return opt
+
+
+def dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, layout):
+    r = c.r
+    Tq, Tk = int(r.integers(1, most + 1)), int(r.integers(1, most + 1))
+    if layout == "bshd":
+        q, k, v = c.normal((B, Tq, H, D), magnitude), c.normal((B, Tk, Hkv, D), magnitude), c.normal((B, Tk, Hkv, Dv))
+        c.args += ["--layout", "bshd"]
+        heads_first = lambda x: x.transpose(1, 0, 2)
+    else:
+        q, k, v = c.normal((B, H, Tq, D), magnitude), c.normal((B, Hkv, Tk, D), magnitude), c.normal((B, Hkv, Tk, Dv))
+        heads_first = lambda x: x
+    kv_len = None
+    if r.random() < 0.3:
+        kv_len = [int(r.integers(0, Tk + 1)) for _ in range(B)]
+        c.args += ["--kv-len", ",".join(map(str, kv_len))]
+    qr, kr, vr = rnd(q), rnd(k), rnd(v)
+    q_offset = Tk - Tq if opt["q_offset"] is None else opt["q_offset"]
+    for b in range(B):
+        c.entries.append((heads_first(qr[b]), heads_first(kr[b]), heads_first(vr[b]), q_offset,
+                          Tk if kv_len is None else kv_len[b], ("dense", b, layout)))
+    return (q, k, v), Tq, Tk
+
+
+def packed(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt):
+    r = c.r
+    tq, tk = c.lengths(B, most), c.lengths(B, most)
+    if r.random() < 0.5:
+        tk = [max(a, b) for a, b in zip(tq, tk)]
+    cu_q = np.concatenate([[0], np.cumsum(tq)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(tk)]).astype(np.int32)
+    # A tensor has at least one row; offsets ending at 0 leave it unused.
+    q = c.normal((max(int(cu_q[-1]), 1), H, D), magnitude)
+    k = c.normal((max(int(cu_k[-1]), 1), Hkv, D), magnitude)
+    v = c.normal((max(int(cu_k[-1]), 1), Hkv, Dv))
+    c.args += ["--cu-seqlens-q", c.save("cu_q.npy", cu_q), "--cu-seqlens-k", c.save("cu_k.npy", cu_k)]
+    kv_len = None
+    if r.random() < 0.3:
+        kv_len = [int(r.integers(0, t + 1)) for t in tk]
+        c.args += ["--kv-len", ",".join(map(str, kv_len))]
+    qr, kr, vr = rnd(q), rnd(k), rnd(v)
+    for b in range(B):
+        q_offset = tk[b] - tq[b] if opt["q_offset"] is None else opt["q_offset"]
+        keys = tk[b] if kv_len is None else min(tk[b], kv_len[b])
+        c.entries.append((qr[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2), kr[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2),
+                          vr[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2), q_offset, keys,
+                          ("packed", int(cu_q[b]), int(cu_q[b + 1]))))
+    return (q, k, v), max(max(tq), 1), max(max(tk), 1)
+
+
+def paged(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, block_sizes, packed_q):
+    r = c.r
+    block = int(r.choice(block_sizes))
+    kv_len = [int(r.integers(0, most + 1)) for _ in range(B)]
+    max_blocks = max(1, max((n + block - 1) // block for n in kv_len))
+    cache_blocks = B * max_blocks + int(r.integers(0, 3))
+    table = r.permutation(cache_blocks).astype(np.int32)[:B * max_blocks].reshape(B, max_blocks).copy()
+    k, v = c.normal((cache_blocks, block, Hkv, D), magnitude), c.normal((cache_blocks, block, Hkv, Dv))
+    c.args += ["--block-table", c.save("table.npy", table), "--kv-len", ",".join(map(str, kv_len))]
+    if packed_q:
+        tq = c.lengths(B, most)
+        cu_q = np.concatenate([[0], np.cumsum(tq)]).astype(np.int32)
+        q = c.normal((max(int(cu_q[-1]), 1), H, D), magnitude)
+        c.args += ["--cu-seqlens-q", c.save("cu_q.npy", cu_q)]
+    else:
+        tq = [int(r.choice([1, 1, 2, 5, 17])) if most > 3 else 1] * B
+        q = c.normal((B, H, tq[0], D), magnitude)
+    qr, kr, vr = rnd(q), rnd(k), rnd(v)
+    for b in range(B):
+        keys_b = np.concatenate([kr[table[b, p]] for p in range(max_blocks)])[:kv_len[b]]
+        values_b = np.concatenate([vr[table[b, p]] for p in range(max_blocks)])[:kv_len[b]]
+        if packed_q:
+            q_b, where = qr[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2), ("packed", int(cu_q[b]), int(cu_q[b + 1]))
+        else:
+            q_b, where = qr[b], ("dense", b, "bhsd")
+        q_offset = kv_len[b] - tq[b] if opt["q_offset"] is None else opt["q_offset"]
+        c.entries.append((q_b, keys_b.transpose(1, 0, 2), values_b.transpose(1, 0, 2), q_offset, kv_len[b], where))
+    return (q, k, v), max(max(tq), 1), max_blocks * block
+
+
+def draw_mask(c, B, H, Tq, Tk):
+    """An additive mask of a random broadcast shape (Tq, Tk: the longest
+    sequences, or the paged table's span), some entries -inf; or None."""
+    r = c.r
+    if r.random() >= 0.25:
+        return None
+    shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk)]
+    shape = shapes[int(r.integers(0, len(shapes)))]
+    mask = c.normal(shape)
+    mask[r.random(shape) < 0.2] = -np.inf
+    mask = mask.astype(np.float16 if r.random() < 0.3 else np.float32)
+    c.args += ["--mask", c.save("mask.npy", mask)]
+    return np.broadcast_to(mask.astype(np.float64), (B, H, Tq, Tk))
+
+
+def output_of(o, where, h):
+    """Batch entry's rows of head h in the CLI's output."""
+    if where[0] == "packed":
+        return o[where[1]:where[2], h, :]
+    _, b, layout = where
+    return o[b, :, h, :] if layout == "bshd" else o[b, h]
+
+
+def run_case(cli, seed, folder):
+    c = Case(seed, folder)
+    r = c.r
+    kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q"]))
+    B, Hkv = int(r.integers(1, 4)), int(r.integers(1, 3))
+    H = Hkv * int(r.choice([1, 2, 4]))
+    wide = r.random() < 0.15  # DeepSeek's MLA sizes and D = 256, few tokens
+    D = int(r.choice([576, 256] if wide else [1, 5, 8, 32, 64, 80, 128]))
+    Dv = D if r.random() < 0.6 else int(r.choice([512, 64] if wide else [3, 16, 64]))
+    most = 3 if wide else 40
+    magnitude = float(r.choice([1.0, 1.0, 3.0]))
+    dtype = str(r.choice(["f32", "f32", "f16", "bf16"]))
+    c.args += ["--dtype", dtype]
+    opt = draw_options(c, H, D)
+    rnd = ROUND[dtype]
+    if kind in ("bhsd", "bshd"):
+        qkv, Tq, Tk = dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, kind)
+    elif kind == "packed":
+        qkv, Tq, Tk = packed(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt)
+    else:
+        qkv, Tq, Tk = paged(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt,
+                            [1, 4] if wide else [1, 2, 3, 16, 256], kind == "paged_packed_q")
+    mask = draw_mask(c, B, H, Tq, Tk)
+    # The unfused path takes dense inputs only (DESIGN.md: packed and paged are fused).
+    c.args += ["--path", str(r.choice(["auto", "fused", "unfused"] if kind in ("bhsd", "bshd") else ["auto", "fused"]))]
+    paths = [c.save(n + ".npy", x) for n, x in zip("qkv", qkv)]
+    out = os.path.join(folder, "o.npy")
+    command = [cli, "attention", "-q", paths[0], "-k", paths[1], "-v", paths[2], "-o", out] + c.args
+    run = subprocess.run(command, capture_output=True, text=True)
+    label = "seed %d: %s B=%d H=%d Hkv=%d D=%d Dv=%d: %s" % (seed, kind, B, H, Hkv, D, Dv, " ".join(command))
+    if run.returncode != 0 or run.stderr:
+        return False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
+    o = np.load(out).astype(np.float64)
+    group, worst = H // Hkv, 0.0
+    for b, (q_b, k_b, v_b, q_offset, keys, where) in enumerate(c.entries):
+        for h in range(H):
+            mask2 = None if mask is None else mask[b, h, :q_b.shape[1], :k_b.shape[1]]
+            want = attend_head(q_b[h].astype(np.float64), k_b[h // group].astype(np.float64),
+                               v_b[h // group].astype(np.float64), opt, q_offset, keys, h, mask2)
+            got = output_of(o, where, h)
+            if got.shape != want.shape:
+                return False, "%s\n    entry %d head %d: shape %s, expected %s" % (label, b, h, got.shape, want.shape)
+            if want.size:
+                worst = max(worst, float(np.abs(got - want).max()))
+    # f32 accumulation of scores up to |s| ~ magnitude^2 * D * scale; soft-capping bounds them.
+    tolerance = 1e-4 * (1 + magnitude ** 2 * (1 if opt["softcap"] else 10))
+    tolerance *= 1 if opt["scale"] <= 1 / np.sqrt(D) + 1e-9 else 4
+    if not np.isfinite(o).all() or worst > tolerance:
+        return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
+    return True, worst / tolerance
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cli", required=True, help="the vkattn executable")
+    parser.add_argument("--seeds", default="0:60", help="A:B, the seeds A..B-1 (default 0:60)")
+    args = parser.parse_args()
+    first, end = (int(x) for x in args.seeds.split(":"))
+    failures, worst = 0, 0.0
+    env_note = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
+                        if k.startswith(("VKATTN_", "LP_")))
+    for seed in range(first, end):
+        folder = tempfile.mkdtemp(prefix="vkattn-numpy-")
+        try:
+            ok, detail = run_case(args.cli, seed, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if ok:
+            worst = max(worst, detail)
+        else:
+            failures += 1
+            print("FAILED " + detail, flush=True)
+    print("cli_vs_numpy: %d cases (seeds %d..%d%s), %d failed; largest error %.3f of its tolerance"
+          % (end - first, first, end - 1, ", " + env_note if env_note else "", failures, worst))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
