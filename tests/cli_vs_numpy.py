@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`vkattn attention` against an independent float64 oracle (numpy), DESIGN.md section 1.
+"""`vkattn attention` and `vkattn mha` against an independent float64 oracle (numpy), DESIGN.md section 1.
 
 Every other test compares the GPU kernels with vkattn's own CPU reference; this
 one checks the whole chain a user drives -- the CLI's options exactly as the
@@ -10,7 +10,8 @@ BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
 (--block-table, with 4-D or packed queries); GQA, causal, q_offset, kv_len,
 --window, --softcap, --sinks, --alibi, --mask (f16/f32, every broadcast shape,
 -inf entries), --scale, --dtype f16/bf16 (the reference reads the same rounded
-inputs), head sizes up to D=576 / Dv=512, empty sequences.
+inputs), head sizes up to D=576 / Dv=512, empty sequences; and `vkattn mha`, the
+layer with PyTorch nn.Linear weights and biases and the variants it takes.
 
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
@@ -116,13 +117,14 @@ class Case:
         return [int(self.r.choice([0, 1, 2, self.r.integers(0, most + 1), most])) for _ in range(count)]
 
 
-def draw_options(c, H, D):
+def draw_options(c, H, D, layer=False):
+    """The options every kind of case takes (a layer has no q_offset)."""
     r = c.r
     opt = {"causal": r.random() < 0.5, "window": None, "softcap": 0.0, "sinks": None,
            "alibi": None, "scale": 1.0 / np.sqrt(D), "q_offset": None}
     if opt["causal"]:
         c.args.append("--causal")
-    if r.random() < 0.25:
+    if r.random() < 0.25 and not layer:
         opt["q_offset"] = int(r.integers(-3, 12))
         c.args += ["--q-offset", str(opt["q_offset"])]
     if r.random() < 0.3:
@@ -244,10 +246,66 @@ def output_of(o, where, h):
     return o[b, :, h, :] if layout == "bshd" else o[b, h]
 
 
+def run_cli(c, cli, command):
+    """Runs the CLI; (output, None) or (None, why not)."""
+    run = subprocess.run([cli] + command, capture_output=True, text=True)
+    if run.returncode != 0 or run.stderr:
+        return None, "exit status %d, stderr: %s" % (run.returncode, run.stderr.strip()[:400])
+    return np.load(os.path.join(c.folder, "out.npy")).astype(np.float64), None
+
+
+def run_mha_case(c, cli, seed):
+    """`vkattn mha`: the layer with PyTorch nn.Linear weights and the variants a
+    layer takes (self-attention: q_offset 0, every key exists)."""
+    r = c.r
+    B, T, H = int(r.integers(1, 3)), int(r.integers(1, 41)), int(r.integers(1, 5))
+    Dh, C = int(r.choice([1, 3, 8, 16, 32])), int(r.choice([4, 16, 33]))
+    C_out = C if r.random() < 0.7 else int(r.choice([5, 24]))
+    opt = draw_options(c, H, Dh, layer=True)
+    x = c.normal((B, T, C))
+    w_qkv, w_out = c.normal((3 * H * Dh, C), C ** -0.5), c.normal((C_out, H * Dh), (H * Dh) ** -0.5)
+    b_qkv = c.normal(3 * H * Dh) if r.random() < 0.5 else None
+    b_out = c.normal(C_out) if r.random() < 0.5 else None
+    two_d = B == 1 and r.random() < 0.3
+    command = ["mha", "-x", c.save("x.npy", x[0] if two_d else x), "--w-qkv", c.save("w_qkv.npy", w_qkv),
+               "--w-out", c.save("w_out.npy", w_out), "--heads", str(H), "-o", os.path.join(c.folder, "out.npy")]
+    if b_qkv is not None:
+        command += ["--b-qkv", c.save("b_qkv.npy", b_qkv)]
+    if b_out is not None:
+        command += ["--b-out", c.save("b_out.npy", b_out)]
+    command += c.args + ["--path", str(r.choice(["auto", "fused", "unfused"]))]
+    label = "seed %d: mha B=%d T=%d H=%d Dh=%d C=%d C_out=%d: %s" % (seed, B, T, H, Dh, C, C_out,
+                                                                   " ".join([cli] + command))
+    got, why = run_cli(c, cli, command)
+    if why:
+        return False, label + "\n    " + why
+    qkv = x.astype(np.float64) @ w_qkv.T.astype(np.float64)
+    if b_qkv is not None:
+        qkv = qkv + b_qkv
+    heads = lambda part: qkv[..., part * H * Dh:(part + 1) * H * Dh].reshape(B, T, H, Dh).transpose(0, 2, 1, 3)
+    q, k, v = heads(0), heads(1), heads(2)
+    o = np.stack([np.stack([attend_head(q[b, h], k[b, h], v[b, h], opt, 0, T, h, None) for h in range(H)])
+                  for b in range(B)])
+    want = o.transpose(0, 2, 1, 3).reshape(B, T, H * Dh) @ w_out.T.astype(np.float64)
+    if b_out is not None:
+        want = want + b_out
+    if two_d:
+        want = want[0]
+    if got.shape != want.shape:
+        return False, "%s\n    shape %s, expected %s" % (label, got.shape, want.shape)
+    worst = float(np.abs(got - want).max())
+    tolerance = 1e-4 * (1 + float(np.abs(want).max()))
+    if not np.isfinite(got).all() or worst > tolerance:
+        return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
+    return True, worst / tolerance
+
+
 def run_case(cli, seed, folder):
     c = Case(seed, folder)
     r = c.r
-    kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q"]))
+    kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q", "mha"]))
+    if kind == "mha":
+        return run_mha_case(c, cli, seed)
     B, Hkv = int(r.integers(1, 4)), int(r.integers(1, 3))
     H = Hkv * int(r.choice([1, 2, 4]))
     wide = r.random() < 0.15  # DeepSeek's MLA sizes and D = 256, few tokens
