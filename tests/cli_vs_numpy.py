@@ -146,6 +146,8 @@ def draw_options(c, H, D, layer=False):
 
 
 def dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, layout):
+    """4-D Q, K, V in BHSD or BSHD (--layout), kv_len padding sometimes.
+    Returns the tensors to save and the longest Tq and Tk (for a mask)."""
     r = c.r
     Tq, Tk = int(r.integers(1, most + 1)), int(r.integers(1, most + 1))
     if layout == "bshd":
@@ -168,6 +170,7 @@ def dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, layout):
 
 
 def packed(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt):
+    """Variable-length sequences packed by --cu-seqlens-q/-k, some empty."""
     r = c.r
     tq, tk = c.lengths(B, most), c.lengths(B, most)
     if r.random() < 0.5:
@@ -194,6 +197,8 @@ def packed(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt):
 
 
 def paged(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, block_sizes, packed_q):
+    """A paged KV cache (--block-table, shuffled blocks, spare ones) with
+    --kv-len, and 4-D or packed queries."""
     r = c.r
     block = int(r.choice(block_sizes))
     kv_len = [int(r.integers(0, most + 1)) for _ in range(B)]
