@@ -141,7 +141,11 @@ void main()
     // A paged cache's block-table entry is read once per page, not per key:
     // the steps walk the keys in order.
     uint cached_page = ~0u, cached_base = 0u;
-    for (uint j0 = min_lo; j0 < max_limit; j0 += KB) {
+    // With MASK_TEXELS4 (KB = 4) the steps start at a multiple of 4, so that a
+    // step's mask entries are one aligned texel; the keys before min_lo that
+    // this adds are outside every row's range, so never used.
+    uint first_step = MASK_TEXELS4 && min_lo < max_limit ? min_lo & ~3u : min_lo;
+    for (uint j0 = first_step; j0 < max_limit; j0 += KB) {
         // Keys past the limit in the last step re-read the last allowed key and
         // are masked below.
         float s[TM * KB];
@@ -176,12 +180,15 @@ void main()
         float alpha[TM];
         for (uint t = 0; t < TM; t++) {
             float step_max = NEG_INF;
+            vec4 mask4 = MASK_TEXELS4 ? mask_values4(mask_index(b, head[t], position[t], j0))
+                                      : vec4(0.0);
             for (uint c = 0; c < KB; c++) {
                 uint j = j0 + c;
-                s[t * KB + c] = j >= lo[t] && j < limit[t]
-                    ? adjust_score(s[t * KB + c], slope[t], b, head[t], position[t], j,
-                                   int(position[t]) + seq.q_offset)
-                    : NEG_INF;
+                int pos = int(position[t]) + seq.q_offset;
+                s[t * KB + c] = !(j >= lo[t] && j < limit[t]) ? NEG_INF
+                    : MASK_TEXELS4 ? adjusted_score_by(s[t * KB + c], p.softcap_log2e, slope[t],
+                                                       int(j) - pos, mask4[c & 3u])
+                    : adjust_score(s[t * KB + c], slope[t], b, head[t], position[t], j, pos);
                 step_max = max(step_max, s[t * KB + c]);
             }
             float m_new = max(m[t], step_max);

@@ -99,13 +99,18 @@ uvec2 split_keys(uvec2 range, uint key_begin, uint key_end)
     return uvec2(lo, clamp(range.y, lo, key_end));
 }
 
+// The mask element of key j for the row at position i of head h of batch entry b.
+uint mask_index(uint b, uint h, uint i, uint j)
+{
+    return b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j;
+}
+
 // Soft-capping, ALiBi (the row's slope from alibi_slope_log2e) and the mask on
 // a score s2 (exp2 domain) of key j for the row at position i (key position
 // pos) of head h of batch entry b.
 float adjust_score(float s2, float slope, uint b, uint h, uint i, uint j, int pos)
 {
-    return adjusted_score(s2, p.softcap_log2e, slope, int(j) - pos,
-                          b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j);
+    return adjusted_score(s2, p.softcap_log2e, slope, int(j) - pos, mask_index(b, h, i, j));
 }
 
 // The factor that turns a row's unnormalised O (running maximum m, sum l) into

@@ -12,7 +12,7 @@ layout(constant_id = 15) const uint VARIANTS = 0u;
 const uint VAR_WINDOW = 1u, VAR_SOFTCAP = 2u, VAR_ALIBI = 4u, VAR_MASK = 8u, VAR_SINKS = 16u,
            VAR_PACKED_Q = 32u, VAR_PACKED_K = 64u, VAR_PAGED = 128u, VAR_SEQ_Q_OFFSET = 256u,
            VAR_MASK_F16 = 512u, VAR_MASK_BF16 = 1024u, VAR_KV_LEN = 2048u,
-           VAR_MASK_TEXELS = 4096u;
+           VAR_MASK_TEXELS = 4096u, VAR_MASK_TEXELS4 = 8192u;
 const bool HAS_WINDOW = (VARIANTS & VAR_WINDOW) != 0u;
 const bool HAS_SOFTCAP = (VARIANTS & VAR_SOFTCAP) != 0u;
 const bool HAS_ALIBI = (VARIANTS & VAR_ALIBI) != 0u;
@@ -26,6 +26,9 @@ const bool SEQ_KV_LEN = (VARIANTS & VAR_KV_LEN) != 0u;
 // The mask read through its texel view (the rows kernel on CPU devices, where a
 // texel fetch is one gather and a storage load a loop over the lanes).
 const bool MASK_TEXELS = (VARIANTS & VAR_MASK_TEXELS) != 0u;
+// That texel view has four components (the rows kernel with four keys per
+// step, Tk % 4 == 0): one fetch reads four keys' entries (mask_values4).
+const bool MASK_TEXELS4 = (VARIANTS & VAR_MASK_TEXELS4) != 0u;
 const uint MASK_DTYPE = (VARIANTS & VAR_MASK_F16) != 0u ? DTYPE_F16
                         : (VARIANTS & VAR_MASK_BF16) != 0u ? DTYPE_BF16 : DTYPE_F32;
 // Scores that may be -inf inside a row's key range (a -inf mask entry): such
@@ -91,18 +94,30 @@ float alibi_slope_log2e(uint h)
     return HAS_ALIBI ? alibi[h] * LOG2E : 0.0;
 }
 
-// Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask on a score s2
-// (exp2 domain) whose key is `rel` = j - pos positions from the row's own, mask
-// element `mask_at`.
-float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
+// Mask element `mask_at` as a float.
+float mask_value(uint mask_at)
+{
+    return MASK_TEXELS ? texelFetch(mask_tex, int(mask_at)).x
+                       : LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
+}
+
+// Mask elements mask_at .. mask_at + 3, mask_at % 4 == 0, in one fetch: only
+// with MASK_TEXELS4.
+vec4 mask_values4(uint mask_at)
+{
+    return texelFetch(mask_tex, int(mask_at >> 2));
+}
+
+// Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask entry m
+// (0 without a mask) on a score s2 (exp2 domain) whose key is `rel` = j - pos
+// positions from the row's own.
+float adjusted_score_by(float s2, float softcap_log2e, float slope_log2e, int rel, float m)
 {
     if (HAS_SOFTCAP)
         s2 = soft_cap(s2, softcap_log2e);
     if (HAS_ALIBI)
         s2 += slope_log2e * float(rel);
     if (HAS_MASK) {
-        float m = MASK_TEXELS ? texelFetch(mask_tex, int(mask_at)).x
-                              : LOAD_ELEMENT(MASK_DTYPE, mask32, mask16, mask_at);
         // Only -inf masks a key: a finite entry stays finite in the exp2 domain,
         // where finfo(float32).min, HuggingFace's mask value, times log2 e would
         // overflow to -inf (a row masked so everywhere averages V, as in float64).
@@ -110,4 +125,11 @@ float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, 
         s2 += isinf(a) && !isinf(m) ? sign(m) * FLT_MAX : a;
     }
     return s2;
+}
+
+// The same with the mask entry read from element `mask_at`.
+float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
+{
+    return adjusted_score_by(s2, softcap_log2e, slope_log2e, rel,
+                             HAS_MASK ? mask_value(mask_at) : 0.0);
 }

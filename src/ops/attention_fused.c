@@ -265,7 +265,7 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
         .push_bytes = sizeof push,
         .groups = {0, (uint32_t)d->Hkv, (uint32_t)d->B},
     };
-    memcpy(&attend.bindings[4], variant_bindings, sizeof variant_bindings);
+    memcpy(&attend.bindings[ATTENTION_KV_LEN_BINDING], variant_bindings, sizeof variant_bindings);
     row->specialize(c, &plan, split, &attend);
     vkattn_status s = vk_cmd_dispatch(ctx, &attend);
     if (s != VKATTN_OK || !split)

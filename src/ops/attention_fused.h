@@ -22,9 +22,15 @@ enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.gl
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
     VAR_SEQ_Q_OFFSET = 1u << 8, VAR_MASK_F16 = 1u << 9, VAR_MASK_BF16 = 1u << 10,
-    VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12,
+    VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12, VAR_MASK_TEXELS4 = 1u << 13,
 };
 uint32_t attention_variant_bits(const attention_call *c);
+/* The variants' bindings of every fused attention kernel (after Q, K, V and O). */
+enum attention_variant_binding {
+    ATTENTION_KV_LEN_BINDING = 4, ATTENTION_CU_Q_BINDING, ATTENTION_CU_K_BINDING,
+    ATTENTION_BLOCK_TABLE_BINDING, ATTENTION_MASK_BINDING, ATTENTION_SINKS_BINDING,
+    ATTENTION_ALIBI_BINDING,
+};
 /* A window side for the kernels: -1 when unbounded or when it excludes no key
  * of any row (which keeps their int arithmetic from overflowing). */
 int32_t attention_window_side(int32_t side, const attention_dims *d);

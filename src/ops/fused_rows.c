@@ -80,6 +80,25 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     return true;
 }
 
+/* The mask through its texel view where it has one (this kernel's reads); with
+ * four keys per step and rows of Tk % 4 == 0 entries (then every mask stride is
+ * a multiple of 4), its four-component view, a step's entries for a row in one
+ * fetch. Measured on lavapipe, B=1 H=8 T=2048 D=64 causal with a (T, T) f32
+ * mask: 89.6 ms with one fetch per key, 80 ms with one per step (plain causal
+ * 72.0 ms). The variant bits that say which, or 0. */
+static uint32_t rows_mask_view(const attention_call *c, const fused_plan *plan,
+                               vk_dispatch *dispatch)
+{
+    const vkattn_tensor *mask = c->dims.var.mask;
+    if (!mask || !mask->texels)
+        return 0;
+    if (plan->kb == 4 && c->dims.Tk % 4 == 0 && mask->texels4) {
+        dispatch->bindings[ATTENTION_MASK_BINDING].texels = mask->texels4;
+        return VAR_MASK_TEXELS | VAR_MASK_TEXELS4;
+    }
+    return VAR_MASK_TEXELS;
+}
+
 static void rows_specialize(const attention_call *c, const fused_plan *plan, bool split,
                             vk_dispatch *dispatch)
 {
@@ -100,9 +119,7 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
     spec[AR_SPEC_TM] = plan->tm;
     spec[AR_SPEC_UNROLL] = plan->unroll;
     spec[AR_SPEC_HEADS_IN_LANES] = plan->heads_in_lanes;
-    /* The mask through its texel view where it has one (this kernel's reads). */
-    spec[ATTENTION_VARIANTS_SPEC_ID] =
-        attention_variant_bits(c) | (c->dims.var.mask && c->dims.var.mask->texels ? VAR_MASK_TEXELS : 0);
+    spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c) | rows_mask_view(c, plan, dispatch);
     /* Invocations run over (row group, split) pairs linearly, and over the kv
      * heads too (fastest) with heads_in_lanes. */
     uint64_t heads = plan->heads_in_lanes ? (uint64_t)d->Hkv : 1;
