@@ -79,13 +79,14 @@ ivec2 window_range(int pos, int left, int right)
 float soft_cap(float s, float cap)
 {
     float x = s / cap;
-    if (abs(x) < 0.25) {
-        float x2 = x * x;
-        return s * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
+    float x2 = x * x;
+    float r = s * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
                                                                     x2 * (62.0 / 2835.0)))));
+    if (abs(x) >= 0.25) {
+        float e = exp2(-2.0 * LOG2E * abs(x));
+        r = cap * sign(x) * (1.0 - e) / (1.0 + e);
     }
-    float e = exp2(-2.0 * LOG2E * abs(x));
-    return cap * sign(x) * (1.0 - e) / (1.0 + e);
+    return r;
 }
 
 // Head h's ALiBi slope in the exp2 domain (0 without ALiBi): read once per row.
