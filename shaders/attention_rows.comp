@@ -175,6 +175,22 @@ void main()
             }
         FOR_EACH_D4(SCORE_STEP, D4)
 
+        // Soft-capping for the whole step at once: its series alone unless a
+        // score of the step needs the exp2 form (one branch a step, not one a
+        // score, which on a CPU device keeps the scores' arithmetic together).
+        if (HAS_SOFTCAP) {
+            bool small = true;
+            for (uint x = 0; x < TM * KB; x++)
+                small = small && soft_cap_small(s[x], p.softcap_log2e);
+            if (small) {
+                for (uint x = 0; x < TM * KB; x++)
+                    s[x] = soft_cap_series(s[x], p.softcap_log2e);
+            } else {
+                for (uint x = 0; x < TM * KB; x++)
+                    s[x] = soft_cap(s[x], p.softcap_log2e);
+            }
+        }
+
         // Online softmax. Masked scores become -inf and so weights of exactly 0;
         // while a row has seen nothing but -inf, shifting by 0 keeps exp2 finite.
         float alpha[TM];
@@ -184,11 +200,12 @@ void main()
                                       : vec4(0.0);
             for (uint c = 0; c < KB; c++) {
                 uint j = j0 + c;
-                int pos = int(position[t]) + seq.q_offset;
-                s[t * KB + c] = !(j >= lo[t] && j < limit[t]) ? NEG_INF
-                    : MASK_TEXELS4 ? adjusted_score_by(s[t * KB + c], p.softcap_log2e, slope[t],
-                                                       int(j) - pos, mask4[c & 3u])
-                    : adjust_score(s[t * KB + c], slope[t], b, head[t], position[t], j, pos);
+                float mask = !HAS_MASK ? 0.0
+                             : MASK_TEXELS4 ? mask4[c & 3u]
+                             : mask_value(mask_index(b, head[t], position[t], j));
+                int rel = int(j) - int(position[t]) - seq.q_offset;
+                s[t * KB + c] = j >= lo[t] && j < limit[t]
+                    ? shifted_score(s[t * KB + c], slope[t], rel, mask) : NEG_INF;
                 step_max = max(step_max, s[t * KB + c]);
             }
             float m_new = max(m[t], step_max);

@@ -76,15 +76,22 @@ ivec2 window_range(int pos, int left, int right)
 // that s / cap underflows, or whose exp2-domain value overflowed to inf, leaves
 // s as it is, as the definition does. Large ratios: e = exp(-2|x|), finite
 // where the builtin tanh may overflow.
+bool soft_cap_small(float s, float cap)
+{
+    return abs(s / cap) < 0.25;
+}
+float soft_cap_series(float s, float cap)
+{
+    float x = s / cap, x2 = x * x;
+    return s * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
+                                                                x2 * (62.0 / 2835.0)))));
+}
 float soft_cap(float s, float cap)
 {
-    float x = s / cap;
-    float x2 = x * x;
-    float r = s * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
-                                                                    x2 * (62.0 / 2835.0)))));
-    if (abs(x) >= 0.25) {
-        float e = exp2(-2.0 * LOG2E * abs(x));
-        r = cap * sign(x) * (1.0 - e) / (1.0 + e);
+    float r = soft_cap_series(s, cap); // computed anyway: cheaper than an else
+    if (!soft_cap_small(s, cap)) {
+        float e = exp2(-2.0 * LOG2E * abs(s / cap));
+        r = cap * sign(s) * (1.0 - e) / (1.0 + e);
     }
     return r;
 }
@@ -109,13 +116,11 @@ vec4 mask_values4(uint mask_at)
     return texelFetch(mask_tex, int(mask_at >> 2));
 }
 
-// Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask entry m
-// (0 without a mask) on a score s2 (exp2 domain) whose key is `rel` = j - pos
+// ALiBi (slope from alibi_slope_log2e) and the mask entry m (0 without a mask)
+// on a score s2 (exp2 domain, soft-capped already) whose key is `rel` = j - pos
 // positions from the row's own.
-float adjusted_score_by(float s2, float softcap_log2e, float slope_log2e, int rel, float m)
+float shifted_score(float s2, float slope_log2e, int rel, float m)
 {
-    if (HAS_SOFTCAP)
-        s2 = soft_cap(s2, softcap_log2e);
     if (HAS_ALIBI)
         s2 += slope_log2e * float(rel);
     if (HAS_MASK) {
@@ -128,9 +133,12 @@ float adjusted_score_by(float s2, float softcap_log2e, float slope_log2e, int re
     return s2;
 }
 
-// The same with the mask entry read from element `mask_at`.
+// Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask (element
+// `mask_at`) on a score s2 (exp2 domain) whose key is `rel` = j - pos positions
+// from the row's own.
 float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
 {
-    return adjusted_score_by(s2, softcap_log2e, slope_log2e, rel,
-                             HAS_MASK ? mask_value(mask_at) : 0.0);
+    if (HAS_SOFTCAP)
+        s2 = soft_cap(s2, softcap_log2e);
+    return shifted_score(s2, slope_log2e, rel, HAS_MASK ? mask_value(mask_at) : 0.0);
 }
