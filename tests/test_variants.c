@@ -362,6 +362,13 @@ static const var_case score_cases[] = {
     {.name = "decode window softcap odd D", .B = 1, .H = 6, .Hkv = 2, .Tq = 1, .Tk = 777, .D = 13,
      .Dv = 21, .causal = true, .has_window = true, .left = 200, .right = 0, .softcap = 4.0f,
      .dtype = F32, .magnitude = 3},
+    /* The rows kernel reads four mask entries at once where Tk % 4 == 0 and
+     * D, Dv <= 64, from steps aligned to 4: a window starts rows off that
+     * alignment; a small cap mixes steps of small and large ratios. */
+    {.name = "four-entry mask reads, window off alignment, f16 mask, softcap 2",
+     .B = 2, .H = 4, .Hkv = 2, .Tq = 21, .Tk = 64, .D = 20, .Dv = 36, .causal = true,
+     .has_q_offset = true, .q_offset = 30, .has_window = true, .left = 7, .right = -1,
+     .softcap = 2.0f, .mask = MASK_BH, .neg_inf_row = true, .dtype = F16, .magnitude = 2},
     {.name = "T=1 everything", .B = 1, .H = 2, .Hkv = 1, .Tq = 1, .Tk = 1, .D = 5, .Dv = 7,
      .causal = true, .has_window = true, .left = 0, .right = 0, .softcap = 1.0f, .sinks = true,
      .alibi = true, .mask = MASK_2D, .dtype = F32, .magnitude = 1},
