@@ -98,8 +98,9 @@ static const bench_case full[] = {
     /* f16 inputs */
     ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
-    /* bf16 inputs: no texel format, so the storage-buffer kernels (tiled fused,
-     * tiled matmul) run even on CPU devices, where they are far slower: 1024 */
+    /* bf16 inputs: no texel format reads them, so on CPU devices fused attention
+     * takes the rows kernel's build that widens their bits, and the unfused
+     * path the storage-buffer matmul, far slower there: 1024 */
     ATT(FUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
     ATT(UNFUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
     ATT(FUSED, 1, 32, 8, 1, 4096, 128, 128, false, BF16, 0),

@@ -60,22 +60,32 @@ const uint DV4 = (DV + 3) / 4;
 
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
-layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer q_tex;
-layout(set = 0, binding = TEXEL_BINDING(1)) uniform samplerBuffer k_tex;
-layout(set = 0, binding = TEXEL_BINDING(2)) uniform samplerBuffer v_tex;
+// Q, K and V through float views (f32, f16), or, built with QKV_BF16_BITS,
+// through R16_UINT views of bf16 tensors, widened here: a bf16 value is the
+// top half of the f32 with the same bits (no texel format reads bf16).
+#ifdef QKV_BF16_BITS
+#define QKV_SAMPLER usamplerBuffer
+vec4 widen(uvec4 bits) { return uintBitsToFloat(bits << 16); }
+#else
+#define QKV_SAMPLER samplerBuffer
+vec4 widen(vec4 v) { return v; }
+#endif
+layout(set = 0, binding = TEXEL_BINDING(0)) uniform QKV_SAMPLER q_tex;
+layout(set = 0, binding = TEXEL_BINDING(1)) uniform QKV_SAMPLER k_tex;
+layout(set = 0, binding = TEXEL_BINDING(2)) uniform QKV_SAMPLER v_tex;
 
 #include "attention_push.glsl"
 #include "attention_variants.glsl"
 
 // Four elements of a head vector from `base` (an element index), zero past `width`.
-vec4 fetch4(samplerBuffer tex, uint base, uint d4, uint width)
+vec4 fetch4(QKV_SAMPLER tex, uint base, uint d4, uint width)
 {
     if (VEC4)
-        return texelFetch(tex, int((base >> 2) + d4));
+        return widen(texelFetch(tex, int((base >> 2) + d4)));
     vec4 v = vec4(0.0);
     for (uint c = 0; c < 4; c++)
         if (4 * d4 + c < width)
-            v[c] = texelFetch(tex, int(base + 4 * d4 + c)).x;
+            v[c] = widen(texelFetch(tex, int(base + 4 * d4 + c))).x;
     return v;
 }
 

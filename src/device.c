@@ -217,10 +217,12 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
         vk->max_workgroup_count[i] = lim->maxComputeWorkGroupCount[i];
     vk->max_allocation_size = maintenance3.maxMemoryAllocationSize;
     vki->GetPhysicalDeviceMemoryProperties(pd, &vk->memory_properties);
-    const VkFormat formats[4] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R16_SFLOAT,
-                                 VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT};
-    bool *usable[4] = {&vk->texel_f32, &vk->texel_f16, &vk->texel4_f32, &vk->texel4_f16};
-    for (int i = 0; i < 4; i++) {
+    const VkFormat formats[6] = {VK_FORMAT_R32_SFLOAT,          VK_FORMAT_R16_SFLOAT,
+                                 VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT,
+                                 VK_FORMAT_R16_UINT,            VK_FORMAT_R16G16B16A16_UINT};
+    bool *usable[6] = {&vk->texel_f32, &vk->texel_f16, &vk->texel4_f32,
+                       &vk->texel4_f16, &vk->texel_u16, &vk->texel4_u16};
+    for (int i = 0; i < 6; i++) {
         VkFormatProperties fp;
         vki->GetPhysicalDeviceFormatProperties(pd, formats[i], &fp);
         *usable[i] = fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT;

@@ -130,6 +130,7 @@ typedef enum shader_id {
     SHADER_SOFTMAX_SHARED,
     SHADER_HEAD_TRANSPOSE,
     SHADER_ATTENTION_ROWS,
+    SHADER_ATTENTION_ROWS_BF16,
     SHADER_ATTENTION_TILED,
     SHADER_ATTENTION_COOPMAT,
     SHADER_ATTENTION_COOPMAT_EMULATED,
@@ -281,7 +282,7 @@ typedef struct vk_state {
     VkBufferView dummy_view;
 
     /* uniform texel buffers: usable for a tensor of this dtype and size? */
-    bool texel_f32, texel_f16, texel4_f32, texel4_f16;
+    bool texel_f32, texel_f16, texel4_f32, texel4_f16, texel_u16, texel4_u16;
     uint32_t max_texel_elements;
 
     VkCommandPool command_pool;
@@ -400,6 +401,10 @@ struct vkattn_tensor {
     VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported
                                  (always for bf16: no texel format) */
     VkBufferView texels4;     /* the same as 4-component texels (element count % 4 == 0) */
+    /* bf16 only: views of its raw bits (R16_UINT, and R16G16B16A16_UINT where
+     * the element count % 4 == 0), which the rows kernel's bf16 build reads and
+     * widens itself; VK_NULL_HANDLE where unsupported */
+    VkBufferView bits, bits4;
 
     /* CPU backend */
     void *host;

@@ -133,6 +133,8 @@ VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format
     case VK_FORMAT_R16_SFLOAT: supported = vk->texel_f16, texel_bytes = 2; break;
     case VK_FORMAT_R32G32B32A32_SFLOAT: supported = vk->texel4_f32, texel_bytes = 16; break;
     case VK_FORMAT_R16G16B16A16_SFLOAT: supported = vk->texel4_f16, texel_bytes = 8; break;
+    case VK_FORMAT_R16_UINT: supported = vk->texel_u16, texel_bytes = 2; break;
+    case VK_FORMAT_R16G16B16A16_UINT: supported = vk->texel4_u16, texel_bytes = 8; break;
     default: return VK_NULL_HANDLE;
     }
     if (!supported || elements > vk->max_texel_elements)

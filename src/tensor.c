@@ -55,8 +55,14 @@ static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
     vkattn_status s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DEVICE, &t->buffer,
                                        &t->memory, &t->map);
     /* No texel format reads bf16 as a float (an R16_UINT view would not feed the
-     * float samplers): bf16 tensors have no views, and kernels read them from
-     * the storage binding. */
+     * float samplers): bf16 tensors have no float views, and kernels read them
+     * from the storage binding, or from views of their bits where a kernel
+     * widens them itself. */
+    if (s == VKATTN_OK && t->dtype == VKATTN_DTYPE_BF16) {
+        t->bits = vk_texel_view(ctx, t->buffer, VK_FORMAT_R16_UINT, t->count);
+        if (t->count % 4 == 0)
+            t->bits4 = vk_texel_view(ctx, t->buffer, VK_FORMAT_R16G16B16A16_UINT, t->count / 4);
+    }
     if (s == VKATTN_OK && t->dtype != VKATTN_DTYPE_I32 && t->dtype != VKATTN_DTYPE_BF16) {
         bool f32 = t->dtype == VKATTN_DTYPE_F32;
         t->texels = vk_texel_view(ctx, t->buffer, f32 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R16_SFLOAT,
@@ -117,6 +123,10 @@ void vkattn_tensor_destroy(vkattn_tensor *t)
             ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->texels, NULL);
         if (t->texels4)
             ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->texels4, NULL);
+        if (t->bits)
+            ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->bits, NULL);
+        if (t->bits4)
+            ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->bits4, NULL);
         vk_buffer_destroy(ctx, t->buffer, t->memory);
     }
     free(t->host);

@@ -258,7 +258,6 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
                      VKATTN_OK);
     double score_size = (double)c->D * c->magnitude * c->magnitude / sqrt((double)c->D);
     double atol = 16 * 1.2e-7 * (score_size + 4.0) + 2e-5;
-    bool bf16 = c->dtype == VKATTN_DTYPE_BF16;
     bool layout_variant = c->q_lens || c->k_lens || c->block_size;
     int64_t longest_q = c->Tq;
     for (int64_t b = 0; c->q_lens && b < c->B; b++)
@@ -275,7 +274,6 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         vkattn_status s = vkattn_attention(env->gpu, &d, in.q.gpu, in.k.gpu, in.v.gpu, in.o.gpu);
         /* Packed and paged sequences are for the fused path: the unfused one refuses. */
         bool refuses = (paths[i].path == VKATTN_PATH_UNFUSED && layout_variant) ||
-                       (paths[i].variant == VKATTN_FUSED_ROWS && bf16) ||
                        (paths[i].variant == VKATTN_FUSED_DECODE && decode_rows > DECODE_MAX_ROWS);
         if (refuses) {
             if (s != VKATTN_ERROR_UNSUPPORTED)

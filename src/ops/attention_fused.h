@@ -50,6 +50,7 @@ typedef struct fused_plan {
     uint32_t kb;                  /* keys per step */
     bool unroll;                  /* head-dimension loops unrolled */
     bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
+    bool bf16_bits;               /* Q, K, V bf16, read through views of their bits */
     /* tiled */
     uint32_t tpr;                 /* invocations per row */
     /* decode */
