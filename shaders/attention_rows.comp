@@ -186,8 +186,9 @@ void main()
         FOR_EACH_D4(SCORE_STEP, D4)
 
         // Soft-capping for the whole step at once: its series alone unless a
-        // score of the step needs the exp2 form (one branch a step, not one a
-        // score, which on a CPU device keeps the scores' arithmetic together).
+        // score of the step needs the exp2 form (then soft_cap per score). The
+        // common case is one branch a step rather than one a score, which on a
+        // CPU device keeps the scores' arithmetic together.
         if (HAS_SOFTCAP) {
             bool small = true;
             for (uint x = 0; x < TM * KB; x++)
@@ -210,12 +211,14 @@ void main()
                                       : vec4(0.0);
             for (uint c = 0; c < KB; c++) {
                 uint j = j0 + c;
-                float mask = !HAS_MASK ? 0.0
+                bool seen = j >= lo[t] && j < limit[t];
+                // Mask entries of keys the row sees only: past them (up to KB - 1
+                // keys past the sequence's last) the index may pass the mask's end.
+                float mask = !HAS_MASK || !seen ? 0.0
                              : MASK_TEXELS4 ? mask4[c & 3u]
                              : mask_value(mask_index(b, head[t], position[t], j));
                 int rel = int(j) - int(position[t]) - seq.q_offset;
-                s[t * KB + c] = j >= lo[t] && j < limit[t]
-                    ? shifted_score(s[t * KB + c], slope[t], rel, mask) : NEG_INF;
+                s[t * KB + c] = seen ? shifted_score(s[t * KB + c], slope[t], rel, mask) : NEG_INF;
                 step_max = max(step_max, s[t * KB + c]);
             }
             float m_new = max(m[t], step_max);
