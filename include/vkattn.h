@@ -270,10 +270,16 @@ VKATTN_API vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t
 /* ------------------------------------------------------------- context ---- */
 
 typedef enum vkattn_validation {
-    VKATTN_VALIDATION_DEFAULT = 0,  /* on if the environment has VKATTN_VALIDATION=1 */
+    VKATTN_VALIDATION_DEFAULT = 0,  /* as the environment says: VKATTN_VALIDATION=1 ON,
+                                       VKATTN_VALIDATION=gpu GPU_ASSISTED, else off */
     VKATTN_VALIDATION_ON,           /* Khronos layer with synchronization validation;
                                        a warning is logged if the layer is missing */
     VKATTN_VALIDATION_OFF,
+    VKATTN_VALIDATION_GPU_ASSISTED, /* ON, and the layer's GPU-assisted validation: the
+                                       kernels instrumented to report reads and writes
+                                       outside their buffers and texel views, which a
+                                       driver that bounds-checks (lavapipe) otherwise
+                                       hides; slower */
 } vkattn_validation;
 
 /* What vkattn's faster kernels use beyond core Vulkan 1.1, for an application

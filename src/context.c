@@ -48,7 +48,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     if (!desc)
         desc = &defaults;
     if ((unsigned)desc->backend > VKATTN_BACKEND_CPU ||
-        (unsigned)desc->validation > VKATTN_VALIDATION_OFF ||
+        (unsigned)desc->validation > VKATTN_VALIDATION_GPU_ASSISTED ||
         (unsigned)desc->memory > VKATTN_MEMORY_DEVICE) {
         log_to(desc->log_fn, desc->log_user_data, VKATTN_LOG_ERROR, VKATTN_LOG_SOURCE_LIBRARY,
                "context: backend, validation or memory is not a valid enum value");

@@ -326,21 +326,25 @@ static VkBool32 VKAPI_PTR debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT 
     return VK_FALSE;
 }
 
-static bool validation_wanted(vkattn_validation v)
+/* ON, OFF or GPU_ASSISTED: the desc's choice, or the environment's. */
+static vkattn_validation validation_wanted(vkattn_validation v)
 {
-    if (v == VKATTN_VALIDATION_ON)
-        return true;
-    if (v == VKATTN_VALIDATION_OFF)
-        return false;
+    if (v != VKATTN_VALIDATION_DEFAULT)
+        return v;
     const char *env = getenv("VKATTN_VALIDATION");
-    return env && strcmp(env, "1") == 0;
+    if (env && strcmp(env, "1") == 0)
+        return VKATTN_VALIDATION_ON;
+    if (env && strcmp(env, "gpu") == 0)
+        return VKATTN_VALIDATION_GPU_ASSISTED;
+    return VKATTN_VALIDATION_OFF;
 }
 
 /* Creates an instance, with the validation layer and synchronization validation
- * when `validation` is set. */
-static vkattn_status create_instance(PFN_vkGetInstanceProcAddr gipa, bool validation,
+ * unless `level` is OFF, and GPU-assisted validation too with GPU_ASSISTED. */
+static vkattn_status create_instance(PFN_vkGetInstanceProcAddr gipa, vkattn_validation level,
                                      VkInstance *out)
 {
+    bool validation = level != VKATTN_VALIDATION_OFF;
     PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
     PFN_vkEnumerateInstanceVersion version_fn =
         (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
@@ -360,10 +364,11 @@ static vkattn_status create_instance(PFN_vkGetInstanceProcAddr gipa, bool valida
     const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
                                 VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
     VkValidationFeatureEnableEXT enables[] = {
-        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT,
+        VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT};
     VkValidationFeaturesEXT features = {
         .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
-        .enabledValidationFeatureCount = 1,
+        .enabledValidationFeatureCount = level == VKATTN_VALIDATION_GPU_ASSISTED ? 2 : 1,
         .pEnabledValidationFeatures = enables,
     };
     VkInstanceCreateInfo info = {
@@ -390,7 +395,7 @@ vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, 
     if (!gipa)
         return VKATTN_OK;
     VkInstance instance;
-    if (create_instance(gipa, false, &instance) != VKATTN_OK)
+    if (create_instance(gipa, VKATTN_VALIDATION_OFF, &instance) != VKATTN_OK)
         return VKATTN_OK;
     vk_instance_table vki;
     load_instance_table(&vki, gipa, instance);
@@ -549,11 +554,11 @@ vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_d
     if (!gipa)
         return ctx_fail(ctx, VKATTN_ERROR_NO_DEVICE, "no Vulkan loader (libvulkan.so.1) found");
 
-    bool validation = validation_wanted(desc->validation);
-    if (validation && !layer_available(gipa, VALIDATION_LAYER)) {
+    vkattn_validation validation = validation_wanted(desc->validation);
+    if (validation != VKATTN_VALIDATION_OFF && !layer_available(gipa, VALIDATION_LAYER)) {
         ctx_log(ctx, VKATTN_LOG_WARNING, "validation requested but %s is not installed",
                 VALIDATION_LAYER);
-        validation = false;
+        validation = VKATTN_VALIDATION_OFF;
     }
     vkattn_status s = create_instance(gipa, validation, &vk->instance);
     if (s != VKATTN_OK)
@@ -564,7 +569,7 @@ vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_d
     if (!instance_table_complete(&vk->vki))
         return ctx_fail(ctx, VKATTN_ERROR_VULKAN, "a core Vulkan 1.1 instance function is missing");
 
-    if (validation && vk->vki.CreateDebugUtilsMessengerEXT) {
+    if (validation != VKATTN_VALIDATION_OFF && vk->vki.CreateDebugUtilsMessengerEXT) {
         VkDebugUtilsMessengerCreateInfoEXT mi = {
             .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
             .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -579,7 +584,7 @@ vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_d
         if (r != VK_SUCCESS)
             return ctx_fail_vk(ctx, r, "vkCreateDebugUtilsMessengerEXT");
     }
-    ctx->info.validation_enabled = validation;
+    ctx->info.validation_enabled = validation != VKATTN_VALIDATION_OFF;
 
     VkPhysicalDevice *devices;
     uint32_t n;

@@ -34,9 +34,12 @@ test_env *test_env_create(void)
 {
     test_env *env = calloc(1, sizeof *env);
     assert_non_null(env);
+    /* Always validated; VKATTN_VALIDATION=gpu adds GPU-assisted validation. */
+    const char *level = getenv("VKATTN_VALIDATION");
+    bool gpu_assisted = level && strcmp(level, "gpu") == 0;
     vkattn_context_desc gd = {
         .backend = VKATTN_BACKEND_VULKAN,
-        .validation = VKATTN_VALIDATION_ON,
+        .validation = gpu_assisted ? VKATTN_VALIDATION_GPU_ASSISTED : VKATTN_VALIDATION_ON,
         .log_fn = test_logger,
         .log_user_data = &env->gpu_log,
     };
@@ -53,7 +56,8 @@ test_env *test_env_create(void)
         fail_msg("the Khronos validation layer is not active (install vulkan-validationlayers, "
                  "or set VKATTN_TEST_ALLOW_NO_VALIDATION=1)");
     fprintf(stderr, "device: %s (%s), subgroup %u, validation %s, tensors %s\n", info.name,
-            info.driver_info, info.subgroup_size, info.validation_enabled ? "on" : "off",
+            info.driver_info, info.subgroup_size,
+            !info.validation_enabled ? "off" : gpu_assisted ? "on, GPU-assisted" : "on",
             info.host_visible_device_memory ? "mapped" : "staged");
     /* Runs meant for another subgroup size (lavapipe's LP_NATIVE_VECTOR_WIDTH)
      * fail rather than pass at the usual one where the driver ignored the ask;
