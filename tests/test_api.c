@@ -69,6 +69,10 @@ static void test_context_arguments(void **state)
     vkattn_context_desc bad_memory = {.memory = (vkattn_memory_mode)3};
     assert_int_equal(vkattn_context_create(&bad_memory, &ctx), VKATTN_ERROR_INVALID_ARGUMENT);
     assert_null(ctx);
+    /* one past the last validation level (GPU_ASSISTED) */
+    vkattn_context_desc bad_validation = {.validation = (vkattn_validation)4};
+    assert_int_equal(vkattn_context_create(&bad_validation, &ctx), VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
     vkattn_context_desc none = {.backend = VKATTN_BACKEND_VULKAN, .device = "no such device"};
     vkattn_status s = vkattn_context_create(&none, &ctx);
     assert_int_equal(s, VKATTN_ERROR_NO_DEVICE);
