@@ -63,7 +63,8 @@ vkattn_status vk_cmd_init(vkattn_context *ctx)
     s = vk_buffer_create(ctx, 16, MEMORY_DEVICE, &vk->dummy_buffer, &vk->dummy_memory, &unused);
     if (s != VKATTN_OK)
         return s;
-    /* Texel bindings always need a valid view: the dummy's, if nothing else. */
+    /* Texel bindings always need a valid view: the dummy's, if nothing else, of
+     * the numeric type the shader declares (float, or uint for views of bits). */
     VkBufferViewCreateInfo vi = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
         .buffer = vk->dummy_buffer,
@@ -71,6 +72,9 @@ vkattn_status vk_cmd_init(vkattn_context *ctx)
         .range = 16,
     };
     if ((r = vk->vkd.CreateBufferView(vk->device, &vi, NULL, &vk->dummy_view)) != VK_SUCCESS)
+        return ctx_fail_vk(ctx, r, "vkCreateBufferView");
+    vi.format = VK_FORMAT_R32_UINT;
+    if ((r = vk->vkd.CreateBufferView(vk->device, &vi, NULL, &vk->dummy_uint_view)) != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreateBufferView");
     return VKATTN_OK;
 }
@@ -93,6 +97,8 @@ void vk_cmd_destroy(vkattn_context *ctx)
     vk->staging = NULL;
     if (vk->dummy_view)
         vk->vkd.DestroyBufferView(vk->device, vk->dummy_view, NULL);
+    if (vk->dummy_uint_view)
+        vk->vkd.DestroyBufferView(vk->device, vk->dummy_uint_view, NULL);
     vk_buffer_destroy(ctx, vk->dummy_buffer, vk->dummy_memory);
     for (uint32_t i = 0; i < vk->descriptor_pool_count; i++)
         vk->vkd.DestroyDescriptorPool(vk->device, vk->descriptor_pools[i], NULL);
@@ -252,8 +258,10 @@ vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d)
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .pBufferInfo = &infos[i],
         };
-        views[i] = i < d->binding_count && d->bindings[i].texels ? d->bindings[i].texels
-                                                                 : vk->dummy_view;
+        const vk_binding *bound = i < d->binding_count ? &d->bindings[i] : NULL;
+        views[i] = bound && bound->texels       ? bound->texels
+                   : bound && bound->uint_texels ? vk->dummy_uint_view
+                                                 : vk->dummy_view;
         writes[VKATTN_TEXEL_BINDING_BASE + i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,

@@ -279,7 +279,8 @@ typedef struct vk_state {
 
     VkBuffer dummy_buffer; /* bound where a shader's optional input is absent */
     VkDeviceMemory dummy_memory;
-    VkBufferView dummy_view;
+    VkBufferView dummy_view;      /* R32_SFLOAT: for float samplers */
+    VkBufferView dummy_uint_view; /* R32_UINT: for usamplerBuffer bindings */
 
     /* uniform texel buffers: usable for a tensor of this dtype and size? */
     bool texel_f32, texel_f16, texel4_f32, texel4_f16, texel_u16, texel4_u16;
@@ -557,6 +558,10 @@ typedef struct vk_binding {
     VkBuffer buffer;      /* VK_NULL_HANDLE: the dummy buffer */
     VkBufferView texels;  /* the same buffer as texels; VK_NULL_HANDLE: the dummy view */
     bool written;
+    /* The shader declares this texel binding usamplerBuffer (a view of a bf16
+     * tensor's bits): where texels is VK_NULL_HANDLE it gets the integer dummy
+     * view, since a float one is invalid there even where nothing reads it. */
+    bool uint_texels;
 } vk_binding;
 
 /* A tensor as a kernel input or output (NULL: an absent optional input); its

@@ -292,11 +292,11 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
 vk_binding vk_bind(const vkattn_tensor *t, bool written)
 {
     if (!t)
-        return (vk_binding){VK_NULL_HANDLE, VK_NULL_HANDLE, false};
-    return (vk_binding){t->buffer, t->texels, written};
+        return (vk_binding){.buffer = VK_NULL_HANDLE};
+    return (vk_binding){.buffer = t->buffer, .texels = t->texels, .written = written};
 }
 
 vk_binding vk_bind4(const vkattn_tensor *t)
 {
-    return (vk_binding){t->buffer, t->texels4, false};
+    return (vk_binding){.buffer = t->buffer, .texels = t->texels4};
 }

@@ -152,8 +152,23 @@ vkattn_status matmul_record_batches(vkattn_context *ctx, const vk_dispatch *shap
 
 enum matmul_texel_spec { /* constant_id values in matmul_texel.comp */
     MT_SPEC_WORKGROUP = 0, MT_SPEC_TM, MT_SPEC_TN, MT_SPEC_TRANSPOSE_B, MT_SPEC_HAS_BIAS,
-    MT_SPEC_VEC4, MT_SPEC_MASKED_A_SKIPS, MT_SPEC_COUNT
+    MT_SPEC_VEC4, MT_SPEC_MASKED_A_SKIPS, MT_SPEC_A_BITS, MT_SPEC_B_BITS, MT_SPEC_BIAS_BITS,
+    MT_SPEC_COUNT
 };
+
+/* matmul_texel.comp's bindings: the inputs' float views at 0-2, C at 3, and at
+ * 4-6 the views of the inputs' bits where they are bf16. */
+enum { MT_BITS_BINDING = 4 };
+
+/* The view the texel kernel reads an input through (1 or 4 elements a texel):
+ * its float view, or for bf16, which no texel format reads as a float, the view
+ * of its bits, which the kernel widens. NULL where the device has no such view. */
+static VkBufferView input_view(const vkattn_tensor *t, bool vec4)
+{
+    if (t->dtype == VKATTN_DTYPE_BF16)
+        return vec4 ? t->bits4 : t->bits;
+    return vec4 ? t->texels4 : t->texels;
+}
 
 /* Whether the texel kernel can read these tensors (views exist), and whether
  * through 4-component views: K, and N when B is not transposed, and the A and B
@@ -161,8 +176,9 @@ enum matmul_texel_spec { /* constant_id values in matmul_texel.comp */
 static bool texel_readable(const matmul_call *c, bool *vec4)
 {
     *vec4 = c->K % 4 == 0 && (c->transpose_b || c->N % 4 == 0) && c->a_offset % 4 == 0 &&
-            c->b_offset % 4 == 0 && c->a->texels4 && c->b->texels4;
-    return (*vec4 || (c->a->texels && c->b->texels)) && (!c->bias || c->bias->texels);
+            c->b_offset % 4 == 0 && input_view(c->a, true) && input_view(c->b, true);
+    return (*vec4 || (input_view(c->a, false) && input_view(c->b, false))) &&
+           (!c->bias || input_view(c->bias, false));
 }
 
 static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, bool vec4)
@@ -172,11 +188,6 @@ static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, boo
      * 16x8: within 10% of the best everywhere, and small enough that ragged
      * shapes waste little. */
     const uint32_t tm = 8, tn = 8, wg = 8;
-    vk_binding a = vk_bind(c->a, false), b = vk_bind(c->b, false);
-    if (vec4) {
-        a.texels = c->a->texels4;
-        b.texels = c->b->texels4;
-    }
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_MATMUL_TEXEL,
                 .spec_count = MT_SPEC_COUNT,
@@ -184,9 +195,22 @@ static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, boo
                          [MT_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MT_SPEC_HAS_BIAS] = c->bias != NULL, [MT_SPEC_VEC4] = vec4,
                          [MT_SPEC_MASKED_A_SKIPS] = c->masked_a_skips}},
-        .bindings = {a, b, vk_bind(c->bias, false), vk_bind(c->c, true)},
-        .binding_count = 4,
+        .bindings = {[3] = vk_bind(c->c, true)},
+        .binding_count = MT_BITS_BINDING + 3,
     };
+    const vkattn_tensor *inputs[3] = {c->a, c->b, c->bias};
+    for (int i = 0; i < 3; i++) {
+        dispatch.bindings[MT_BITS_BINDING + i].uint_texels = true;
+        if (!inputs[i])
+            continue;
+        bool bits = inputs[i]->dtype == VKATTN_DTYPE_BF16;
+        VkBufferView view = input_view(inputs[i], vec4 && i < 2);
+        /* The storage binding orders the accesses; the bits binding only carries the view. */
+        dispatch.bindings[i] = (vk_binding){.buffer = inputs[i]->buffer, .texels = bits ? VK_NULL_HANDLE : view};
+        if (bits)
+            dispatch.bindings[MT_BITS_BINDING + i].texels = view;
+        dispatch.key.spec[MT_SPEC_A_BITS + i] = bits;
+    }
     uint64_t gx = div_up(div_up(c->N, tn), wg), gy = div_up(c->M, tm);
     return matmul_record_batches(ctx, &dispatch, c, gx, gy);
 }
@@ -231,21 +255,11 @@ vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c)
         return vk_matmul_coopmat(ctx, c, variant == VKATTN_MATMUL_COOPMAT_EMULATED);
     if (variant != VKATTN_MATMUL_TEXEL)
         return record_storage(ctx, c, variant == VKATTN_MATMUL_NAIVE);
-    if (!texel_ok) {
-        const vkattn_tensor *inputs[3] = {c->a, c->b, c->bias};
-        static const char *const names[3] = {"A", "B", "bias"};
-        for (int i = 0; i < 3; i++)
-            if (inputs[i] && inputs[i]->dtype == VKATTN_DTYPE_BF16)
-                return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                                "matmul: the texel variant reads its inputs through texel "
-                                "buffers, and %s is bf16, which has no texel format (AUTO "
-                                "takes the tiled variant)",
-                                names[i]);
+    if (!texel_ok)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: the texel variant needs uniform texel buffers of these tensors, "
-                        "which this device does not offer (or a tensor exceeds "
-                        "maxTexelBufferElements)");
-    }
+                        "matmul: the texel variant needs uniform texel buffers of these tensors "
+                        "(of a bf16 tensor's bits), which this device does not offer (or a "
+                        "tensor exceeds maxTexelBufferElements)");
     return record_texel(ctx, c, vec4);
 }
 
