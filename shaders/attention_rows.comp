@@ -42,6 +42,9 @@ layout(constant_id = 8) const bool UNROLL = true;   // only with D, DV <= 128
 // share one row, a gather then reads one stretch of that row and the lanes walk
 // it key after key; with a split per lane they would each jump a row per key.
 layout(constant_id = 9) const bool HEADS_IN_LANES = false;
+// Which of Q, K and V (bits 0, 1, 2) are bf16, read through the views of their
+// bits (q_bits, ...) instead of their float views.
+layout(constant_id = 10) const uint BF16_INPUTS = 0;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint D4 = (D + 3) / 4;
@@ -60,32 +63,54 @@ const uint DV4 = (DV + 3) / 4;
 
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or the partials
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
-// Q, K and V through float views (f32, f16), or, built with QKV_BF16_BITS,
-// through R16_UINT views of bf16 tensors, widened here: a bf16 value is the
-// top half of the f32 with the same bits (no texel format reads bf16).
-#ifdef QKV_BF16_BITS
-#define QKV_SAMPLER usamplerBuffer
-vec4 widen(uvec4 bits) { return uintBitsToFloat(bits << 16); }
-#else
-#define QKV_SAMPLER samplerBuffer
-vec4 widen(vec4 v) { return v; }
-#endif
-layout(set = 0, binding = TEXEL_BINDING(0)) uniform QKV_SAMPLER q_tex;
-layout(set = 0, binding = TEXEL_BINDING(1)) uniform QKV_SAMPLER k_tex;
-layout(set = 0, binding = TEXEL_BINDING(2)) uniform QKV_SAMPLER v_tex;
+// Q, K and V through float views (f32, f16), or where bf16 (no texel format
+// reads bf16 as a float) through R16_UINT views of their bits, widened here: a
+// bf16 value is the top half of the f32 with the same bits. The bits views sit
+// in the texel slots of bindings 4-6 (ATTENTION_QKV_BITS_TEXELS), which kv_len
+// and cu_seqlens, read as storage buffers, leave free. Only the view that
+// BF16_INPUTS picks is read.
+layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer q_tex;
+layout(set = 0, binding = TEXEL_BINDING(1)) uniform samplerBuffer k_tex;
+layout(set = 0, binding = TEXEL_BINDING(2)) uniform samplerBuffer v_tex;
+layout(set = 0, binding = TEXEL_BINDING(4)) uniform usamplerBuffer q_bits;
+layout(set = 0, binding = TEXEL_BINDING(5)) uniform usamplerBuffer k_bits;
+layout(set = 0, binding = TEXEL_BINDING(6)) uniform usamplerBuffer v_bits;
 
 #include "attention_push.glsl"
 #include "attention_variants.glsl"
 
+#define INPUT_Q 0u
+#define INPUT_K 1u
+#define INPUT_V 2u
+
+vec4 widen_bf16(uvec4 bits) { return uintBitsToFloat(bits << 16); }
+
+// Texel `i` of Q, K or V (1 or 4 elements, as the plan's views have).
+vec4 texel(uint which, int i)
+{
+    if ((BF16_INPUTS & (1u << which)) != 0u) {
+        if (which == INPUT_Q)
+            return widen_bf16(texelFetch(q_bits, i));
+        if (which == INPUT_K)
+            return widen_bf16(texelFetch(k_bits, i));
+        return widen_bf16(texelFetch(v_bits, i));
+    }
+    if (which == INPUT_Q)
+        return texelFetch(q_tex, i);
+    if (which == INPUT_K)
+        return texelFetch(k_tex, i);
+    return texelFetch(v_tex, i);
+}
+
 // Four elements of a head vector from `base` (an element index), zero past `width`.
-vec4 fetch4(QKV_SAMPLER tex, uint base, uint d4, uint width)
+vec4 fetch4(uint which, uint base, uint d4, uint width)
 {
     if (VEC4)
-        return widen(texelFetch(tex, int((base >> 2) + d4)));
+        return texel(which, int((base >> 2) + d4));
     vec4 v = vec4(0.0);
     for (uint c = 0; c < 4; c++)
         if (4 * d4 + c < width)
-            v[c] = widen(texelFetch(tex, int(base + 4 * d4 + c))).x;
+            v[c] = texel(which, int(base + 4 * d4 + c)).x;
     return v;
 }
 
@@ -136,7 +161,7 @@ void main()
 #define LOAD_Q(d4)                                                              \
     if (d4 < D4)                                                                \
         for (uint t = 0; t < TM; t++)                                           \
-            q[t * D4 + d4] = fetch4(q_tex, q_base[t], d4, D) * p.scale_log2e;
+            q[t * D4 + d4] = fetch4(INPUT_Q, q_base[t], d4, D) * p.scale_log2e;
 #define CLEAR_O(d4)                                                             \
     if (d4 < DV4)                                                               \
         for (uint t = 0; t < TM; t++)                                           \
@@ -179,7 +204,7 @@ void main()
 #define SCORE_STEP(d4)                                                          \
         if (d4 < D4)                                                            \
             for (uint c = 0; c < KB; c++) {                                     \
-                vec4 k = fetch4(k_tex, k_base + key_at[c] * p.k_ss, d4, D); \
+                vec4 k = fetch4(INPUT_K, k_base + key_at[c] * p.k_ss, d4, D); \
                 for (uint t = 0; t < TM; t++)                                   \
                     s[t * KB + c] += dot(q[t * D4 + d4], k);                    \
             }
@@ -241,7 +266,7 @@ void main()
         if (d4 < DV4) {                                                         \
             vec4 v[KB];                                                         \
             for (uint c = 0; c < KB; c++)                                       \
-                v[c] = fetch4(v_tex, v_base + key_at[c] * p.v_ss, d4, DV); \
+                v[c] = fetch4(INPUT_V, v_base + key_at[c] * p.v_ss, d4, DV); \
             for (uint t = 0; t < TM; t++) {                                     \
                 vec4 acc = o[t * DV4 + d4] * alpha[t];                          \
                 for (uint c = 0; c < KB; c++) {                                 \

@@ -130,7 +130,6 @@ typedef enum shader_id {
     SHADER_SOFTMAX_SHARED,
     SHADER_HEAD_TRANSPOSE,
     SHADER_ATTENTION_ROWS,
-    SHADER_ATTENTION_ROWS_BF16,
     SHADER_ATTENTION_TILED,
     SHADER_ATTENTION_COOPMAT,
     SHADER_ATTENTION_COOPMAT_EMULATED,
@@ -569,14 +568,26 @@ typedef struct vk_binding {
 vk_binding vk_bind(const vkattn_tensor *t, bool written);
 vk_binding vk_bind4(const vkattn_tensor *t);
 
-typedef struct vk_dispatch {
+typedef struct vk_dispatch vk_dispatch;
+/* The texel view a kernel reads t through (1 or 4 elements a texel): its float
+ * view, or for bf16, which no texel format reads as a float, the R16_UINT view
+ * of its bits, which the kernel widens. VK_NULL_HANDLE where there is none. */
+VkBufferView vk_texel_input_view(const vkattn_tensor *t, bool vec4);
+/* Binds t (NULL: absent) as an input read through texel fetches: its buffer and
+ * float view at binding `slot`, or for bf16 its bits view at the texel slot of
+ * binding `bits_slot`, which the shader declares usamplerBuffer (and which gets
+ * the integer dummy view otherwise). The shader picks the view by t's dtype. */
+void vk_bind_texel_input(vk_dispatch *d, uint32_t slot, uint32_t bits_slot,
+                         const vkattn_tensor *t, bool vec4);
+
+struct vk_dispatch {
     pipeline_key key;
     vk_binding bindings[VKATTN_MAX_BINDINGS];
     uint32_t binding_count;
     const void *push;
     uint32_t push_bytes;
     uint32_t groups[3];
-} vk_dispatch;
+};
 
 vkattn_status vk_cmd_init(vkattn_context *ctx);
 vkattn_status vk_descriptor_pool_create(vkattn_context *ctx, VkDescriptorPool *out);

@@ -5,7 +5,6 @@
 #include "attention_coopmat_emulated_spv.h"
 #include "attention_coopmat_spv.h"
 #include "attention_decode_spv.h"
-#include "attention_rows_bf16_spv.h"
 #include "attention_rows_spv.h"
 #include "attention_scores_spv.h"
 #include "attention_tiled_spv.h"
@@ -30,7 +29,6 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_SOFTMAX_SHARED, "softmax_shared", softmax_shared_spv),
     ENTRY_(SHADER_HEAD_TRANSPOSE, "head_transpose", head_transpose_spv),
     ENTRY_(SHADER_ATTENTION_ROWS, "attention_rows", attention_rows_spv),
-    ENTRY_(SHADER_ATTENTION_ROWS_BF16, "attention_rows_bf16", attention_rows_bf16_spv),
     ENTRY_(SHADER_ATTENTION_TILED, "attention_tiled", attention_tiled_spv),
     ENTRY_(SHADER_ATTENTION_COOPMAT, "attention_coopmat", attention_coopmat_spv),
     ENTRY_(SHADER_ATTENTION_COOPMAT_EMULATED, "attention_coopmat_emulated",

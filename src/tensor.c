@@ -300,3 +300,23 @@ vk_binding vk_bind4(const vkattn_tensor *t)
 {
     return (vk_binding){.buffer = t->buffer, .texels = t->texels4};
 }
+
+VkBufferView vk_texel_input_view(const vkattn_tensor *t, bool vec4)
+{
+    if (t->dtype == VKATTN_DTYPE_BF16)
+        return vec4 ? t->bits4 : t->bits;
+    return vec4 ? t->texels4 : t->texels;
+}
+
+void vk_bind_texel_input(vk_dispatch *d, uint32_t slot, uint32_t bits_slot,
+                         const vkattn_tensor *t, bool vec4)
+{
+    d->bindings[bits_slot].uint_texels = true;
+    if (!t)
+        return;
+    bool bits = t->dtype == VKATTN_DTYPE_BF16;
+    VkBufferView view = vk_texel_input_view(t, vec4);
+    d->bindings[slot].buffer = t->buffer; /* orders the accesses */
+    d->bindings[slot].texels = bits ? VK_NULL_HANDLE : view;
+    d->bindings[bits_slot].texels = bits ? view : VK_NULL_HANDLE;
+}

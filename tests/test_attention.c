@@ -80,11 +80,6 @@ static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vka
     pair q = pair_random(env, c->dtype, 4, qs, r, -m, m);
     pair k = pair_random(env, k_dtype, 4, ks, r, -m, m);
     pair v = pair_random(env, v_dtype, 4, vs, r, -1.0f, 1.0f);
-    /* The rows variant reads Q, K and V through texel views: float views, or,
-     * in its bf16 build, views of bf16 bits, so bf16 inputs only all three. */
-    int bf16_inputs = (c->dtype == VKATTN_DTYPE_BF16) + (k_dtype == VKATTN_DTYPE_BF16) +
-                      (v_dtype == VKATTN_DTYPE_BF16);
-    bool rows_refuse = bf16_inputs > 0 && bf16_inputs < 3;
     pair o = pair_output(env, 4, os);
 
     vkattn_tensor *kv_gpu = NULL, *kv_cpu = NULL;
@@ -123,15 +118,6 @@ static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vka
         d.fused_variant = paths[i].variant;
         d.kv_splits = paths[i].kv_splits;
         vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-        if (paths[i].path == VKATTN_PATH_FUSED && paths[i].variant == VKATTN_FUSED_ROWS &&
-            rows_refuse) {
-            char count[32];
-            snprintf(count, sizeof count, "(%d of the three are bf16)", bf16_inputs);
-            if (s != VKATTN_ERROR_UNSUPPORTED || !strstr(vkattn_last_error(env->gpu), count))
-                fail_msg("%s: %s: \"%s\", expected UNSUPPORTED saying %s", name,
-                         vkattn_status_string(s), vkattn_last_error(env->gpu), count);
-            continue;
-        }
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
         expect_close(name, &o, atol + extra_tolerance(&paths[i]), 0.0, NULL);
@@ -203,6 +189,7 @@ static const struct {
     {{"mixed", 2, 4, 2, 19, 23, 32, 32, BHSD, true,  false, 0, false, 0.f, BF16, 1.f}, F16,  F32},
     {{"mixed", 1, 2, 1,  9, 30, 13, 13, BSHD, true,  false, 0, true,  0.f, F32,  1.f}, F32,  BF16},
     {{"mixed", 1, 3, 3, 16, 16, 64, 64, BHSD, false, false, 0, false, 0.f, F16,  1.f}, BF16, F16},
+    {{"f32 Q, bf16 cache", 1, 8, 2, 1, 77, 128, 128, BHSD, true, false, 0, false, 0.f, F32, 1.f}, BF16, BF16},
 };
 
 static const at_path standard_paths[] = {

@@ -31,6 +31,10 @@ enum attention_variant_binding {
     ATTENTION_BLOCK_TABLE_BINDING, ATTENTION_MASK_BINDING, ATTENTION_SINKS_BINDING,
     ATTENTION_ALIBI_BINDING,
 };
+/* Where a kernel reads bf16 Q, K and V through views of their bits (usamplerBuffer;
+ * no texel format reads bf16 as a float): the texel slots of bindings 4-6, which
+ * kv_len and cu_seqlens, int32 tensors read as storage buffers, leave free. */
+#define ATTENTION_QKV_BITS_TEXELS ATTENTION_KV_LEN_BINDING
 /* A window side for the kernels: -1 when unbounded or when it excludes no key
  * of any row (which keeps their int arithmetic from overflowing). */
 int32_t attention_window_side(int32_t side, const attention_dims *d);
@@ -50,7 +54,6 @@ typedef struct fused_plan {
     uint32_t kb;                  /* keys per step */
     bool unroll;                  /* head-dimension loops unrolled */
     bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
-    bool bf16_bits;               /* Q, K, V bf16, read through views of their bits */
     /* tiled */
     uint32_t tpr;                 /* invocations per row */
     /* decode */

@@ -2,16 +2,15 @@
  * V read through texel fetches, no shared memory or barriers. Good at: CPU
  * devices (lavapipe), where a texel fetch is one vector gather and a storage or
  * shared load a loop over SIMD lanes. Needs: texel views of Q, K and V (float
- * views, or views of the bits of bf16 inputs, which a build of its own widens:
- * Q, K and V all bf16 or none). Uses no subgroup operations, so any subgroup
- * size is correct. */
+ * views, or views of the bits of bf16 inputs, which the kernel widens). Uses no
+ * subgroup operations, so any subgroup size is correct. */
 #include "attention_fused.h"
 
 #include <stdio.h>
 
 enum rows_spec { /* constant_id values in attention_rows.comp */
     AR_SPEC_WORKGROUP = 0, AR_SPEC_KB, AR_SPEC_D, AR_SPEC_DV, AR_SPEC_VEC4, AR_SPEC_CAUSAL,
-    AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_HEADS_IN_LANES
+    AR_SPEC_SPLIT, AR_SPEC_TM, AR_SPEC_UNROLL, AR_SPEC_HEADS_IN_LANES, AR_SPEC_BF16_INPUTS
 };
 
 /* One SIMD vector of lavapipe per workgroup. */
@@ -26,15 +25,6 @@ static int rows_rank(const vkattn_context *ctx, const attention_call *c)
     return vk_prefers_texels(ctx) ? 3 : 0;
 }
 
-/* The texel view the kernel reads of input t: a float view, or with bf16 inputs
- * a view of their bits; 4-component where the plan moves vec4s. */
-static VkBufferView rows_view(const vkattn_tensor *t, const fused_plan *plan)
-{
-    if (plan->bf16_bits)
-        return plan->vec4 ? t->bits4 : t->bits;
-    return plan->vec4 ? t->texels4 : t->texels;
-}
-
 static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *plan, char *why,
                       size_t why_size)
 {
@@ -46,18 +36,8 @@ static bool rows_plan(vkattn_context *ctx, const attention_call *c, fused_plan *
     }
     plan->vec4 = d->D % 4 == 0 && d->Dv % 4 == 0;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    int bf16 = 0;
-    for (int i = 0; i < 3; i++)
-        bf16 += in[i]->dtype == VKATTN_DTYPE_BF16;
-    if (bf16 != 0 && bf16 != 3) {
-        snprintf(why, why_size, "the rows kernel reads bf16 Q, K and V only together (%d of the "
-                 "three are bf16): no texel format reads bf16 as a float, so its bf16 build "
-                 "widens the bits of all three", bf16);
-        return false;
-    }
-    plan->bf16_bits = bf16 == 3;
     for (int i = 0; i < 3; i++) {
-        if (!rows_view(in[i], plan)) {
+        if (!vk_texel_input_view(in[i], plan->vec4)) {
             snprintf(why, why_size, "the rows kernel reads Q, K and V through texel buffers, "
                      "which this device does not offer for them (format or maxTexelBufferElements)");
             return false;
@@ -119,10 +99,16 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
                             vk_dispatch *dispatch)
 {
     const attention_dims *d = &c->dims;
-    for (int i = 0; i < 3; i++)
-        dispatch->bindings[i].texels = rows_view(i == 0 ? c->q : i == 1 ? c->k : c->v, plan);
     uint32_t *spec = dispatch->key.spec;
-    dispatch->key.shader = plan->bf16_bits ? SHADER_ATTENTION_ROWS_BF16 : SHADER_ATTENTION_ROWS;
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    uint32_t bf16_inputs = 0;
+    for (int i = 0; i < 3; i++) {
+        vk_bind_texel_input(dispatch, (uint32_t)i, ATTENTION_QKV_BITS_TEXELS + (uint32_t)i, in[i],
+                            plan->vec4);
+        bf16_inputs |= (uint32_t)(in[i]->dtype == VKATTN_DTYPE_BF16) << i;
+    }
+    spec[AR_SPEC_BF16_INPUTS] = bf16_inputs;
+    dispatch->key.shader = SHADER_ATTENTION_ROWS;
     dispatch->key.spec_count = ATTENTION_SPEC_COUNT;
     spec[AR_SPEC_WORKGROUP] = plan->workgroup;
     spec[AR_SPEC_KB] = plan->kb;

@@ -47,8 +47,7 @@ vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor 
      * 4x1024x8x64, with texel reads where the device prefers them). */
     bool vec4 = dims[3] % 4 == 0;
     uint32_t unit = vec4 ? 4 : 1;
-    /* X has no view when it is bf16 (no texel format): storage reads then. */
-    bool texels = vk_prefers_texels(ctx) && (vec4 ? x->texels4 : x->texels);
+    bool texels = vk_prefers_texels(ctx) && vk_texel_input_view(x, vec4);
     uint64_t total = (uint64_t)dims[0] * dims[1] * dims[2] * dims[3] / unit;
     transpose_push push = {
         .total = (uint32_t)total,
@@ -56,9 +55,6 @@ vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor 
         .C = (uint32_t)dims[2],
         .D = (uint32_t)dims[3] / unit,
     };
-    vk_binding xb = vk_bind(x, false);
-    if (vec4)
-        xb.texels = x->texels4;
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_HEAD_TRANSPOSE,
                 .spec_count = HT_SPEC_COUNT,
@@ -66,11 +62,12 @@ vkattn_status vk_head_transpose_record(vkattn_context *ctx, const vkattn_tensor 
                          [HT_SPEC_X_DTYPE] = shader_dtype(x),
                          [HT_SPEC_VEC4] = vec4,
                          [HT_SPEC_X_TEXELS] = texels}},
-        .bindings = {xb, vk_bind(y, true)},
-        .binding_count = 2,
+        .bindings = {[1] = vk_bind(y, true)}, /* X at 0, its bits at 2's texel slot */
+        .binding_count = 3,
         .push = &push,
         .push_bytes = sizeof push,
     };
+    vk_bind_texel_input(&dispatch, 0, 2, x, vec4);
     vkattn_status s = grid_for(ctx, div_up(total, TRANSPOSE_WORKGROUP), "head_transpose",
                                dispatch.groups);
     if (s != VKATTN_OK)

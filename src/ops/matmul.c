@@ -160,25 +160,15 @@ enum matmul_texel_spec { /* constant_id values in matmul_texel.comp */
  * 4-6 the views of the inputs' bits where they are bf16. */
 enum { MT_BITS_BINDING = 4 };
 
-/* The view the texel kernel reads an input through (1 or 4 elements a texel):
- * its float view, or for bf16, which no texel format reads as a float, the view
- * of its bits, which the kernel widens. NULL where the device has no such view. */
-static VkBufferView input_view(const vkattn_tensor *t, bool vec4)
-{
-    if (t->dtype == VKATTN_DTYPE_BF16)
-        return vec4 ? t->bits4 : t->bits;
-    return vec4 ? t->texels4 : t->texels;
-}
-
 /* Whether the texel kernel can read these tensors (views exist), and whether
  * through 4-component views: K, and N when B is not transposed, and the A and B
  * offsets multiples of 4, so that every fetch is one aligned texel. */
 static bool texel_readable(const matmul_call *c, bool *vec4)
 {
     *vec4 = c->K % 4 == 0 && (c->transpose_b || c->N % 4 == 0) && c->a_offset % 4 == 0 &&
-            c->b_offset % 4 == 0 && input_view(c->a, true) && input_view(c->b, true);
-    return (*vec4 || (input_view(c->a, false) && input_view(c->b, false))) &&
-           (!c->bias || input_view(c->bias, false));
+            c->b_offset % 4 == 0 && vk_texel_input_view(c->a, true) && vk_texel_input_view(c->b, true);
+    return (*vec4 || (vk_texel_input_view(c->a, false) && vk_texel_input_view(c->b, false))) &&
+           (!c->bias || vk_texel_input_view(c->bias, false));
 }
 
 static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, bool vec4)
@@ -200,16 +190,9 @@ static vkattn_status record_texel(vkattn_context *ctx, const matmul_call *c, boo
     };
     const vkattn_tensor *inputs[3] = {c->a, c->b, c->bias};
     for (int i = 0; i < 3; i++) {
-        dispatch.bindings[MT_BITS_BINDING + i].uint_texels = true;
-        if (!inputs[i])
-            continue;
-        bool bits = inputs[i]->dtype == VKATTN_DTYPE_BF16;
-        VkBufferView view = input_view(inputs[i], vec4 && i < 2);
-        /* The storage binding orders the accesses; the bits binding only carries the view. */
-        dispatch.bindings[i] = (vk_binding){.buffer = inputs[i]->buffer, .texels = bits ? VK_NULL_HANDLE : view};
-        if (bits)
-            dispatch.bindings[MT_BITS_BINDING + i].texels = view;
-        dispatch.key.spec[MT_SPEC_A_BITS + i] = bits;
+        vk_bind_texel_input(&dispatch, (uint32_t)i, MT_BITS_BINDING + (uint32_t)i, inputs[i],
+                            vec4 && i < 2);
+        dispatch.key.spec[MT_SPEC_A_BITS + i] = inputs[i] && inputs[i]->dtype == VKATTN_DTYPE_BF16;
     }
     uint64_t gx = div_up(div_up(c->N, tn), wg), gy = div_up(c->M, tm);
     return matmul_record_batches(ctx, &dispatch, c, gx, gy);
