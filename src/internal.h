@@ -402,8 +402,8 @@ struct vkattn_tensor {
                                  (always for bf16: no texel format) */
     VkBufferView texels4;     /* the same as 4-component texels (element count % 4 == 0) */
     /* bf16 only: views of its raw bits (R16_UINT, and R16G16B16A16_UINT where
-     * the element count % 4 == 0), which the rows kernel's bf16 build reads and
-     * widens itself; VK_NULL_HANDLE where unsupported */
+     * the element count % 4 == 0), which the texel kernels read and widen
+     * themselves (vk_texel_input_view); VK_NULL_HANDLE where unsupported */
     VkBufferView bits, bits4;
 
     /* CPU backend */

@@ -168,7 +168,7 @@ static const at_case fixed_cases[] = {
     {"two rows odd D GQA",     1, 2, 1, 300, 257, 40,  24, BHSD, true,  true, -20, false, 0.f, F16, 1.f},
     {"q_offset past Tk",       1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, 100, false, 0.f, F32, 1.f},
     {"q_offset before all",    1, 1, 1,   6,   9,  8,   8, BHSD, true,  true, -50, false, 0.f, F32, 1.f},
-    /* bf16: every path, the rows variant by its bf16 build */
+    /* bf16: every path, the rows variant through views of the bits */
     {"bf16",                   1, 4, 2,  27,  27, 64,  64, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
     {"bf16 T=1",               2, 3, 3,   1,   1, 16,  16, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
     {"bf16 ragged odd D GQA",  2, 3, 1,  11,  14,  5,   7, BHSD, true,  false, 0, false, 0.f, BF16, 1.f},
