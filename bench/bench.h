@@ -47,10 +47,11 @@ typedef enum bench_path {
 /* An attention variant a case runs with (bench_variants.c); `param` is the
  * window's left size or the paged cache's block size. AV_TOKEN_MAJOR is no
  * variant but the layout BSHD: a contiguous cache laid out as a paged one is,
- * every kv head of a key in one row. */
+ * every kv head of a key in one row. AV_KV_DTYPE is no variant either: K and V
+ * of dtype `param` (a 16-bit KV cache) with Q of the case's dtype. */
 typedef enum bench_att_variant {
     AV_NONE, AV_WINDOW, AV_SOFTCAP, AV_SINKS, AV_ALIBI, AV_MASK, AV_VARLEN, AV_PAGED,
-    AV_TOKEN_MAJOR,
+    AV_TOKEN_MAJOR, AV_KV_DTYPE,
 } bench_att_variant;
 
 typedef struct bench_case {

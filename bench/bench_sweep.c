@@ -21,7 +21,7 @@
 #define ATT_VARIANT(variant_, b, h, hkv, tq, tk, d, dv, causal_, dt)                          \
     {.op = OP_ATTENTION, .path = PATH_FUSED, .variant = VKATTN_FUSED_##variant_, .B = b,      \
      .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_, .dtype = dt}
-/* attention with a variant (bench_variants.c): window left size or block size */
+/* attention with a variant (bench_variants.c): window left size, block size or K/V dtype */
 #define ATT_VAR(kind, param_, path_, b, h, hkv, tq, tk, d, dv, causal_, dt)                    \
     {.op = OP_ATTENTION, .path = PATH_##path_, .att_variant = AV_##kind, .param = param_,      \
      .B = b, .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_,      \
@@ -98,12 +98,13 @@ static const bench_case full[] = {
     /* f16 inputs */
     ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
-    /* bf16 inputs: no texel format reads them, so on CPU devices fused attention
-     * takes the rows kernel's build that widens their bits, and the unfused
-     * path the storage-buffer matmul, far slower there: 1024 */
+    /* bf16 inputs: no texel format reads them, so on CPU devices the texel
+     * kernels read views of their bits and widen them; and an f32 query against
+     * a bf16 KV cache (each input's view chosen on its own) */
     ATT(FUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
     ATT(UNFUSED, 1, 8, 8, 1024, 1024, 64, 64, true, BF16, 0),
     ATT(FUSED, 1, 32, 8, 1, 4096, 128, 128, false, BF16, 0),
+    ATT_VAR(KV_DTYPE, VKATTN_DTYPE_BF16, FUSED, 1, 32, 8, 1, 4096, 128, 128, false, F32),
     /* head sizes that are not powers of two */
     ATT(FUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),
     ATT(UNFUSED, 1, 8, 8, 1024, 1024, 80, 80, true, F32, 0),

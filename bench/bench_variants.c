@@ -31,6 +31,9 @@ const char *bench_att_variant_name(const bench_case *c)
     case AV_VARLEN: return "varlen ";
     case AV_PAGED: snprintf(name, sizeof name, "paged/%lld ", (long long)c->param); break;
     case AV_TOKEN_MAJOR: return "bshd ";
+    case AV_KV_DTYPE:
+        snprintf(name, sizeof name, "kv=%s ", bench_dtype_name((vkattn_dtype)c->param));
+        break;
     default: return "";
     }
     return name;
@@ -164,6 +167,12 @@ static void free_data(variant_data *d)
     free(d->cu), free(d->table), free(d->kv_len);
 }
 
+/* The dtype of K and V: the case's, or the KV cache's own. */
+static vkattn_dtype kv_dtype(const bench_case *c)
+{
+    return c->att_variant == AV_KV_DTYPE ? (vkattn_dtype)c->param : c->dtype;
+}
+
 static vkattn_status make_inputs(vkattn_context *ctx, const bench_case *c, const variant_data *d,
                                  vkattn_attention_path path, variant_inputs *in)
 {
@@ -174,8 +183,8 @@ static vkattn_status make_inputs(vkattn_context *ctx, const bench_case *c, const
     bench_tensors *ts = &in->ts;
     vkattn_status s;
     if ((s = bench_tensor(ctx, ts, c->dtype, d->q_rank, d->qs, d->q, &in->q)) ||
-        (s = bench_tensor(ctx, ts, c->dtype, d->k_rank, d->ks, d->k, &in->k)) ||
-        (s = bench_tensor(ctx, ts, c->dtype, d->k_rank, d->vs, d->v, &in->v)) ||
+        (s = bench_tensor(ctx, ts, kv_dtype(c), d->k_rank, d->ks, d->k, &in->k)) ||
+        (s = bench_tensor(ctx, ts, kv_dtype(c), d->k_rank, d->vs, d->v, &in->v)) ||
         (s = bench_tensor(ctx, ts, VKATTN_DTYPE_F32, d->q_rank, d->os, NULL, &in->o)))
         return s;
     vkattn_tensor *extra = NULL, *t = NULL;
@@ -250,9 +259,9 @@ void bench_run_attention_variant(const bench_env *env, const bench_case *c, benc
     vkattn_status s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
     if (!make_data(c, &d) || !(o = malloc(d.on * sizeof *o)))
         goto done;
-    double esize = bench_dtype_bytes(c->dtype);
     r->flops = 2.0 * (double)(c->D + c->Dv) * (double)c->H * d.pairs;
-    r->bytes = (double)(d.qn + d.kn + d.vn) * esize + (double)d.on * 4.0;
+    r->bytes = (double)d.qn * bench_dtype_bytes(c->dtype) +
+               (double)(d.kn + d.vn) * bench_dtype_bytes(kv_dtype(c)) + (double)d.on * 4.0;
     if ((s = make_inputs(ctx, c, &d, bench_api_path(c->path), &run)) ||
         (s = bench_time(ctx, &env->opt, record, &run, r)))
         goto done;
