@@ -171,8 +171,8 @@ typedef enum vkattn_dtype {
     VKATTN_DTYPE_BF16,       /* bfloat16: the upper 16 bits of an IEEE binary32 (8 exponent
                                 bits, 8 significant bits), so f32's range at f16's size;
                                 ops read it and accumulate in f32. Uniform texel buffers
-                                have no bf16 format, so kernel variants that read inputs
-                                through texels are not used for bf16 tensors */
+                                have no bf16 format: kernels that read inputs through
+                                texels read a bf16 tensor's bits and widen them */
 } vkattn_dtype;
 
 /* ------------------------------------------------------------- logging ---- */
@@ -547,8 +547,8 @@ typedef enum vkattn_matmul_variant {
     VKATTN_MATMUL_TILED,      /* shared-memory tiles, register micro-tiles */
     VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
     VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:
-                                 the fast kernel on CPU devices (lavapipe); not for BF16
-                                 inputs (no texel format), which AUTO reads with TILED */
+                                 the fast kernel on CPU devices (lavapipe); BF16 inputs
+                                 read as their bits (no texel format) and widened */
     VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_cooperative_matrix),
                                  f32 accumulation. Opt-in until verified on a GPU: AUTO
                                  takes it only with VKATTN_COOPMAT=1 */
@@ -572,7 +572,7 @@ typedef struct vkattn_matmul_desc {
  * (N). `desc` may be NULL. C must not alias A, B or bias. Statuses:
  * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH (with the shapes in the
  * message), UNSUPPORTED (C not F32, I32 inputs, TEXEL forced where an input has no
- * texel view, BF16 for one), EXCEEDS_DEVICE_LIMIT. */
+ * texel view), EXCEEDS_DEVICE_LIMIT. */
 VKATTN_API vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
                                        const vkattn_tensor *a, const vkattn_tensor *b,
                                        const vkattn_tensor *bias, vkattn_tensor *c);
@@ -627,8 +627,7 @@ typedef enum vkattn_fused_variant {
     VKATTN_FUSED_AUTO = 0,   /* chosen from the device's type and limits */
     VKATTN_FUSED_ROWS,       /* rows per invocation, K/V read through texel fetches, no
                                 shared memory or barriers: for CPU devices (lavapipe).
-                                Not for BF16 Q, K or V (no texel format): AUTO then
-                                takes TILED */
+                                BF16 Q, K or V are read as their bits and widened */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
     VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
                                 f16 Q, K, V, f32 accumulation), every variant, head sizes
