@@ -53,7 +53,7 @@ static const bench_case quick[] = {
     MATMUL(TILED, 1, 512, 512, 512, F32),
     MATMUL(AUTO, 8, 256, 64, 64, F32),
     MATMUL(AUTO, 1, 999, 1001, 99, F16),
-    MATMUL(AUTO, 1, 999, 1001, 99, BF16),      /* no texel format: the tiled kernel */
+    MATMUL(AUTO, 1, 999, 1001, 99, BF16),      /* the texel kernel reading its bits */
     SOFTMAX(AUTO, 8, 1, 1024, 1024, false),
     SOFTMAX(AUTO, 8, 1, 1024, 1024, true),
     SOFTMAX(SHARED, 8, 1, 1024, 1024, false),
