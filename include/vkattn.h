@@ -538,7 +538,11 @@ VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
 /*
  * Every op validates all its arguments before recording anything; an error
  * leaves every tensor as it was. Inputs may be F32, F16 or BF16, each tensor its
- * own (accumulation is F32); outputs are F32.
+ * own (accumulation is F32). Outputs may be F32, F16 or BF16: an op computes in
+ * F32 and, for a 16-bit output, rounds its result into it (to nearest even, as
+ * vkattn_tensor_upload rounds) once the op has succeeded, through F32 scratch
+ * memory kept in the context: one more pass over the output, which an op that
+ * fails never makes.
  * The tensors must belong to `ctx`.
  */
 
@@ -571,7 +575,7 @@ typedef struct vkattn_matmul_desc {
  * attention: A batch h uses B batch h / (A_h / B_h)). bias, optional (NULL), is
  * (N). `desc` may be NULL. C must not alias A, B or bias. Statuses:
  * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH (with the shapes in the
- * message), UNSUPPORTED (C not F32, I32 inputs, TEXEL forced where an input has no
+ * message), UNSUPPORTED (I32 C or inputs, TEXEL forced where an input has no
  * texel view), EXCEEDS_DEVICE_LIMIT. */
 VKATTN_API vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
                                        const vkattn_tensor *a, const vkattn_tensor *b,
@@ -596,15 +600,15 @@ typedef struct vkattn_softmax_desc {
 /* Y = masked softmax over the last dimension of scale * X. X is (..., Tq, Tk), 2-D to
  * 4-D; row i of each Tq x Tk matrix is a query position. Masked entries and rows
  * with no allowed key give 0. Computed stably (row maximum subtracted), f32.
- * Y has X's shape, F32, and may be X itself (in place). `desc` may be NULL.
- * Statuses: INVALID_ARGUMENT (also scale not positive and finite), INVALID_SHAPE,
- * SHAPE_MISMATCH, UNSUPPORTED (Y not F32; in place with F16 or BF16 X; SUBGROUP forced on
+ * Y has X's shape and may be X itself (in place, any float dtype). `desc` may be
+ * NULL. Statuses: INVALID_ARGUMENT (also scale not positive and finite), INVALID_SHAPE,
+ * SHAPE_MISMATCH, UNSUPPORTED (I32 X or Y; SUBGROUP forced on
  * a device without subgroup arithmetic). */
 VKATTN_API vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *desc,
                                         const vkattn_tensor *x, vkattn_tensor *y);
 
 /* Head transpose: Y[a, c, b, d] = X[a, b, c, d] for 4-D X (A, B, C, D) and Y (A, C, B, D):
- * (B, T, H, D) <-> (B, H, T, D). Y must be F32 and must not alias X. Statuses:
+ * (B, T, H, D) <-> (B, H, T, D). Y must not alias X. Statuses:
  * INVALID_ARGUMENT, INVALID_SHAPE, SHAPE_MISMATCH, UNSUPPORTED. */
 VKATTN_API vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x,
                                                vkattn_tensor *y);
@@ -713,8 +717,8 @@ typedef struct vkattn_attention_desc {
  * (B, Hkv, Tk, D), V is (B, Hkv, Tk, Dv) and O is (B, H, Tq, Dv); with BSHD the
  * middle two dimensions of each are swapped. H must be a multiple of Hkv
  * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
- * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O is F32 and must
- * not alias an input. A query row with no allowed key gives zeros. Scratch
+ * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O (F32, F16 or
+ * BF16) must not alias an input. A query row with no allowed key gives zeros. Scratch
  * memory the call needs is kept in the context and reused by later calls of the
  * same or smaller size. `desc` may be NULL.
  * kv_len, cu_seqlens and block tables are checked before anything is recorded,
@@ -775,7 +779,7 @@ typedef struct vkattn_mha_desc {
  *     o = attention(q, k, v) per head (BSHD view of each);  Y = o @ W_out^T + b_out
  * X is (B, T, C); W_qkv is (3*H*Dh, C), which fixes Dh; b_qkv (3*H*Dh) is
  * optional (NULL); W_out is (C_out, H*Dh) and b_out (C_out) optional; Y is
- * (B, T, C_out), F32. C, H and Dh are independent. Inputs may be F32, F16 or BF16.
+ * (B, T, C_out). C, H and Dh are independent. Inputs may be F32, F16 or BF16.
  * Intermediates live in context scratch memory. Statuses as vkattn_attention. */
 VKATTN_API vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc,
                                     const vkattn_tensor *x, const vkattn_tensor *w_qkv,

@@ -136,6 +136,7 @@ typedef enum shader_id {
     SHADER_ATTENTION_COMBINE,
     SHADER_ATTENTION_SCORES,
     SHADER_ATTENTION_DECODE,
+    SHADER_NARROW,
     SHADER_COUNT
 } shader_id;
 
@@ -322,6 +323,7 @@ typedef enum scratch_slot {
     SCRATCH_ATTN_SCORES,                             /* Tq x Tk scores, chunked (unfused) */
     SCRATCH_ATTN_PARTIAL,                            /* split-key partial results (fused) */
     SCRATCH_MHA_Q, SCRATCH_MHA_K, SCRATCH_MHA_V, SCRATCH_MHA_O,
+    SCRATCH_OUTPUT,                                  /* an op's f32 output before narrowing */
     SCRATCH_COUNT
 } scratch_slot;
 
@@ -618,6 +620,10 @@ uint16_t float_to_half(float f);
  * quiet NaN, overflow gives Inf). */
 float bf16_to_float(uint16_t b);
 uint16_t float_to_bf16(float f);
+/* Copies `count` elements between host layouts of F32, F16 and BF16 (tensor.c):
+ * widened to f32 exactly, narrowed to nearest even, so F16 <-> BF16 rounds once. */
+void host_convert(void *dst, vkattn_dtype dst_type, const void *src, vkattn_dtype src_type,
+                  size_t count);
 /* Element i of a tensor's host data as double (F32, F16, BF16 or I32). */
 double host_element(const void *data, vkattn_dtype dtype, size_t i);
 /* count elements of a tensor's host data as doubles. */

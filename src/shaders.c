@@ -14,6 +14,7 @@
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
 #include "matmul_texel_spv.h"
+#include "narrow_spv.h"
 #include "softmax_shared_spv.h"
 #include "softmax_spv.h"
 
@@ -36,6 +37,7 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_COMBINE, "attention_combine", attention_combine_spv),
     ENTRY_(SHADER_ATTENTION_SCORES, "attention_scores", attention_scores_spv),
     ENTRY_(SHADER_ATTENTION_DECODE, "attention_decode", attention_decode_spv),
+    ENTRY_(SHADER_NARROW, "narrow", narrow_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

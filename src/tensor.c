@@ -151,8 +151,8 @@ vkattn_tensor_desc vkattn_tensor_get_desc(const vkattn_tensor *t)
 /* Copies `count` elements between host layouts, converting between f32, f16 and
  * bf16: each element is widened to f32 (exact from f16 and bf16) and narrowed
  * to the target with round to nearest even, so f16 <-> bf16 rounds once. */
-static void convert(void *dst, vkattn_dtype dst_type, const void *src, vkattn_dtype src_type,
-                    size_t count)
+void host_convert(void *dst, vkattn_dtype dst_type, const void *src, vkattn_dtype src_type,
+                  size_t count)
 {
     if (dst_type == src_type) {
         memcpy(dst, src, count * dtype_size(dst_type));
@@ -214,7 +214,7 @@ vkattn_status vkattn_tensor_upload(vkattn_tensor *t, const void *src, vkattn_dty
     if (s != VKATTN_OK)
         return s;
     if (t->ctx->backend != VKATTN_BACKEND_VULKAN) {
-        convert(t->host, t->dtype, src, src_dtype, t->count);
+        host_convert(t->host, t->dtype, src, src_dtype, t->count);
         return VKATTN_OK;
     }
     s = vk_upload(t, src, src_dtype);
@@ -230,7 +230,7 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
         /* Recorded work may still read or write this memory: finish it first. */
         if (ctx->vk.recording && (s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
             return s;
-        convert(t->map.host, t->dtype, src, src_dtype, t->count);
+        host_convert(t->map.host, t->dtype, src, src_dtype, t->count);
         return vk_mapping_flush(ctx, t->memory, &t->map, t->bytes);
     }
     /* Device-local memory: fill a staging buffer, and copy it in the command
@@ -244,7 +244,7 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
     vk_mapping map;
     if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_UPLOAD, &staging, &memory, &map)))
         return s;
-    convert(map.host, t->dtype, src, src_dtype, t->count);
+    host_convert(map.host, t->dtype, src, src_dtype, t->count);
     if ((s = vk_mapping_flush(ctx, memory, &map, t->bytes)) != VKATTN_OK ||
         (s = vk_cmd_defer_free(ctx, staging, memory)) != VKATTN_OK) {
         vk_buffer_destroy(ctx, staging, memory);
@@ -263,14 +263,14 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
         return s;
     vkattn_context *ctx = t->ctx;
     if (ctx->backend != VKATTN_BACKEND_VULKAN) {
-        convert(dst, dst_dtype, t->host, t->dtype, t->count);
+        host_convert(dst, dst_dtype, t->host, t->dtype, t->count);
         return VKATTN_OK;
     }
     if (t->map.host) {
         if ((s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK ||
             (s = vk_mapping_invalidate(ctx, t->memory, &t->map, t->bytes)) != VKATTN_OK)
             return s;
-        convert(dst, dst_dtype, t->map.host, t->dtype, t->count);
+        host_convert(dst, dst_dtype, t->map.host, t->dtype, t->count);
         return VKATTN_OK;
     }
     VkBuffer staging;
@@ -284,7 +284,7 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
     if (s == VKATTN_OK)
         s = vk_mapping_invalidate(ctx, memory, &map, t->bytes);
     if (s == VKATTN_OK)
-        convert(dst, dst_dtype, map.host, t->dtype, t->count);
+        host_convert(dst, dst_dtype, map.host, t->dtype, t->count);
     vk_buffer_destroy(ctx, staging, memory);
     return s;
 }

@@ -120,7 +120,7 @@ static void test_attention_errors(void **state)
     vkattn_tensor *k3 = make(ctx, VKATTN_DTYPE_F32, 4, 1, 3, 5, 16);
     vkattn_tensor *v_short = make(ctx, VKATTN_DTYPE_F32, 4, 1, 2, 4, 8);
     vkattn_tensor *o_wrong = make(ctx, VKATTN_DTYPE_F32, 4, 1, 4, 3, 16);
-    vkattn_tensor *o_f16 = make(ctx, VKATTN_DTYPE_F16, 4, 1, 4, 3, 8);
+    vkattn_tensor *o_i32 = make(ctx, VKATTN_DTYPE_I32, 4, 1, 4, 3, 8);
     vkattn_tensor *q3 = make(ctx, VKATTN_DTYPE_F32, 3, 4, 3, 16, 0);
     vkattn_tensor *lens_f32 = make(ctx, VKATTN_DTYPE_F32, 1, 1, 0, 0, 0);
     vkattn_tensor *lens_long = make(ctx, VKATTN_DTYPE_I32, 1, 2, 0, 0, 0);
@@ -148,8 +148,8 @@ static void test_attention_errors(void **state)
                   "V has sequence length 4 but K has 5");
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o_wrong), VKATTN_ERROR_SHAPE_MISMATCH,
                   "O is 1x4x3x16 but must be 1x4x3x8");
-    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o_f16), VKATTN_ERROR_UNSUPPORTED,
-                  "outputs must be f32");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o_i32), VKATTN_ERROR_UNSUPPORTED,
+                  "O is i32, outputs must be f32, f16 or bf16");
     EXPECT_STATUS(vkattn_attention(ctx, &d, q3, k, v, o), VKATTN_ERROR_INVALID_SHAPE, "must be 4-D");
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, q), VKATTN_ERROR_INVALID_ARGUMENT, "must not alias");
     d.scale = -1.0f;
@@ -213,7 +213,7 @@ static void test_attention_errors(void **state)
     for (int i = 0; i < 96; i++)
         assert_true(out[i] != -7.0f && out[i] == out[i]);
 
-    vkattn_tensor *all[] = {q, k, v, o, k12, k3, v_short, o_wrong, o_f16, q3, lens_f32, lens_long,
+    vkattn_tensor *all[] = {q, k, v, o, k12, k3, v_short, o_wrong, o_i32, q3, lens_f32, lens_long,
                             q_big, k_big, o_big, v_big, x, w_qkv, w_bad, w_out, y};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         vkattn_tensor_destroy(all[i]);

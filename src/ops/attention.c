@@ -60,10 +60,13 @@ vkattn_status vkattn_attention(vkattn_context *ctx, const vkattn_attention_desc 
     vkattn_status s = attention_check_args(ctx, d, q, k, v, o, &dims);
     if (s != VKATTN_OK)
         return s;
+    wide_output out;
+    if ((s = wide_output_begin(ctx, o, &out)) != VKATTN_OK)
+        return s;
     if (ctx->backend == VKATTN_BACKEND_CPU)
-        return cpu_attention(ctx, &dims, q, k, v, d->kv_len, o);
-    attention_call call = call_of(d, &dims, q, k, v, o);
-    return vk_attention_record(ctx, &call);
+        return wide_output_end(ctx, &out, cpu_attention(ctx, &dims, q, k, v, d->kv_len, out.write));
+    attention_call call = call_of(d, &dims, q, k, v, out.write);
+    return wide_output_end(ctx, &out, vk_attention_record(ctx, &call));
 }
 
 vkattn_status vkattn_attention_choose(vkattn_context *ctx, const vkattn_attention_desc *desc,

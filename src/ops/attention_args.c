@@ -80,7 +80,7 @@ static vkattn_status check_tensors(vkattn_context *ctx, const vkattn_attention_d
     if ((s = check_float_input(ctx, q, "attention", "Q")) ||
         (s = check_float_input(ctx, k, "attention", "K")) ||
         (s = check_float_input(ctx, v, "attention", "V")) ||
-        (s = check_f32_output(ctx, o, "attention", "O")))
+        (s = check_float_output(ctx, o, "attention", "O")))
         return s;
     if ((s = check_rank(ctx, q, "Q", q_form, d->layout)) ||
         (s = check_rank(ctx, k, "K", k_form, d->layout)) ||

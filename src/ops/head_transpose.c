@@ -23,7 +23,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_tensor *x, con
     if (x == y)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "head_transpose: Y must not be X");
     if ((s = check_float_input(ctx, x, "head_transpose", "X")) ||
-        (s = check_f32_output(ctx, y, "head_transpose", "Y")))
+        (s = check_float_output(ctx, y, "head_transpose", "Y")))
         return s;
     char xs[96], ys[96];
     if (x->ndim != 4 || y->ndim != 4)
@@ -82,9 +82,12 @@ vkattn_status vkattn_head_transpose(vkattn_context *ctx, const vkattn_tensor *x,
     vkattn_status s = check_args(ctx, x, y);
     if (s != VKATTN_OK)
         return s;
+    wide_output out;
+    if ((s = wide_output_begin(ctx, y, &out)) != VKATTN_OK)
+        return s;
     if (ctx->backend == VKATTN_BACKEND_CPU) {
-        cpu_head_transpose(x, y);
-        return VKATTN_OK;
+        cpu_head_transpose(x, out.write);
+        return wide_output_end(ctx, &out, VKATTN_OK);
     }
-    return vk_head_transpose_record(ctx, x, y, x->shape);
+    return wide_output_end(ctx, &out, vk_head_transpose_record(ctx, x, out.write, x->shape));
 }

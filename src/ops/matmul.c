@@ -72,7 +72,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_matmul_desc *d
     if ((s = check_float_input(ctx, a, "matmul", "A")) ||
         (s = check_float_input(ctx, b, "matmul", "B")) ||
         (bias && (s = check_float_input(ctx, bias, "matmul", "bias"))) ||
-        (s = check_f32_output(ctx, c, "matmul", "C")))
+        (s = check_float_output(ctx, c, "matmul", "C")))
         return s;
     if (a->ndim < 2 || b->ndim < 2 || c->ndim < 2) {
         char as[96];
@@ -259,14 +259,17 @@ vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
     if (s != VKATTN_OK)
         return s;
     float alpha = d->alpha == 0.0f ? 1.0f : d->alpha;
+    wide_output out;
+    if ((s = wide_output_begin(ctx, c, &out)) != VKATTN_OK)
+        return s;
     if (ctx->backend == VKATTN_BACKEND_CPU) {
         vkattn_matmul_desc resolved = *d;
         resolved.alpha = alpha;
-        cpu_matmul(&resolved, a, b, bias, c);
-        return VKATTN_OK;
+        cpu_matmul(&resolved, a, b, bias, out.write);
+        return wide_output_end(ctx, &out, VKATTN_OK);
     }
     matmul_call call = {
-        .a = a, .b = b, .bias = bias, .c = c,
+        .a = a, .b = b, .bias = bias, .c = out.write,
         .M = (uint32_t)shape.M, .N = (uint32_t)shape.N, .K = (uint32_t)shape.K,
         .batch = (uint64_t)shape.batch,
         .b_group = b->ndim == 2 ? 1 : (uint32_t)(shape.batch / shape.b_batches),
@@ -275,5 +278,5 @@ vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_desc *desc,
         .alpha = alpha,
         .variant = d->variant,
     };
-    return vk_matmul_record(ctx, &call);
+    return wide_output_end(ctx, &out, vk_matmul_record(ctx, &call));
 }

@@ -35,7 +35,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
         (s = check_float_input(ctx, w_out, "mha", "W_out")) ||
         (b_qkv && (s = check_float_input(ctx, b_qkv, "mha", "b_qkv"))) ||
         (b_out && (s = check_float_input(ctx, b_out, "mha", "b_out"))) ||
-        (s = check_f32_output(ctx, y, "mha", "Y")))
+        (s = check_float_output(ctx, y, "mha", "Y")))
         return s;
 
     char a[96], b[96];
@@ -94,8 +94,12 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
     if (s != VKATTN_OK)
         return s;
+    wide_output wide;
+    if ((s = wide_output_begin(ctx, y, &wide)) != VKATTN_OK)
+        return s;
     if (ctx->backend == VKATTN_BACKEND_CPU)
-        return cpu_mha(ctx, &d, x, w_qkv, b_qkv, w_out, b_out, y);
+        return wide_output_end(ctx, &wide,
+                               cpu_mha(ctx, &d, x, w_qkv, b_qkv, w_out, b_out, wide.write));
 
     uint64_t rows = (uint64_t)(d.B * d.Tq), width = (uint64_t)(d.H * d.D);
     uint32_t C = (uint32_t)x->shape[2];
@@ -124,11 +128,11 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     if ((s = vk_attention_record(ctx, &a)) != VKATTN_OK)
         return s;
     matmul_call out = {
-        .a = o, .b = w_out, .bias = b_out, .c = y,
+        .a = o, .b = w_out, .bias = b_out, .c = wide.write,
         .M = (uint32_t)rows, .N = (uint32_t)w_out->shape[0], .K = (uint32_t)width,
         .batch = 1, .b_group = 1,
         .transpose_b = true,
         .alpha = 1.0f,
     };
-    return vk_matmul_record(ctx, &out);
+    return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &out));
 }

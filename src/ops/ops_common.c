@@ -11,15 +11,6 @@ vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, con
     return VKATTN_OK;
 }
 
-vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
-                               const char *name)
-{
-    if (t->dtype != VKATTN_DTYPE_F32)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, outputs must be f32", op,
-                        name, dtype_name(t->dtype));
-    return VKATTN_OK;
-}
-
 uint32_t shader_dtype(const vkattn_tensor *t)
 {
     if (!t)

@@ -15,9 +15,23 @@
 /* An input an op reads: F32, F16 or BF16. */
 vkattn_status check_float_input(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
                                 const char *name);
-/* An op's output: F32. */
-vkattn_status check_f32_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
-                               const char *name);
+/* An op's output: F32, F16 or BF16 (16-bit ones through wide_output). */
+vkattn_status check_float_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
+                                 const char *name);
+
+/* An op's output as the op writes it (wide_output.c): the caller's tensor where
+ * it is F32; else f32 scratch shaped like it, rounded into it by
+ * wide_output_end once the op has succeeded (round to nearest even). */
+typedef struct wide_output {
+    vkattn_tensor *target; /* the caller's output */
+    vkattn_tensor *write;  /* what the op writes: target, or &view */
+    vkattn_tensor view;    /* the scratch tensor's memory under the target's shape */
+} wide_output;
+
+vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w);
+/* Records (Vulkan) or does (CPU) the narrowing where the op succeeded; returns
+ * the op's status where it did not. */
+vkattn_status wide_output_end(vkattn_context *ctx, wide_output *w, vkattn_status op_status);
 
 /* Spreads `count` workgroups over x then y (both within the device's limits).
  * Kernels recover the linear index with linear_workgroup_index(); the grid may

@@ -46,7 +46,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_softmax_desc *
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "softmax: scale is %g, must be positive and finite", (double)d->scale);
     if ((s = check_float_input(ctx, x, "softmax", "X")) ||
-        (s = check_f32_output(ctx, y, "softmax", "Y")))
+        (s = check_float_output(ctx, y, "softmax", "Y")))
         return s;
     if (x->ndim < 2) {
         char xs[96];
@@ -161,15 +161,18 @@ vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *des
     if (s != VKATTN_OK)
         return s;
     float scale = d->scale == 0.0f ? 1.0f : d->scale;
+    wide_output out;
+    if ((s = wide_output_begin(ctx, y, &out)) != VKATTN_OK)
+        return s;
     if (ctx->backend == VKATTN_BACKEND_CPU) {
         vkattn_softmax_desc resolved = *d;
         resolved.scale = scale;
-        return cpu_softmax(&resolved, q_offset, x, y);
+        return wide_output_end(ctx, &out, cpu_softmax(&resolved, q_offset, x, out.write));
     }
     int64_t Tk = x->shape[x->ndim - 1];
     uint64_t rows = x->count / (uint64_t)Tk;
     softmax_call call = {
-        .x = x, .y = y, .kv_len = d->kv_len,
+        .x = x, .y = out.write, .kv_len = d->kv_len,
         .rows = rows,
         .Tq = (uint32_t)x->shape[x->ndim - 2],
         .Tk = (uint32_t)Tk,
@@ -179,5 +182,5 @@ vkattn_status vkattn_softmax(vkattn_context *ctx, const vkattn_softmax_desc *des
         .q_offset = (int32_t)q_offset,
         .variant = d->variant,
     };
-    return vk_softmax_record(ctx, &call);
+    return wide_output_end(ctx, &out, vk_softmax_record(ctx, &call));
 }

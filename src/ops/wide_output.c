@@ -1,0 +1,84 @@
+/* 16-bit outputs (F16, BF16) for every op, by one mechanism: the kernels and the
+ * CPU reference write f32 only; where the caller's output is 16-bit, the op
+ * writes an f32 scratch tensor shaped like it, and a narrowing pass
+ * (shaders/narrow.comp on Vulkan, the host conversion on the CPU backend)
+ * rounds that into the output, to nearest even, after the op has succeeded.
+ * So no kernel grows an output format per dtype, and an op that fails leaves
+ * the output as it was. The cost is one pass over the output, small beside the
+ * work of attention or a matmul (the output is the smallest tensor of both). */
+#include "ops_common.h"
+
+#include <string.h>
+
+/* Keep in sync with the Push block in shaders/narrow.comp. */
+typedef struct narrow_push {
+    uint32_t groups;
+} narrow_push;
+
+enum narrow_spec { NARROW_SPEC_WORKGROUP = 0, NARROW_SPEC_Y_DTYPE, NARROW_SPEC_COUNT };
+#define NARROW_WORKGROUP 256
+
+vkattn_status check_float_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
+                                 const char *name)
+{
+    if (t->dtype != VKATTN_DTYPE_F32 && t->dtype != VKATTN_DTYPE_F16 &&
+        t->dtype != VKATTN_DTYPE_BF16)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%s: %s is %s, outputs must be f32, f16 or bf16",
+                        op, name, dtype_name(t->dtype));
+    return VKATTN_OK;
+}
+
+/* Y (F16 or BF16) = X (f32, at least Y's element count rounded up to 4). */
+static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
+{
+    uint64_t groups = ((uint64_t)y->count + 3) / 4;
+    narrow_push push = {.groups = (uint32_t)groups};
+    vk_dispatch dispatch = {
+        .key = {.shader = SHADER_NARROW,
+                .spec_count = NARROW_SPEC_COUNT,
+                .spec = {[NARROW_SPEC_WORKGROUP] = NARROW_WORKGROUP,
+                         [NARROW_SPEC_Y_DTYPE] = shader_dtype(y)}},
+        .bindings = {vk_bind(x, false), vk_bind(y, true)},
+        .binding_count = 2,
+        .push = &push,
+        .push_bytes = sizeof push,
+    };
+    vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), "narrow", dispatch.groups);
+    if (s != VKATTN_OK)
+        return s;
+    return vk_cmd_dispatch(ctx, &dispatch);
+}
+
+vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w)
+{
+    w->target = target;
+    w->write = target;
+    if (target->dtype == VKATTN_DTYPE_F32)
+        return VKATTN_OK;
+    vkattn_tensor *scratch;
+    vkattn_status s = scratch_get(ctx, SCRATCH_OUTPUT, target->count, &scratch);
+    if (s != VKATTN_OK)
+        return s;
+    /* The scratch tensor's memory under the target's shape: ops and CPU
+     * functions that read the output's shape see the caller's. */
+    w->view = *scratch;
+    w->view.ndim = target->ndim;
+    memcpy(w->view.shape, target->shape, sizeof w->view.shape);
+    w->view.count = target->count;
+    w->view.bytes = target->count * sizeof(float);
+    w->view.pins = 0;
+    w->write = &w->view;
+    return VKATTN_OK;
+}
+
+vkattn_status wide_output_end(vkattn_context *ctx, wide_output *w, vkattn_status op_status)
+{
+    if (op_status != VKATTN_OK || w->write == w->target)
+        return op_status;
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        host_convert(w->target->host, w->target->dtype, w->view.host, VKATTN_DTYPE_F32,
+                     w->target->count);
+        return VKATTN_OK;
+    }
+    return narrow_record(ctx, &w->view, w->target);
+}
