@@ -165,6 +165,72 @@ static void test_attention_dtype(void **state)
     free(v);
 }
 
+/* --out-dtype: O rounded to f16 (a float16 file) or bf16 (float32 values whose
+ * low 16 bits are 0), on every path and the CPU backend, within one rounding
+ * of the reference; the layer likewise. */
+static void test_out_dtype(void **state)
+{
+    test_env *env = *state;
+    rng r = {45};
+    const int64_t q3[3] = {4, 5, 8}, k3[3] = {2, 9, 8}, o3[3] = {4, 5, 8};
+    float *q = random_array(&r, 160), *k = random_array(&r, 144), *v = random_array(&r, 144);
+    for (int i = 0; i < 144; i++)
+        v[i] *= 300.0f; /* outputs over many binades, past f16's subnormals */
+    write_npy("oq.npy", q, 3, q3);
+    write_npy("ok.npy", k, 3, k3);
+    write_npy("ov.npy", v, 3, k3);
+    const int64_t qs[4] = {1, 4, 5, 8}, ks[4] = {1, 2, 9, 8};
+    float want[160];
+    vkattn_attention_desc d = {.causal = true};
+    reference_attention(env, q, k, v, qs, ks, ks, &d, want);
+    static const char *runs[] = {"--path auto", "--path fused", "--path unfused", "--backend cpu"};
+    for (int t = 0; t < 2; t++) {
+        bool f16 = t == 0;
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            int rc = run("attention -q oq.npy -k ok.npy -v ov.npy -o oo.npy --causal "
+                         "--out-dtype %s %s", f16 ? "f16" : "bf16", runs[i]);
+            if (rc != 0)
+                fail_msg("--out-dtype %s %s: exit %d: %s", f16 ? "f16" : "bf16", runs[i], rc,
+                         err_text);
+            char path[128], err[256];
+            npy_array a;
+            snprintf(path, sizeof path, "%s/oo.npy", dir);
+            if (npy_read(path, &a, err, sizeof err))
+                fail_msg("%s: %s", path, err);
+            assert_int_equal(a.dtype, f16 ? NPY_F16 : NPY_F32);
+            assert_int_equal(a.ndim, 3);
+            for (int j = 0; j < 3; j++)
+                assert_int_equal(a.shape[j], o3[j]);
+            double unit = f16 ? 0x1p-10 : 0x1p-7; /* one rounding, relative */
+            for (size_t e = 0; e < a.count; e++) {
+                uint32_t bits = 0;
+                float got;
+                if (f16) {
+                    uint16_t h = ((uint16_t *)a.data)[e]; /* widened field by field */
+                    int exponent = (h >> 10) & 31, mantissa = h & 1023;
+                    got = exponent ? ldexpf(1.0f + mantissa / 1024.0f, exponent - 15)
+                                   : ldexpf(mantissa / 1024.0f, -14);
+                    if (h & 0x8000)
+                        got = -got;
+                } else {
+                    got = ((float *)a.data)[e];
+                    memcpy(&bits, &got, sizeof bits);
+                    if (bits & 0xffffu)
+                        fail_msg("--out-dtype bf16 %s: element %zu (%a) is not a bf16 value",
+                                 runs[i], e, (double)got);
+                }
+                if (!(fabs((double)got - want[e]) <= unit * fabs(want[e]) + 1e-6))
+                    fail_msg("--out-dtype %s %s: element %zu is %g, reference %g",
+                             f16 ? "f16" : "bf16", runs[i], e, (double)got, (double)want[e]);
+            }
+            npy_free(&a);
+        }
+    }
+    free(q);
+    free(k);
+    free(v);
+}
+
 static void test_attention_runs(void **state)
 {
     test_env *env = *state;
@@ -973,6 +1039,10 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --dtype f8", 2,
          "--dtype f8: expected f32, f16 or bf16"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --dtype", 2, "--dtype needs a value"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --out-dtype f8", 2,
+         "--out-dtype f8: expected f32, f16 or bf16"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --out-dtype i32", 2,
+         "--out-dtype i32: expected f32, f16 or bf16"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --dtype i32", 2,
          "--dtype i32: expected f32, f16 or bf16"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window -2,0", 2,
@@ -1090,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_attention_runs),
         cmocka_unit_test(test_attention_empty_batches),
         cmocka_unit_test(test_attention_dtype),
+        cmocka_unit_test(test_out_dtype),
         cmocka_unit_test(test_mha_run),
         cmocka_unit_test(test_variants_cpu),
         cmocka_unit_test(test_variants_default),

@@ -28,6 +28,10 @@ static const char usage[] =
     "  --dtype f32|f16|bf16  round Q, K and V to this type on loading (to nearest\n"
     "                        even) and compute on it (accumulating in f32); default:\n"
     "                        each file's own (float32 for float64 files)\n"
+    "  --out-dtype f32|f16|bf16\n"
+    "                        O's type (default f32): computed in f32 and rounded to\n"
+    "                        it (nearest even); the file is float16 for f16, else\n"
+    "                        float32 (numpy has no bf16; widening it is exact)\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME       device index or name substring (see vkattn devices)\n"
     "  --verbose             log the device and path choices\n"
@@ -431,7 +435,7 @@ int run_attention(int argc, char **argv)
     o.desc.block_table = f.table.tensor;
     o.desc.sinks = f.heads.sinks.tensor;
     o.desc.alibi_slopes = f.heads.alibi.tensor;
-    vkattn_tensor_desc od = {.dtype = VKATTN_DTYPE_F32, .ndim = s.o_ndim};
+    vkattn_tensor_desc od = {.dtype = o.common.out_dtype, .ndim = s.o_ndim};
     memcpy(od.shape, s.o, sizeof s.o);
     if (vkattn_tensor_create(ctx, &od, &out) ||
         vkattn_attention(ctx, &o.desc, f.q.tensor, f.k.tensor, f.v.tensor, out)) {

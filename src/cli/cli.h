@@ -20,6 +20,7 @@ typedef struct common_options {
     vkattn_attention_path path;
     bool dtype_given;      /* --dtype: inputs rounded to this type; else each file's own */
     vkattn_dtype dtype;
+    vkattn_dtype out_dtype; /* --out-dtype: the output tensor's (default F32) */
     bool verbose;
     char log_error[512];   /* the library's last error-level log line */
 } common_options;

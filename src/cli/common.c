@@ -161,6 +161,20 @@ int take_common(args *a, common_options *o, const char *usage)
                              value), -1;
         return 1;
     }
+    if ((r = take_value(a, "--out-dtype", NULL, &value)) != 0) {
+        if (r < 0)
+            return -1;
+        if (!strcmp(value, "f32"))
+            o->out_dtype = VKATTN_DTYPE_F32;
+        else if (!strcmp(value, "f16"))
+            o->out_dtype = VKATTN_DTYPE_F16;
+        else if (!strcmp(value, "bf16"))
+            o->out_dtype = VKATTN_DTYPE_BF16;
+        else
+            return cli_error(a->command, EXIT_USAGE, "--out-dtype %s: expected f32, f16 or bf16",
+                             value), -1;
+        return 1;
+    }
     if (!strcmp(a->argv[a->i], "--verbose")) {
         o->verbose = true;
         return 1;
@@ -351,16 +365,20 @@ int save_npy(const char *command, vkattn_context *ctx, vkattn_tensor *tensor, co
     size_t count = 1;
     for (int i = 0; i < ndim; i++)
         count *= (size_t)shape[i];
-    float *data = malloc(count * sizeof *data);
+    /* An F16 output is written as float16; BF16, which numpy has no type for,
+     * as float32 (widening it is exact). */
+    bool f16 = vkattn_tensor_get_desc(tensor).dtype == VKATTN_DTYPE_F16;
+    void *data = malloc(count * (f16 ? sizeof(uint16_t) : sizeof(float)));
     if (!data)
         return cli_error(command, EXIT_RUNTIME, "out of memory for the output");
-    vkattn_status s = vkattn_tensor_download(tensor, data, VKATTN_DTYPE_F32);
+    vkattn_status s =
+        vkattn_tensor_download(tensor, data, f16 ? VKATTN_DTYPE_F16 : VKATTN_DTYPE_F32);
     if (s != VKATTN_OK) {
         free(data);
         return cli_error(command, EXIT_RUNTIME, "%s", vkattn_last_error(ctx));
     }
     char err[256];
-    int rc = npy_write_f32(path, data, ndim, shape, err, sizeof err);
+    int rc = npy_write(path, data, f16 ? NPY_F16 : NPY_F32, ndim, shape, err, sizeof err);
     free(data);
     if (rc)
         return cli_error(command, EXIT_RUNTIME, "%s: %s", path, err);

@@ -22,6 +22,7 @@ static const char usage[] =
     "                                 loading (to nearest even) and compute on it\n"
     "                                 (accumulating in f32); default: each file's own\n"
     "                                 (float32 for float64 files)\n"
+    "  --out-dtype f32|f16|bf16       Y's type (default f32), as for vkattn attention\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME\n"
     "  --verbose\n"
@@ -130,7 +131,7 @@ int run_mha(int argc, char **argv)
     if (rc)
         goto done;
     int64_t ys[3] = {xs[0], xs[1], w_out.array.shape[0]};
-    vkattn_tensor_desc yd = {.dtype = VKATTN_DTYPE_F32, .ndim = 3, .shape = {ys[0], ys[1], ys[2]}};
+    vkattn_tensor_desc yd = {.dtype = o.common.out_dtype, .ndim = 3, .shape = {ys[0], ys[1], ys[2]}};
     if (vkattn_tensor_create(ctx, &yd, &y) ||
         vkattn_mha(ctx, &o.desc, x.tensor, w_qkv.tensor, b_qkv.tensor, w_out.tensor, b_out.tensor,
                    y)) {
