@@ -10,8 +10,9 @@ BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
 (--block-table, with 4-D or packed queries); GQA, causal, q_offset, kv_len,
 --window, --softcap, --sinks, --alibi, --mask (f16/f32, every broadcast shape,
 -inf entries), --scale, --dtype f16/bf16 (the reference reads the same rounded
-inputs), head sizes up to D=576 / Dv=512, empty sequences; and `vkattn mha`, the
-layer with PyTorch nn.Linear weights and biases and the variants it takes.
+inputs), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty sequences;
+and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases and the
+variants it takes.
 
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
@@ -332,6 +333,12 @@ def run_case(cli, seed, folder):
     mask = draw_mask(c, B, H, Tq, Tk)
     # The unfused path takes dense inputs only (DESIGN.md: packed and paged are fused).
     c.args += ["--path", str(r.choice(["auto", "fused", "unfused"] if kind in ("bhsd", "bshd") else ["auto", "fused"]))]
+    # O in f32, or rounded to f16 (a float16 file) or bf16 (float32 values with
+    # their low 16 bits 0): one rounding, relative, on top of the tolerance.
+    out_dtype = str(r.choice(["f32", "f32", "f32", "f16", "bf16"]))
+    if out_dtype != "f32":
+        c.args += ["--out-dtype", out_dtype]
+    out_rounding = {"f32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}[out_dtype]
     paths = [c.save(n + ".npy", x) for n, x in zip("qkv", qkv)]
     out = os.path.join(folder, "o.npy")
     command = [cli, "attention", "-q", paths[0], "-k", paths[1], "-v", paths[2], "-o", out] + c.args
@@ -339,7 +346,12 @@ def run_case(cli, seed, folder):
     label = "seed %d: %s B=%d H=%d Hkv=%d D=%d Dv=%d: %s" % (seed, kind, B, H, Hkv, D, Dv, " ".join(command))
     if run.returncode != 0 or run.stderr:
         return False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
-    o = np.load(out).astype(np.float64)
+    o = np.load(out)
+    if o.dtype != (np.float16 if out_dtype == "f16" else np.float32):
+        return False, "%s\n    the output file is %s" % (label, o.dtype)
+    if out_dtype == "bf16" and (o.view(np.uint32) & 0xFFFF).any():
+        return False, "%s\n    output values that bf16 does not hold" % label
+    o = o.astype(np.float64)
     group, worst = H // Hkv, 0.0
     for b, (q_b, k_b, v_b, q_offset, keys, where) in enumerate(c.entries):
         for h in range(H):
@@ -350,7 +362,7 @@ def run_case(cli, seed, folder):
             if got.shape != want.shape:
                 return False, "%s\n    entry %d head %d: shape %s, expected %s" % (label, b, h, got.shape, want.shape)
             if want.size:
-                worst = max(worst, float(np.abs(got - want).max()))
+                worst = max(worst, float((np.abs(got - want) - out_rounding * np.abs(want)).max()))
     # f32 accumulation of scores up to |s| ~ magnitude^2 * D * scale; soft-capping bounds them.
     tolerance = 1e-4 * (1 + magnitude ** 2 * (1 if opt["softcap"] else 10))
     tolerance *= 1 if opt["scale"] <= 1 / np.sqrt(D) + 1e-9 else 4
