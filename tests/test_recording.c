@@ -2,8 +2,9 @@
  * own instance, device, validation with synchronization checks, and messenger)
  * records its own commands around vkattn's, submits, and reads the results with
  * its own copy. Two recordings stay unreleased at once, the second growing the
- * scratch memory the first still uses. Validation-clean, and every result
- * matches the CPU reference. */
+ * scratch memory the first still uses (the unfused path's scores, and the f32
+ * output that a 16-bit output is narrowed from). Validation-clean, and every
+ * result matches the CPU reference. */
 #include "test_app.h"
 #include "test_util.h"
 
@@ -63,25 +64,32 @@ static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccess
 /* One problem: inputs in vkattn tensors (GPU and CPU), the output read back. */
 typedef struct problem {
     pair q, k, v, o;
+    vkattn_tensor *o16; /* an F16 output on the GPU instead of o.gpu (NULL: F32) */
     readback back;
     VkCommandBuffer cb;
     vkattn_recording *recording;
 } problem;
 
 /* Records into a new command buffer of the application: its own fill of O, the
- * entry barrier, vkattn's attention (by `path`), the exit barrier, its own copy
- * of O into its read-back buffer. */
+ * entry barrier, vkattn's attention (by `path`, into an F16 O with half_output),
+ * the exit barrier, its own copy of O into its read-back buffer. */
 static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, int64_t D,
-                           vkattn_attention_path path, rng *r)
+                           vkattn_attention_path path, bool half_output, rng *r)
 {
     int64_t shape[4] = {1, 2, T, D};
     p->q = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
     p->k = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
     p->v = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
     p->o = pair_output(env, 4, shape);
+    if (half_output) {
+        vkattn_tensor_desc hd = {.dtype = VKATTN_DTYPE_F16, .ndim = 4,
+                                 .shape = {1, 2, T, D}};
+        assert_int_equal(vkattn_tensor_create(env->gpu, &hd, &p->o16), VKATTN_OK);
+    }
+    vkattn_tensor *out = half_output ? p->o16 : p->o.gpu;
     VkBuffer o_buffer;
     VkDeviceSize o_size;
-    assert_int_equal(vkattn_tensor_vulkan_buffer(p->o.gpu, &o_buffer, &o_size), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_vulkan_buffer(out, &o_buffer, &o_size), VKATTN_OK);
     readback_create(a, o_size, &p->back);
 
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -99,11 +107,11 @@ static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, in
     /* ...then vkattn's, which overwrites it... */
     assert_int_equal(vkattn_recording_begin(env->gpu, p->cb), VKATTN_OK);
     float scratch[4];
-    assert_int_equal(vkattn_tensor_download(p->o.gpu, scratch, VKATTN_DTYPE_F32),
+    assert_int_equal(vkattn_tensor_download(out, scratch, VKATTN_DTYPE_F32),
                      VKATTN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(vkattn_synchronize(env->gpu), VKATTN_ERROR_INVALID_ARGUMENT);
     vkattn_attention_desc d = {.causal = true, .path = path};
-    vkattn_status s = vkattn_attention(env->gpu, &d, p->q.gpu, p->k.gpu, p->v.gpu, p->o.gpu);
+    vkattn_status s = vkattn_attention(env->gpu, &d, p->q.gpu, p->k.gpu, p->v.gpu, out);
     if (s != VKATTN_OK)
         fail_msg("%s", vkattn_last_error(env->gpu));
     assert_int_equal(vkattn_recording_end(env->gpu, &p->recording), VKATTN_OK);
@@ -123,14 +131,29 @@ static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, in
 static void check_problem(test_app *a, test_env *env, problem *p, const char *name)
 {
     /* What the application copied out must match the reference. */
-    float *want = malloc(p->o.count * sizeof *want);
+    float *want = malloc(p->o.count * sizeof *want), *got = p->back.mapped;
     assert_non_null(want);
     assert_int_equal(vkattn_tensor_download(p->o.cpu, want, VKATTN_DTYPE_F32), VKATTN_OK);
+    float tolerance = 2e-5f;
+    if (p->o16) { /* widened through an F16 tensor of the CPU backend */
+        vkattn_tensor_desc hd = vkattn_tensor_get_desc(p->o16);
+        vkattn_tensor *widen;
+        assert_int_equal(vkattn_tensor_create(env->cpu, &hd, &widen), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(widen, p->back.mapped, VKATTN_DTYPE_F16), VKATTN_OK);
+        got = malloc(p->o.count * sizeof *got);
+        assert_non_null(got);
+        assert_int_equal(vkattn_tensor_download(widen, got, VKATTN_DTYPE_F32), VKATTN_OK);
+        vkattn_tensor_destroy(widen);
+        tolerance = 2e-5f + 0x1p-11f; /* |O| <= 1: one f16 rounding */
+    }
     for (size_t i = 0; i < p->o.count; i++)
-        if (!(fabsf(p->back.mapped[i] - want[i]) <= 2e-5f))
-            fail_msg("%s: element %zu is %g, reference %g", name, i, (double)p->back.mapped[i],
+        if (!(fabsf(got[i] - want[i]) <= tolerance))
+            fail_msg("%s: element %zu is %g, reference %g", name, i, (double)got[i],
                      (double)want[i]);
+    if (got != p->back.mapped)
+        free(got);
     free(want);
+    vkattn_tensor_destroy(p->o16);
     vkattn_recording_release(p->recording);
     vkFreeCommandBuffers(a->device, a->pool, 1, &p->cb);
     readback_destroy(a, &p->back);
@@ -138,7 +161,6 @@ static void check_problem(test_app *a, test_env *env, problem *p, const char *na
     pair_destroy(&p->k);
     pair_destroy(&p->v);
     pair_destroy(&p->o);
-    (void)env;
 }
 
 static void test_recording(void **state)
@@ -155,21 +177,26 @@ static void test_recording(void **state)
     assert_int_equal(vkattn_context_create(&cpu, &env.cpu), VKATTN_OK);
     rng r = {51};
 
-    /* Two command buffers recorded before either runs: the second, larger
-     * unfused problem grows the scratch scores buffer the first still uses. */
-    problem small = {0}, large = {0}, fused = {0};
-    record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, &r);
-    record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, &r);
-    record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, &r);
-    VkCommandBuffer cbs[3] = {small.cb, large.cb, fused.cb};
+    /* Command buffers recorded before any runs: the second, larger unfused
+     * problem grows the scratch scores buffer the first still uses; the fourth,
+     * larger F16 output grows the f32 output scratch the third still uses. */
+    problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0};
+    record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, false, &r);
+    record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, false, &r);
+    record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, false, &r);
+    record_problem(&a, &env, &half_small, 9, 7, VKATTN_PATH_AUTO, true, &r);
+    record_problem(&a, &env, &half_large, 61, 16, VKATTN_PATH_UNFUSED, true, &r);
+    VkCommandBuffer cbs[5] = {small.cb, large.cb, fused.cb, half_small.cb, half_large.cb};
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 3,
+                       .commandBufferCount = 5,
                        .pCommandBuffers = cbs};
     assert_int_equal(vkQueueSubmit(a.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
     assert_int_equal(vkQueueWaitIdle(a.queue), VK_SUCCESS);
     check_problem(&a, &env, &small, "small unfused");
     check_problem(&a, &env, &large, "large unfused");
     check_problem(&a, &env, &fused, "fused");
+    check_problem(&a, &env, &half_small, "f16 output, fused");
+    check_problem(&a, &env, &half_large, "f16 output, unfused, larger");
 
     /* vkattn's own submissions work again afterwards. */
     int64_t shape[4] = {1, 1, 9, 8};
