@@ -63,7 +63,8 @@ typedef struct bench_case {
     bool causal;
     bool has_q_offset;      /* attention/softmax: else q_offset = Tk - Tq */
     int64_t q_offset;
-    vkattn_dtype dtype;     /* of the inputs; outputs are f32 */
+    vkattn_dtype dtype;     /* of the inputs */
+    vkattn_dtype out_dtype; /* attention: of O (default F32; 16-bit is rounded into) */
     bench_att_variant att_variant; /* attention: AV_NONE, or the variant it adds */
     int64_t param;
 } bench_case;
@@ -119,6 +120,7 @@ typedef struct bench_cli {
     int64_t q_offset;
     bool dtype_given;
     vkattn_dtype dtype;
+    vkattn_dtype out_dtype;     /* --out-dtype: O's, of --shape cases */
     int shape_count;
     int64_t shapes[BENCH_MAX_SHAPES][7];   /* B,H,Hkv,Tq,Tk,D,Dv */
     vkattn_fused_variant fused_variant;    /* --variant: forced on --shape cases */

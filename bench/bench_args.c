@@ -28,8 +28,11 @@ static void usage(FILE *f)
         "                       as VKATTN_TUNE; knobs in README.md; bench/tune_sweep.py)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
         "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
-        "                       given (outputs are always f32). The CPU reference reads the\n"
-        "                       same rounded inputs\n"
+        "                       given. The CPU reference reads the same rounded inputs\n"
+        "  --out-dtype f32|f16|bf16\n"
+        "                       O's dtype of --shape cases (default f32; 16-bit O is\n"
+        "                       computed in f32 and rounded into, one more pass)\n");
+    fprintf(f,
         "  --reps N             timed runs (default: up to 20, fewer for slow cases so a\n"
         "                       case's timed runs take about 1.5 s (--full: 4 s), at least 2;\n"
         "                       exactly N when given)\n"
@@ -43,7 +46,8 @@ static void usage(FILE *f)
         "                       matmuls, and each attention variant (window, paged,\n"
         "                       varlen, softcap, sinks, ALiBi, mask) beside the plain\n"
         "                       case it extends, and a decode from a contiguous cache\n"
-        "                       in the paged one's layout (BSHD) (--quick has a windowed\n"
+        "                       in the paged one's layout (BSHD), and an f16 prefill into\n"
+        "                       f16 O (--quick has a windowed\n"
         "                       prefill and those two decodes)\n"
         "  --gpu                instead, attention sized for a data-centre GPU (auto path):\n"
         "                       causal prefill B=4 H=16 T=4096 D=128 and 64 (f16, f32),\n"
@@ -52,7 +56,8 @@ static void usage(FILE *f)
         "                       coopmat variant forced on the f16 cases; the decode\n"
         "                       also with the tiled variant forced and from a paged\n"
         "                       cache (block 16); and 4096^3 matmuls (tiled f32 and f16,\n"
-        "                       coopmat f16)\n"
+        "                       coopmat f16); the f16 prefill at D=128 and the decode\n"
+        "                       also into f16 O, as SDPA writes its output\n"
         "                       (scripts/gpu-check.sh runs it)\n"
         "  --json FILE|-        JSON lines, one object per case ('-': stdout; the table\n"
         "                       then goes to stderr)\n"
@@ -77,7 +82,7 @@ static void usage(FILE *f)
         "  head_transpose  (B,T,H,D) -> (B,H,T,D): Tq = T, Tk = 0, Dv = D\n"
         "Figures: ms median and min (GPU timestamps, else host clock); GFLOP/s (attention:\n"
         "2*(D+Dv) per unmasked score entry and query head); GB/s of compulsory traffic\n"
-        "(inputs read once at their dtype, the f32 output written once); %% of the\n"
+        "(inputs read once at their dtype, the output written once at its); %% of the\n"
         "estimated peak FP32 rate; max abs error against the CPU reference (large cases:\n"
         "blocks of 16 rows at the start, middle and end).\n");
     fprintf(f,
@@ -183,6 +188,11 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         else if (!strcmp(v, "fused")) c->path = PATH_FUSED;
         else if (!strcmp(v, "unfused")) c->path = PATH_UNFUSED;
         else return bad("--path takes auto, fused or unfused, not '%s'", v);
+    } else if (!strcmp(a, "--out-dtype")) {
+        if (!strcmp(v, "f32")) c->out_dtype = VKATTN_DTYPE_F32;
+        else if (!strcmp(v, "f16")) c->out_dtype = VKATTN_DTYPE_F16;
+        else if (!strcmp(v, "bf16")) c->out_dtype = VKATTN_DTYPE_BF16;
+        else return bad("--out-dtype takes f32, f16 or bf16, not '%s'", v);
     } else if (!strcmp(a, "--dtype")) {
         c->dtype_given = true;
         if (!strcmp(v, "f32")) c->dtype = VKATTN_DTYPE_F32;

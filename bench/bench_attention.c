@@ -68,6 +68,9 @@ static void verify(const bench_env *env, const bench_case *c, const vkattn_atten
     if (ran->path == VKATTN_PATH_FUSED && (ran->fused_variant == VKATTN_FUSED_COOPMAT ||
                                            ran->fused_variant == VKATTN_FUSED_COOPMAT_EMULATED))
         atol += 1e-3;
+    /* A 16-bit O: one rounding of values |o| <= 1, half an ulp at 1. */
+    if (c->out_dtype != VKATTN_DTYPE_F32)
+        atol += c->out_dtype == VKATTN_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
 
     for (int i = 0; i < blocks.n; i++) {
         int64_t first = blocks.first[i], n = blocks.count[i];
@@ -109,8 +112,8 @@ void bench_run_attention(const bench_env *env, const bench_case *c, bench_result
      * p*v, two flops each; masked entries are not counted, so causal is ~half. */
     r->flops = 2.0 * (double)(c->D + c->Dv) * (double)(c->B * c->H) *
                bench_unmasked_pairs(c->Tq, c->Tk, c->causal, q_offset);
-    /* Compulsory traffic: Q, K, V read once at their dtype, O (f32) written once. */
-    r->bytes = (double)(qn + kn + vn) * esize + (double)on * 4.0;
+    /* Compulsory traffic: Q, K, V read once at their dtype, O written once at its. */
+    r->bytes = (double)(qn + kn + vn) * esize + (double)on * bench_dtype_bytes(c->out_dtype);
 
     vkattn_context *ctx = c->path == PATH_REFERENCE ? env->cpu : env->main;
     bench_tensors ts = {0};
@@ -134,7 +137,7 @@ void bench_run_attention(const bench_env *env, const bench_case *c, bench_result
     if ((s = bench_tensor(ctx, &ts, c->dtype, 4, qs, q, &run.q)) ||
         (s = bench_tensor(ctx, &ts, c->dtype, 4, ks, k, &run.k)) ||
         (s = bench_tensor(ctx, &ts, c->dtype, 4, vs, v, &run.v)) ||
-        (s = bench_tensor(ctx, &ts, VKATTN_DTYPE_F32, 4, os, NULL, &run.o)))
+        (s = bench_tensor(ctx, &ts, c->out_dtype, 4, os, NULL, &run.o)))
         goto done;
     if ((s = bench_time(ctx, &env->opt, record_attention, &run, r)))
         goto done;

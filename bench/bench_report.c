@@ -27,20 +27,27 @@ const char *bench_variant_name(const bench_case *c)
         return (unsigned)c->variant < 6 ? matmul[c->variant] : "?";
     case OP_SOFTMAX:
         return (unsigned)c->variant < 3 ? softmax[c->variant] : "?";
-    case OP_ATTENTION:
+    case OP_ATTENTION: {
+        /* A 16-bit O, then the forced fused variant, if any, before the splits. */
+        static char name[80], out[16], splits[24];
+        out[0] = '\0';
+        if (c->out_dtype != VKATTN_DTYPE_F32)
+            snprintf(out, sizeof out, "o=%s ", bench_dtype_name(c->out_dtype));
         if (c->path == PATH_FUSED || c->path == PATH_AUTO) {
-            /* The forced fused variant, if any, before the splits. */
-            static char name[64], splits[24];
             if (c->kv_splits)
                 snprintf(splits, sizeof splits, "splits=%u", c->kv_splits);
             else
                 snprintf(splits, sizeof splits, "splits=auto");
-            snprintf(name, sizeof name, "%s%s%s%s", bench_att_variant_name(c),
+            snprintf(name, sizeof name, "%s%s%s%s%s", out, bench_att_variant_name(c),
                      c->variant ? vkattn_fused_variant_name((vkattn_fused_variant)c->variant) : "",
                      c->variant ? " " : "", splits);
             return name;
         }
-        return "-";
+        if (!out[0])
+            return "-";
+        out[strlen(out) - 1] = '\0';
+        return out;
+    }
     default:
         return "-";
     }

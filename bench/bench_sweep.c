@@ -21,6 +21,10 @@
 #define ATT_VARIANT(variant_, b, h, hkv, tq, tk, d, dv, causal_, dt)                          \
     {.op = OP_ATTENTION, .path = PATH_FUSED, .variant = VKATTN_FUSED_##variant_, .B = b,      \
      .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, .D = d, .Dv = dv, .causal = causal_, .dtype = dt}
+/* attention into a 16-bit O (out_: F16 or BF16), as SDPA writes its output */
+#define ATT_OUT(out_, path_, b, h, hkv, tq, tk, d, dv, causal_, dt)                            \
+    {.op = OP_ATTENTION, .path = PATH_##path_, .B = b, .H = h, .Hkv = hkv, .Tq = tq, .Tk = tk, \
+     .D = d, .Dv = dv, .causal = causal_, .dtype = dt, .out_dtype = out_}
 /* attention with a variant (bench_variants.c): window left size, block size or K/V dtype */
 #define ATT_VAR(kind, param_, path_, b, h, hkv, tq, tk, d, dv, causal_, dt)                    \
     {.op = OP_ATTENTION, .path = PATH_##path_, .att_variant = AV_##kind, .param = param_,      \
@@ -98,6 +102,7 @@ static const bench_case full[] = {
     /* f16 inputs */
     ATT(FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(UNFUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
+    ATT_OUT(F16, FUSED, 1, 8, 8, 2048, 2048, 64, 64, true, F16),  /* and into f16 O */
     /* bf16 inputs: no texel format reads them, so on CPU devices the texel
      * kernels read views of their bits and widen them; and an f32 query against
      * a bf16 KV cache (each input's view chosen on its own) */
@@ -138,9 +143,12 @@ static const bench_case gpu[] = {
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F32, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 64, 64, true, F32, 0),
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, BF16, 0),
+    /* f16 in and out, as SDPA runs: the narrowing pass's cost over f32 O */
+    ATT_OUT(F16, AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F16),
     /* decode against a KV cache, GQA 32/8, the keys split as the library chooses
      * (the decode kernel); the tiled kernel AUTO took before it; from a paged cache */
     ATT(AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16, 0),
+    ATT_OUT(F16, AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     ATT_VARIANT(TILED, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     ATT_VAR(PAGED, 16, AUTO, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     /* mid shapes */
@@ -167,7 +175,7 @@ static bool same_case(const bench_case *a, const bench_case *b)
            a->kv_splits == b->kv_splits && a->B == b->B && a->H == b->H && a->Hkv == b->Hkv &&
            a->Tq == b->Tq && a->Tk == b->Tk && a->D == b->D && a->Dv == b->Dv &&
            a->causal == b->causal && a->has_q_offset == b->has_q_offset &&
-           a->q_offset == b->q_offset && a->dtype == b->dtype &&
+           a->q_offset == b->q_offset && a->dtype == b->dtype && a->out_dtype == b->out_dtype &&
            a->att_variant == b->att_variant && a->param == b->param;
 }
 
@@ -220,6 +228,7 @@ int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
             .op = OP_ATTENTION, .B = s[0], .H = s[1], .Hkv = s[2], .Tq = s[3], .Tk = s[4],
             .D = s[5], .Dv = s[6], .causal = cli->causal, .has_q_offset = cli->has_q_offset,
             .q_offset = cli->q_offset, .dtype = cli->dtype_given ? cli->dtype : F32,
+            .out_dtype = cli->out_dtype,
         };
         c.path = PATH_FUSED;
         c.variant = (int)cli->fused_variant;
