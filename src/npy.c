@@ -7,6 +7,7 @@
 #include "npy.h"
 
 #include <ctype.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -364,7 +365,11 @@ int npy_write(const char *path, const void *data, npy_dtype dtype, int ndim, con
         free(tmp);
         return fail(err, err_size, "cannot create a temporary file next to it: %s", strerror(e));
     }
-    FILE *f = fdopen(fd, "wb");
+    /* mkstemp makes the file 0600; give it the mode a new file gets (0666 less
+     * the umask), as numpy's own files have, since it is renamed into place. */
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
     bool ok = f != NULL;
     if (ok) {
         uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(header_len & 0xff),

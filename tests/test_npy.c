@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npy.h"
@@ -213,6 +214,14 @@ static void test_write_read_round_trip(void **state)
     fseek(f, 0, SEEK_END);
     assert_int_equal((ftell(f) - (long)sizeof six) % 64, 0);
     fclose(f);
+    /* The mode a new file gets (0666 less the umask), not the temporary
+     * file's 0600: others can read results as they can numpy's files. */
+    mode_t old_mask = umask(022);
+    assert_int_equal(npy_write_f32(path, six, 3, shape, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    umask(old_mask);
     assert_int_equal(unlink(path), 0);
     /* int32 and float16 come back as written. */
     const int32_t offsets[3] = {0, 2, 7};
