@@ -159,9 +159,9 @@ static void test_attention_errors(void **state)
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "layout 7");
     d = (vkattn_attention_desc){.kv_len = lens_f32};
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH,
-                  "kv_len is f32 1, must be i32 (1)");
+                  "kv_len is f32 of shape (1), must be i32 of shape (1)");
     d = (vkattn_attention_desc){.kv_len = lens_long};
-    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH, "kv_len is i32 2");
+    EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_SHAPE_MISMATCH, "kv_len is i32 of shape (2)");
     d = (vkattn_attention_desc){.has_q_offset = true, .q_offset = (int64_t)1 << 40};
     EXPECT_STATUS(vkattn_attention(ctx, &d, q, k, v, o), VKATTN_ERROR_INVALID_ARGUMENT, "q_offset");
     /* Head size 600 is past every fused kernel (the tiled one takes 576): FUSED refuses, AUTO takes the unfused path. */

@@ -278,6 +278,13 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         if (refuses) {
             if (s != VKATTN_ERROR_UNSUPPORTED)
                 fail_msg("%s: %s, expected UNSUPPORTED", name, vkattn_status_string(s));
+            if (paths[i].path == VKATTN_PATH_UNFUSED) { /* on every backend alike */
+                vkattn_attention_desc dc = in.cpu;
+                dc.path = VKATTN_PATH_UNFUSED;
+                assert_int_equal(vkattn_attention(env->cpu, &dc, in.q.cpu, in.k.cpu, in.v.cpu,
+                                                  in.o.cpu),
+                                 VKATTN_ERROR_UNSUPPORTED);
+            }
             continue;
         }
         if (s != VKATTN_OK)

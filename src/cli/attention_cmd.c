@@ -21,7 +21,8 @@ static const char usage[] =
     "  --causal              mask key j for query row i when j > i + q_offset\n"
     "  --scale S             default 1/sqrt(D)\n"
     "  --q-offset N          position of query row 0 among the keys (default Tk - Tq,\n"
-    "                        bottom-right; 0 is PyTorch's top-left is_causal)\n"
+    "                        bottom-right; 0 is PyTorch's top-left is_causal);\n"
+    "                        |N| <= 268435456 (2^28)\n"
     "  --kv-len L[,L...]     valid keys per batch entry (padding masked)\n"
     "  --layout bhsd|bshd    layout of 4-D inputs (default bhsd)\n"
     "  --path auto|fused|unfused\n"
@@ -122,8 +123,8 @@ static int parse(int argc, char **argv, attention_options *o)
             if (r < 0 || parse_float(&a, "--scale", value, &o->desc.scale))
                 return -1;
         } else if ((r = take_value(&a, "--q-offset", NULL, &value)) != 0) {
-            if (r < 0 || parse_int(&a, "--q-offset", value, -2147483647, 2147483647,
-                                   &o->desc.q_offset))
+            if (r < 0 || parse_int(&a, "--q-offset", value, -VKATTN_MAX_Q_OFFSET,
+                                   VKATTN_MAX_Q_OFFSET, &o->desc.q_offset))
                 return -1;
             o->desc.has_q_offset = true;
         } else if ((r = take_value(&a, "--layout", NULL, &value)) != 0) {
@@ -439,7 +440,13 @@ int run_attention(int argc, char **argv)
     memcpy(od.shape, s.o, sizeof s.o);
     if (vkattn_tensor_create(ctx, &od, &out) ||
         vkattn_attention(ctx, &o.desc, f.q.tensor, f.k.tensor, f.v.tensor, out)) {
-        rc = library_error(ctx);
+        const tensor_file files[] = {
+            {"Q", o.q}, {"K", o.k}, {"V", o.v}, {"O", o.o}, {"mask", o.mask},
+            {"sinks", o.variants.sinks}, {"alibi_slopes", o.variants.alibi},
+            {"cu_seqlens_q", o.cu_seqlens_q}, {"cu_seqlens_k", o.cu_seqlens_k},
+            {"block_table", o.block_table},
+        };
+        rc = library_error_in(ctx, files, sizeof files / sizeof files[0]);
         goto done;
     }
     if (o.common.verbose)

@@ -33,6 +33,16 @@ typedef struct args {
     const char *command;   /* "attention", "mha", ... for messages */
 } args;
 
+/* A tensor the library knows by `name` ("Q", "mask", ...) and the file it came from
+ * (NULL: not from a file). */
+typedef struct tensor_file {
+    const char *name, *path;
+} tensor_file;
+
+/* Prints the context's last error on stderr ("vkattn <op>: ..."), with the file of
+ * the tensor it is about where that is one of `files`; returns EXIT_RUNTIME. */
+int library_error_in(const vkattn_context *ctx, const tensor_file *files, size_t count);
+
 /* Prints "vkattn <command>: <message>" on stderr; returns `status`. */
 int cli_error(const char *command, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

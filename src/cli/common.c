@@ -22,7 +22,24 @@ int cli_error(const char *command, int status, const char *fmt, ...)
 
 int library_error(const vkattn_context *ctx)
 {
-    fprintf(stderr, "vkattn %s\n", vkattn_last_error(ctx));
+    return library_error_in(ctx, NULL, 0);
+}
+
+int library_error_in(const vkattn_context *ctx, const tensor_file *files, size_t count)
+{
+    /* The library's messages read "<op>: <tensor> ...": the tensor they are
+     * about comes first. Where it came from a file, the line names the file. */
+    const char *message = vkattn_last_error(ctx);
+    const char *body = strstr(message, ": ");
+    body = body ? body + 2 : message;
+    size_t len = strspn(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    for (size_t i = 0; i < count; i++)
+        if (files[i].path && strlen(files[i].name) == len && !strncmp(body, files[i].name, len)) {
+            fprintf(stderr, "vkattn %.*s%s (%s): %s\n", (int)(body - message), message,
+                    files[i].path, files[i].name, body);
+            return EXIT_RUNTIME;
+        }
+    fprintf(stderr, "vkattn %s\n", message);
     return EXIT_RUNTIME;
 }
 

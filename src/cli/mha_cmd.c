@@ -135,7 +135,12 @@ int run_mha(int argc, char **argv)
     if (vkattn_tensor_create(ctx, &yd, &y) ||
         vkattn_mha(ctx, &o.desc, x.tensor, w_qkv.tensor, b_qkv.tensor, w_out.tensor, b_out.tensor,
                    y)) {
-        rc = library_error(ctx);
+        const tensor_file files[] = {
+            {"X", o.x}, {"W_qkv", o.w_qkv}, {"b_qkv", o.b_qkv}, {"W_out", o.w_out},
+            {"b_out", o.b_out}, {"Y", o.y}, {"sinks", o.variants.sinks},
+            {"alibi_slopes", o.variants.alibi},
+        };
+        rc = library_error_in(ctx, files, sizeof files / sizeof files[0]);
         goto done;
     }
     rc = save_npy("mha", ctx, y, o.y, x.array.ndim, ys + (3 - x.array.ndim));

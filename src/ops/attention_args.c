@@ -97,9 +97,9 @@ static vkattn_status check_i32_vector(vkattn_context *ctx, const vkattn_tensor *
     if (t->dtype == VKATTN_DTYPE_I32 && t->ndim == 1 && t->shape[0] == count)
         return VKATTN_OK;
     char ts[96];
-    return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH, "attention: %s is %s %s, must be i32 (%lld), %s",
-                    name, dtype_name(t->dtype), shape_string(t, ts, sizeof ts), (long long)count,
-                    what);
+    return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
+                    "attention: %s is %s of shape (%s), must be i32 of shape (%lld): %s", name,
+                    dtype_name(t->dtype), shape_string(t, ts, sizeof ts), (long long)count, what);
 }
 
 /* A per-head F32 vector (sinks, ALiBi slopes). */
@@ -334,5 +334,12 @@ vkattn_status attention_check_args(vkattn_context *ctx, const vkattn_attention_d
     dims->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)dims->D));
     if ((s = attention_check_sequences(ctx, d, dims)) || (s = attention_check_variants(ctx, d, dims)))
         return s;
+    /* Packed and paged sequences are addressing inside the fused kernels. The
+     * CPU backend has no paths, but whether a call is valid does not depend on
+     * the backend, so it refuses them unfused as well. */
+    if (d->path == VKATTN_PATH_UNFUSED && attention_has_layout_variants(dims))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "attention: packed (cu_seqlens) and paged (block_table) sequences run on "
+                        "the fused path only; the unfused path was asked for");
     return resolve_q_offset(ctx, d, dims);
 }

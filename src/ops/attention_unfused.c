@@ -187,12 +187,8 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
 vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c)
 {
     const attention_dims *d = &c->dims;
-    /* Packed and paged sequences are addressing inside the fused kernels; AUTO
-     * never sends them here. */
-    if (attention_has_layout_variants(d))
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "attention: packed (cu_seqlens) and paged (block_table) sequences run on "
-                        "the fused path only");
+    /* Packed and paged sequences never come here: attention_check_args refuses
+     * them with UNFUSED, and AUTO routes them to the fused path. */
     chunking ch;
     operands op;
     vkattn_status s = plan_chunks(ctx, d, &ch);
