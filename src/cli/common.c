@@ -84,6 +84,23 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
     return 0;
 }
 
+/* A float dtype as the command line names it; -1 (reported) for anything else. */
+static int parse_float_dtype(const args *a, const char *option, const char *value,
+                             vkattn_dtype *out)
+{
+    static const struct {
+        const char *name;
+        vkattn_dtype dtype;
+    } names[] = {{"f32", VKATTN_DTYPE_F32}, {"f16", VKATTN_DTYPE_F16}, {"bf16", VKATTN_DTYPE_BF16}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(value, names[i].name)) {
+            *out = names[i].dtype;
+            return 0;
+        }
+    return cli_error(a->command, EXIT_USAGE, "%s %s: expected f32, f16 or bf16", option, value),
+           -1;
+}
+
 /* --window L,R: two integers, each >= 0, or -1 to leave that side unbounded. */
 static int parse_window(const args *a, const char *text, variant_options *o)
 {
@@ -164,34 +181,11 @@ int take_common(args *a, common_options *o, const char *usage)
         return 1;
     }
     if ((r = take_value(a, "--dtype", NULL, &value)) != 0) {
-        if (r < 0)
-            return -1;
         o->dtype_given = true;
-        if (!strcmp(value, "f32"))
-            o->dtype = VKATTN_DTYPE_F32;
-        else if (!strcmp(value, "f16"))
-            o->dtype = VKATTN_DTYPE_F16;
-        else if (!strcmp(value, "bf16"))
-            o->dtype = VKATTN_DTYPE_BF16;
-        else
-            return cli_error(a->command, EXIT_USAGE, "--dtype %s: expected f32, f16 or bf16",
-                             value), -1;
-        return 1;
+        return r < 0 || parse_float_dtype(a, "--dtype", value, &o->dtype) ? -1 : 1;
     }
-    if ((r = take_value(a, "--out-dtype", NULL, &value)) != 0) {
-        if (r < 0)
-            return -1;
-        if (!strcmp(value, "f32"))
-            o->out_dtype = VKATTN_DTYPE_F32;
-        else if (!strcmp(value, "f16"))
-            o->out_dtype = VKATTN_DTYPE_F16;
-        else if (!strcmp(value, "bf16"))
-            o->out_dtype = VKATTN_DTYPE_BF16;
-        else
-            return cli_error(a->command, EXIT_USAGE, "--out-dtype %s: expected f32, f16 or bf16",
-                             value), -1;
-        return 1;
-    }
+    if ((r = take_value(a, "--out-dtype", NULL, &value)) != 0)
+        return r < 0 || parse_float_dtype(a, "--out-dtype", value, &o->out_dtype) ? -1 : 1;
     if (!strcmp(a->argv[a->i], "--verbose")) {
         o->verbose = true;
         return 1;
