@@ -6,7 +6,9 @@
 // (float_to_half, float_to_bf16): past the largest finite value -> Inf, NaN ->
 // quiet NaN, values under half the smallest f16 subnormal -> signed zero. No
 // rounding mode is assumed of the device (packHalf2x16 leaves it open).
-// One invocation per four elements: X is read as a vec4, Y written as two words.
+// One invocation per four elements: X is read as a vec4 (with X_TEXELS through
+// its four-component texel view, one vector gather on CPU devices), Y written as
+// two words.
 // Both buffers are padded to 16 bytes (tensor.c), so the last group of four may
 // run past `count` into padding, which nothing reads.
 #extension GL_GOOGLE_include_directive : require
@@ -14,8 +16,10 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint Y_DTYPE = DTYPE_F16;
+layout(constant_id = 2) const bool X_TEXELS = false;
 
 layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer x_tex;
 layout(set = 0, binding = 1) writeonly buffer Y { uvec2 y2[]; };
 
 // Keep in sync with struct narrow_push in src/ops/wide_output.c.
@@ -64,6 +68,6 @@ void main()
     uint i = linear_workgroup_index() * gl_WorkGroupSize.x + gl_LocalInvocationIndex;
     if (i >= p.groups)
         return;
-    vec4 v = x4[i];
+    vec4 v = X_TEXELS ? texelFetch(x_tex, int(i)) : x4[i];
     y2[i] = uvec2(narrow(v.x) | (narrow(v.y) << 16), narrow(v.z) | (narrow(v.w) << 16));
 }

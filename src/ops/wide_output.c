@@ -15,7 +15,9 @@ typedef struct narrow_push {
     uint32_t groups;
 } narrow_push;
 
-enum narrow_spec { NARROW_SPEC_WORKGROUP = 0, NARROW_SPEC_Y_DTYPE, NARROW_SPEC_COUNT };
+enum narrow_spec {
+    NARROW_SPEC_WORKGROUP = 0, NARROW_SPEC_Y_DTYPE, NARROW_SPEC_X_TEXELS, NARROW_SPEC_COUNT
+};
 #define NARROW_WORKGROUP 256
 
 vkattn_status check_float_output(vkattn_context *ctx, const vkattn_tensor *t, const char *op,
@@ -33,12 +35,16 @@ static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, 
 {
     uint64_t groups = ((uint64_t)y->count + 3) / 4;
     narrow_push push = {.groups = (uint32_t)groups};
+    /* x is f32 scratch (a multiple of 4 elements): its four-component view exists
+     * wherever texel buffers do. */
+    bool texels = vk_prefers_texels(ctx) && x->texels4 != VK_NULL_HANDLE;
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_NARROW,
                 .spec_count = NARROW_SPEC_COUNT,
                 .spec = {[NARROW_SPEC_WORKGROUP] = NARROW_WORKGROUP,
-                         [NARROW_SPEC_Y_DTYPE] = shader_dtype(y)}},
-        .bindings = {vk_bind(x, false), vk_bind(y, true)},
+                         [NARROW_SPEC_Y_DTYPE] = shader_dtype(y),
+                         [NARROW_SPEC_X_TEXELS] = texels}},
+        .bindings = {vk_bind4(x), vk_bind(y, true)},
         .binding_count = 2,
         .push = &push,
         .push_bytes = sizeof push,
