@@ -252,12 +252,32 @@ def output_of(o, where, h):
     return o[b, :, h, :] if layout == "bshd" else o[b, h]
 
 
-def run_cli(c, cli, command):
+# O in f32, or rounded to f16 (a float16 file) or bf16 (float32 values with their
+# low 16 bits 0): one rounding, relative, on top of each case's tolerance.
+OUT_ROUNDING = {"f32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def draw_out_dtype(c):
+    return str(c.r.choice(["f32", "f32", "f32", "f16", "bf16"]))
+
+
+def check_out_file(o, out_dtype):
+    """None if the output file `o` (as loaded) is what --out-dtype asks for, else why not."""
+    if o.dtype != (np.float16 if out_dtype == "f16" else np.float32):
+        return "the output file is %s" % o.dtype
+    if out_dtype == "bf16" and (o.view(np.uint32) & 0xFFFF).any():
+        return "output values that bf16 does not hold"
+    return None
+
+
+def run_cli(c, cli, command, out_dtype):
     """Runs the CLI; (output, None) or (None, why not)."""
     run = subprocess.run([cli] + command, capture_output=True, text=True)
     if run.returncode != 0 or run.stderr:
         return None, "exit status %d, stderr: %s" % (run.returncode, run.stderr.strip()[:400])
-    return np.load(os.path.join(c.folder, "out.npy")).astype(np.float64), None
+    o = np.load(os.path.join(c.folder, "out.npy"))
+    why = check_out_file(o, out_dtype)
+    return (None, why) if why else (o.astype(np.float64), None)
 
 
 def run_mha_case(c, cli, seed):
@@ -280,9 +300,12 @@ def run_mha_case(c, cli, seed):
     if b_out is not None:
         command += ["--b-out", c.save("b_out.npy", b_out)]
     command += c.args + ["--path", str(r.choice(["auto", "fused", "unfused"]))]
+    out_dtype = draw_out_dtype(c)
+    if out_dtype != "f32":
+        command += ["--out-dtype", out_dtype]
     label = "seed %d: mha B=%d T=%d H=%d Dh=%d C=%d C_out=%d: %s" % (seed, B, T, H, Dh, C, C_out,
                                                                    " ".join([cli] + command))
-    got, why = run_cli(c, cli, command)
+    got, why = run_cli(c, cli, command, out_dtype)
     if why:
         return False, label + "\n    " + why
     qkv = x.astype(np.float64) @ w_qkv.T.astype(np.float64)
@@ -299,7 +322,7 @@ def run_mha_case(c, cli, seed):
         want = want[0]
     if got.shape != want.shape:
         return False, "%s\n    shape %s, expected %s" % (label, got.shape, want.shape)
-    worst = float(np.abs(got - want).max())
+    worst = float((np.abs(got - want) - OUT_ROUNDING[out_dtype] * np.abs(want)).max())
     tolerance = 1e-4 * (1 + float(np.abs(want).max()))
     if not np.isfinite(got).all() or worst > tolerance:
         return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
@@ -333,12 +356,9 @@ def run_case(cli, seed, folder):
     mask = draw_mask(c, B, H, Tq, Tk)
     # The unfused path takes dense inputs only (DESIGN.md: packed and paged are fused).
     c.args += ["--path", str(r.choice(["auto", "fused", "unfused"] if kind in ("bhsd", "bshd") else ["auto", "fused"]))]
-    # O in f32, or rounded to f16 (a float16 file) or bf16 (float32 values with
-    # their low 16 bits 0): one rounding, relative, on top of the tolerance.
-    out_dtype = str(r.choice(["f32", "f32", "f32", "f16", "bf16"]))
+    out_dtype = draw_out_dtype(c)
     if out_dtype != "f32":
         c.args += ["--out-dtype", out_dtype]
-    out_rounding = {"f32": 0.0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}[out_dtype]
     paths = [c.save(n + ".npy", x) for n, x in zip("qkv", qkv)]
     out = os.path.join(folder, "o.npy")
     command = [cli, "attention", "-q", paths[0], "-k", paths[1], "-v", paths[2], "-o", out] + c.args
@@ -347,10 +367,9 @@ def run_case(cli, seed, folder):
     if run.returncode != 0 or run.stderr:
         return False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
     o = np.load(out)
-    if o.dtype != (np.float16 if out_dtype == "f16" else np.float32):
-        return False, "%s\n    the output file is %s" % (label, o.dtype)
-    if out_dtype == "bf16" and (o.view(np.uint32) & 0xFFFF).any():
-        return False, "%s\n    output values that bf16 does not hold" % label
+    why = check_out_file(o, out_dtype)
+    if why:
+        return False, "%s\n    %s" % (label, why)
     o = o.astype(np.float64)
     group, worst = H // Hkv, 0.0
     for b, (q_b, k_b, v_b, q_offset, keys, where) in enumerate(c.entries):
@@ -362,7 +381,7 @@ def run_case(cli, seed, folder):
             if got.shape != want.shape:
                 return False, "%s\n    entry %d head %d: shape %s, expected %s" % (label, b, h, got.shape, want.shape)
             if want.size:
-                worst = max(worst, float((np.abs(got - want) - out_rounding * np.abs(want)).max()))
+                worst = max(worst, float((np.abs(got - want) - OUT_ROUNDING[out_dtype] * np.abs(want)).max()))
     # f32 accumulation of scores up to |s| ~ magnitude^2 * D * scale; soft-capping bounds them.
     tolerance = 1e-4 * (1 + magnitude ** 2 * (1 if opt["softcap"] else 10))
     tolerance *= 1 if opt["scale"] <= 1 / np.sqrt(D) + 1e-9 else 4
