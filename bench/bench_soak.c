@@ -17,15 +17,20 @@ typedef struct soak_kind {
     vkattn_dtype dtype;
     vkattn_attention_path path;
     bool window_sinks, mha;
+    vkattn_dtype out_dtype; /* 16-bit outputs share one f32 scratch of different sizes */
 } soak_kind;
 
+#define F32 VKATTN_DTYPE_F32
+#define F16 VKATTN_DTYPE_F16
+#define BF16 VKATTN_DTYPE_BF16
 static const soak_kind kinds[] = {
-    {"attention f32 auto", 1, 8, 8, 256, 64, VKATTN_DTYPE_F32, VKATTN_PATH_AUTO, false, false},
-    {"attention f16 GQA window+sinks", 2, 8, 2, 200, 64, VKATTN_DTYPE_F16, VKATTN_PATH_AUTO, true, false},
-    {"attention bf16 fused", 1, 4, 4, 100, 32, VKATTN_DTYPE_BF16, VKATTN_PATH_FUSED, false, false},
-    {"attention f32 unfused", 1, 4, 2, 128, 64, VKATTN_DTYPE_F32, VKATTN_PATH_UNFUSED, true, false},
-    {"decode f32", 1, 32, 8, 1, 128, VKATTN_DTYPE_F32, VKATTN_PATH_AUTO, false, false},
-    {"mha f32", 1, 4, 4, 128, 32, VKATTN_DTYPE_F32, VKATTN_PATH_AUTO, false, true},
+    {"attention f32 auto", 1, 8, 8, 256, 64, F32, VKATTN_PATH_AUTO, false, false, F32},
+    {"attention f16 GQA window+sinks, f16 O", 2, 8, 2, 200, 64, F16, VKATTN_PATH_AUTO, true, false,
+     F16},
+    {"attention bf16 fused, bf16 O", 1, 4, 4, 100, 32, BF16, VKATTN_PATH_FUSED, false, false, BF16},
+    {"attention f32 unfused", 1, 4, 2, 128, 64, F32, VKATTN_PATH_UNFUSED, true, false, F32},
+    {"decode f32", 1, 32, 8, 1, 128, F32, VKATTN_PATH_AUTO, false, false, F32},
+    {"mha f32, f16 Y", 1, 4, 4, 128, 32, F32, VKATTN_PATH_AUTO, false, true, F16},
 };
 #define KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -54,7 +59,7 @@ static vkattn_status setup(vkattn_context *ctx, bench_tensors *ts, const soak_ki
         if ((st = bench_tensor(ctx, ts, k->dtype, 3, xs, data, &s->q)) ||
             (st = bench_tensor(ctx, ts, k->dtype, 2, wq, data, &s->w_qkv)) ||
             (st = bench_tensor(ctx, ts, k->dtype, 2, wo, data, &s->w_out)) ||
-            (st = bench_tensor(ctx, ts, VKATTN_DTYPE_F32, 3, xs, NULL, &s->o)))
+            (st = bench_tensor(ctx, ts, k->out_dtype, 3, xs, NULL, &s->o)))
             goto done;
     } else {
         int64_t qs[4] = {k->B, k->H, k->T, k->D}, ks[4] = {k->B, k->Hkv, keys_of(k), k->D};
@@ -63,7 +68,7 @@ static vkattn_status setup(vkattn_context *ctx, bench_tensors *ts, const soak_ki
         if ((st = bench_tensor(ctx, ts, k->dtype, 4, qs, data, &s->q)) ||
             (st = bench_tensor(ctx, ts, k->dtype, 4, ks, data + 1, &s->k)) ||
             (st = bench_tensor(ctx, ts, k->dtype, 4, ks, data + 2, &s->v)) ||
-            (st = bench_tensor(ctx, ts, VKATTN_DTYPE_F32, 4, qs, NULL, &s->o)) ||
+            (st = bench_tensor(ctx, ts, k->out_dtype, 4, qs, NULL, &s->o)) ||
             (k->window_sinks &&
              (st = bench_tensor(ctx, ts, VKATTN_DTYPE_F32, 1, hs, data + 3, &s->sinks))))
             goto done;
