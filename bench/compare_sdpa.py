@@ -100,7 +100,8 @@ def main():
     lines += [
         "",
         "FLOPs: 2 (D + Dv) per unmasked (query, key) pair and query head, for both (causal "
-        "counts about half). vkattn: GPU timestamps, median of its timed runs, f32 output. "
+        "counts about half). vkattn: GPU timestamps, median of its timed runs, f32 output "
+        "(f16 where the path says o=f16, as SDPA writes it). "
         "SDPA: CUDA events around each call, median, output in the input dtype. "
         "\"% of SDPA throughput\" = SDPA time / vkattn time. \"% FP32 peak\": vkattn's "
         "rate over the device's FP32 datasheet rate without tensor cores (f32 rows only).",
