@@ -699,7 +699,9 @@ typedef struct vkattn_attention_desc {
     const vkattn_tensor *cu_seqlens_q; /* default NULL; else I32 (B + 1) offsets: packed
                                        variable-length queries, Q (total_q, H, D) and O
                                        (total_q, H, Dv); sequence b is rows cu_q[b]..cu_q[b+1]-1.
-                                       The layout field is then ignored */
+                                       Rows of O in no sequence (before cu_q[0], from
+                                       cu_q[B] on) are set to zero. The layout field is
+                                       then ignored */
     const vkattn_tensor *cu_seqlens_k; /* likewise for keys: K (total_k, Hkv, D), V (total_k,
                                        Hkv, Dv); required with cu_seqlens_q unless the keys
                                        are paged. q_offset defaults per sequence to

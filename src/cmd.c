@@ -133,12 +133,25 @@ static vkattn_status begin_if_needed(vkattn_context *ctx)
     vk->recording = true;
     vk->active = vk->command_buffer;
     vk->recorded_commands = 0;
-    vk->written_count = vk->read_count = 0;
+    /* vkattn's own earlier work has been waited for; an application's command
+     * buffer recorded earlier may not have run yet. */
+    vk_hazards_reset(ctx, ctx->recordings != NULL);
     profile_begin_commands(ctx);
     return VKATTN_OK;
 }
 
 /* ---------------------------------------------------------- hazards ----- */
+
+void vk_hazards_reset(vkattn_context *ctx, bool scratch_unordered)
+{
+    vk_state *vk = &ctx->vk;
+    vk->written_count = vk->read_count = 0;
+    if (!scratch_unordered)
+        return;
+    for (int i = 0; i < SCRATCH_COUNT; i++)
+        if (ctx->scratch[i])
+            vk->written[vk->written_count++] = ctx->scratch[i]->buffer;
+}
 
 static bool contains(const VkBuffer *set, uint32_t n, VkBuffer b)
 {

@@ -137,6 +137,7 @@ typedef enum shader_id {
     SHADER_ATTENTION_SCORES,
     SHADER_ATTENTION_DECODE,
     SHADER_NARROW,
+    SHADER_ZERO,
     SHADER_COUNT
 } shader_id;
 
@@ -326,6 +327,7 @@ typedef enum scratch_slot {
     SCRATCH_OUTPUT,                                  /* an op's f32 output before narrowing */
     SCRATCH_COUNT
 } scratch_slot;
+_Static_assert(SCRATCH_COUNT <= VKATTN_MAX_TRACKED_BUFFERS, "vk_hazards_reset tracks every slot");
 
 /* ------------------------------------------------------------ context --- */
 
@@ -444,6 +446,8 @@ typedef struct attention_variants {
     const vkattn_tensor *block_table;   /* paged keys (NULL: dense) */
     int64_t block_size, max_blocks, num_blocks;
     int64_t total_q, total_k;           /* packed rows of Q, K (varlen) */
+    bool o_gaps;                        /* packed O has rows in no sequence (or may: the
+                                           host has not seen cu_seqlens_q), zeroed first */
 } attention_variants;
 
 /* The shape of one attention problem, resolved from the tensors and the desc.
@@ -596,6 +600,12 @@ vkattn_status vk_descriptor_pool_create(vkattn_context *ctx, VkDescriptorPool *o
 void vk_cmd_destroy(vkattn_context *ctx);
 vkattn_status vk_cmd_dispatch(vkattn_context *ctx, const vk_dispatch *d);
 vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDeviceSize bytes);
+/* Starts hazard tracking over for a new stretch of commands. With
+ * scratch_unordered, the context's scratch buffers count as written by work
+ * that nothing orders before what comes next (an application's command buffer
+ * that reuses them may run just before), so the first command touching one gets
+ * a barrier; the application orders its own tensors (vkattn_recording_begin). */
+void vk_hazards_reset(vkattn_context *ctx, bool scratch_unordered);
 /* Keeps a staging buffer alive until the recorded work has completed. */
 vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
 vkattn_status vk_cmd_timestamp(vkattn_context *ctx, uint32_t query);

@@ -92,7 +92,9 @@ vkattn_status vkattn_recording_begin(vkattn_context *ctx, VkCommandBuffer comman
     vk_state *vk = &ctx->vk;
     vk->external = r;
     vk->active = command_buffer;
-    vk->written_count = vk->read_count = 0; /* the application ordered what came before */
+    /* The application ordered its own tensors before this; the scratch memory
+     * that an earlier recording (or vkattn's own work) also used, nobody did. */
+    vk_hazards_reset(ctx, true);
     return VKATTN_OK;
 }
 
@@ -108,7 +110,7 @@ vkattn_status vkattn_recording_end(vkattn_context *ctx, vkattn_recording **out)
     *out = ctx->vk.external;
     ctx->vk.external = NULL;
     ctx->vk.active = ctx->vk.command_buffer;
-    ctx->vk.written_count = ctx->vk.read_count = 0;
+    vk_hazards_reset(ctx, true); /* this recording's commands may run after later own work */
     return VKATTN_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "matmul_spv.h"
 #include "matmul_texel_spv.h"
 #include "narrow_spv.h"
+#include "zero_spv.h"
 #include "softmax_shared_spv.h"
 #include "softmax_spv.h"
 
@@ -38,6 +39,7 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_SCORES, "attention_scores", attention_scores_spv),
     ENTRY_(SHADER_ATTENTION_DECODE, "attention_decode", attention_decode_spv),
     ENTRY_(SHADER_NARROW, "narrow", narrow_spv),
+    ENTRY_(SHADER_ZERO, "zero", zero_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

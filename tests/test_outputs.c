@@ -239,6 +239,51 @@ static void test_attention(void **state)
     }
 }
 
+/* Packed queries whose O has rows in no sequence (before the first, after the
+ * last): those rows are zero in every output dtype, after other ops have left
+ * other values in the f32 scratch the 16-bit outputs go through. */
+static void test_packed_gaps(void **state)
+{
+    test_env *env = *state;
+    rng r = {19};
+    const int32_t cu_q[4] = {2, 5, 5, 12}, cu_k[4] = {0, 9, 13, 30};
+    int64_t qs[3] = {15, 4, 8}, ks[3] = {30, 2, 8};
+    pair q = pair_random(env, VKATTN_DTYPE_F32, 3, qs, &r, -2.f, 2.f);
+    pair k = pair_random(env, VKATTN_DTYPE_F32, 3, ks, &r, -2.f, 2.f);
+    pair v = pair_random(env, VKATTN_DTYPE_F32, 3, ks, &r, 5.f, 9.f);
+    vkattn_tensor *cq[2], *ck[2];
+    for (int backend = 0; backend < 2; backend++) {
+        vkattn_context *ctx = backend ? env->cpu : env->gpu;
+        vkattn_tensor_desc d = {.dtype = VKATTN_DTYPE_I32, .ndim = 1, .shape = {4}};
+        assert_int_equal(vkattn_tensor_create(ctx, &d, &cq[backend]), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_create(ctx, &d, &ck[backend]), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(cq[backend], cu_q, VKATTN_DTYPE_I32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(ck[backend], cu_k, VKATTN_DTYPE_I32), VKATTN_OK);
+    }
+    attention_args g = {.desc = {.causal = true, .cu_seqlens_q = cq[0], .cu_seqlens_k = ck[0]},
+                        .q = q.gpu, .k = k.gpu, .v = v.gpu};
+    attention_args c = {.desc = {.causal = true, .cu_seqlens_q = cq[1], .cu_seqlens_k = ck[1]},
+                        .q = q.cpu, .k = k.cpu, .v = v.cpu};
+    check_op(env, "attention packed, rows in no sequence", attention_op, &g, &c, 3, qs);
+    /* And the gap rows are zero (the sentinel is gone), not merely alike. */
+    float o[15 * 4 * 8];
+    vkattn_tensor *out = sentinel_output(env->gpu, VKATTN_DTYPE_F16, 3, qs);
+    assert_int_equal(attention_op(env->gpu, &g, out), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(out, o, VKATTN_DTYPE_F32), VKATTN_OK);
+    for (int row = 0; row < 15; row++)
+        for (int e = 0; e < 32; e++)
+            if ((row < 2 || row >= 12) && o[row * 32 + e] != 0.0f)
+                fail_msg("row %d (in no sequence) holds %g", row, (double)o[row * 32 + e]);
+    vkattn_tensor_destroy(out);
+    for (int backend = 0; backend < 2; backend++) {
+        vkattn_tensor_destroy(cq[backend]);
+        vkattn_tensor_destroy(ck[backend]);
+    }
+    pair_destroy(&q);
+    pair_destroy(&k);
+    pair_destroy(&v);
+}
+
 /* An op that fails leaves a 16-bit output as it was, and an I32 output is
  * refused with a message naming it. */
 static void test_failures_leave_output(void **state)
@@ -391,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_rounding_edges),
         cmocka_unit_test(test_rounding_random),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_packed_gaps),
         cmocka_unit_test(test_failures_leave_output),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_mha),

@@ -179,16 +179,25 @@ static void test_recording(void **state)
 
     /* Command buffers recorded before any runs: the second, larger unfused
      * problem grows the scratch scores buffer the first still uses; the fourth,
-     * larger F16 output grows the f32 output scratch the third still uses. */
-    problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0};
+     * larger F16 output grows the f32 output scratch the third still uses; the
+     * sixth reuses the fifth's at the same size, so the two command buffers
+     * write one scratch buffer, which vkattn orders with a barrier of its own
+     * (an application's buffer barriers would cover its own tensors only). The
+     * results are checked; Debian 12's validation layer (1.3.239) checks
+     * synchronization within a command buffer, not across them, so the ordering
+     * itself is not. */
+    problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0},
+            half_again = {0};
     record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, false, &r);
     record_problem(&a, &env, &half_small, 9, 7, VKATTN_PATH_AUTO, true, &r);
     record_problem(&a, &env, &half_large, 61, 16, VKATTN_PATH_UNFUSED, true, &r);
-    VkCommandBuffer cbs[5] = {small.cb, large.cb, fused.cb, half_small.cb, half_large.cb};
+    record_problem(&a, &env, &half_again, 61, 16, VKATTN_PATH_UNFUSED, true, &r);
+    VkCommandBuffer cbs[6] = {small.cb,      large.cb,      fused.cb,
+                              half_small.cb, half_large.cb, half_again.cb};
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 5,
+                       .commandBufferCount = 6,
                        .pCommandBuffers = cbs};
     assert_int_equal(vkQueueSubmit(a.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
     assert_int_equal(vkQueueWaitIdle(a.queue), VK_SUCCESS);
@@ -197,6 +206,7 @@ static void test_recording(void **state)
     check_problem(&a, &env, &fused, "fused");
     check_problem(&a, &env, &half_small, "f16 output, fused");
     check_problem(&a, &env, &half_large, "f16 output, unfused, larger");
+    check_problem(&a, &env, &half_again, "f16 output, unfused, the same size again");
 
     /* vkattn's own submissions work again afterwards. */
     int64_t shape[4] = {1, 1, 9, 8};

@@ -27,6 +27,8 @@ typedef struct var_case {
     bool flt_max_mask;         /* those entries -FLT_MAX (finfo.min) instead: finite */
     bool kv_len;               /* random lengths, the first entry 0 */
     const int32_t *q_lens, *k_lens; /* packed sequences (B lengths), or NULL */
+    bool q_gaps;               /* packed Q and O: 2 rows before the first sequence and 3
+                                  after the last, in none (O's rows there are zero) */
     int64_t block_size;        /* paged keys: Tk is the capacity per entry */
     vkattn_dtype dtype;
     vkattn_layout layout;
@@ -141,6 +143,11 @@ static void make_inputs(test_env *env, const var_case *c, rng *r, var_inputs *in
     assert_true(c->B <= 64);
     if (c->q_lens) {
         int64_t total = sum_lens(c->q_lens, c->B, cu_q);
+        if (c->q_gaps) {
+            for (int64_t b = 0; b <= c->B; b++)
+                cu_q[b] += 2;
+            total = cu_q[c->B] + 3;
+        }
         int64_t qs[3] = {total > 0 ? total : 1, c->H, c->D}, os[3] = {qs[0], c->H, c->Dv};
         in->q = pair_random(env, c->dtype, 3, qs, r, -m, m);
         in->o = pair_output(env, 3, os);
@@ -408,6 +415,12 @@ static const var_case layout_cases[] = {
      .causal = true, .block_size = 256, .dtype = F32, .magnitude = 1},
     {.name = "packed queries on a paged cache", .B = 3, .H = 2, .Hkv = 1, .Tk = 30, .D = 8,
      .Dv = 8, .causal = true, .q_lens = lens_dec, .block_size = 4, .dtype = F32, .magnitude = 1},
+    {.name = "varlen, rows in no sequence", .B = 3, .H = 2, .Hkv = 2, .D = 16, .Dv = 16,
+     .causal = true, .q_lens = lens_q3, .k_lens = lens_k3, .q_gaps = true, .dtype = F32,
+     .magnitude = 1},
+    {.name = "packed queries on a paged cache, rows in no sequence", .B = 3, .H = 2, .Hkv = 1,
+     .Tk = 30, .D = 8, .Dv = 8, .causal = true, .q_lens = lens_dec, .q_gaps = true,
+     .block_size = 4, .dtype = F32, .magnitude = 1},
 };
 
 static void test_score_variants(void **state)

@@ -29,9 +29,17 @@ vkattn_status vk_attention_record(vkattn_context *ctx, const attention_call *c)
     vkattn_attention_choice choice;
     bool runs;
     char why[256];
-    return resolved_path(ctx, c, &choice, &runs, why, sizeof why) == VKATTN_PATH_UNFUSED
-               ? vk_attention_unfused(ctx, c)
-               : vk_attention_fused(ctx, c); /* says why where it cannot run */
+    if (resolved_path(ctx, c, &choice, &runs, why, sizeof why) == VKATTN_PATH_UNFUSED)
+        return vk_attention_unfused(ctx, c);
+    /* The kernels write the rows of sequences only; rows of packed O in none are
+     * zero, as the CPU reference leaves them. Checked first, so an O that the
+     * fused path refuses stays as it was. */
+    if (c->dims.var.o_gaps && runs) {
+        vkattn_status s = vk_output_zero(ctx, c->o);
+        if (s != VKATTN_OK)
+            return s;
+    }
+    return vk_attention_fused(ctx, c); /* says why where it cannot run */
 }
 
 /* The checked call of the arguments (its dims filled by the checks). */

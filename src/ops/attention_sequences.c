@@ -108,6 +108,7 @@ vkattn_status attention_check_sequences(vkattn_context *ctx, const vkattn_attent
     if (!s && cu_q &&
         !(s = check_offsets(ctx, "cu_seqlens_q", cu_q, d->B, v->total_q, "Q", &longest)))
         d->Tq = longest;
+    v->o_gaps = v->cu_q && (unknown_q || (cu_q && (cu_q[0] > 0 || cu_q[d->B] < v->total_q)));
     if (!s && cu_k &&
         !(s = check_offsets(ctx, "cu_seqlens_k", cu_k, d->B, v->total_k, "K", &longest)))
         d->Tk = longest;

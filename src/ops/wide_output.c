@@ -55,6 +55,23 @@ static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, 
     return vk_cmd_dispatch(ctx, &dispatch);
 }
 
+vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t)
+{
+    uint64_t groups = ((uint64_t)t->count + 3) / 4; /* four elements an invocation */
+    narrow_push push = {.groups = (uint32_t)groups};
+    vk_dispatch dispatch = {
+        .key = {.shader = SHADER_ZERO, .spec_count = 1, .spec = {NARROW_WORKGROUP}},
+        .bindings = {vk_bind(t, true)},
+        .binding_count = 1,
+        .push = &push,
+        .push_bytes = sizeof push,
+    };
+    vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), "zero", dispatch.groups);
+    if (s != VKATTN_OK)
+        return s;
+    return vk_cmd_dispatch(ctx, &dispatch);
+}
+
 vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w)
 {
     w->target = target;
