@@ -541,8 +541,10 @@ VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
  * own (accumulation is F32). Outputs may be F32, F16 or BF16: an op computes in
  * F32 and, for a 16-bit output, rounds its result into it (to nearest even, as
  * vkattn_tensor_upload rounds) once the op has succeeded, through F32 scratch
- * memory kept in the context: one more pass over the output, which an op that
- * fails never makes.
+ * memory kept in the context (twice the output's size, so near the device's
+ * buffer limit a 16-bit output can be refused where an F32 one of half the
+ * elements is not): one more pass over the output, which an op that fails
+ * never makes.
  * The tensors must belong to `ctx`.
  */
 

@@ -366,10 +366,12 @@ int npy_write(const char *path, const void *data, npy_dtype dtype, int ndim, con
         return fail(err, err_size, "cannot create a temporary file next to it: %s", strerror(e));
     }
     /* mkstemp makes the file 0600; give it the mode a new file gets (0666 less
-     * the umask), as numpy's own files have, since it is renamed into place. */
+     * the umask), as numpy's own files have, since it is renamed into place. A
+     * file system that keeps no modes (vfat) refuses; the data still counts. */
     mode_t mask = umask(0);
     umask(mask);
-    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    (void)fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "wb");
     bool ok = f != NULL;
     if (ok) {
         uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(header_len & 0xff),
