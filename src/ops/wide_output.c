@@ -30,11 +30,24 @@ vkattn_status check_float_output(vkattn_context *ctx, const vkattn_tensor *t, co
     return VKATTN_OK;
 }
 
+/* Records `d` (key and bindings set) over `count` elements, four an invocation:
+ * the push constants and the grid both kernels here take. */
+static vkattn_status dispatch_fours(vkattn_context *ctx, vk_dispatch *d, size_t count,
+                                    const char *op)
+{
+    uint64_t groups = ((uint64_t)count + 3) / 4;
+    narrow_push push = {.groups = (uint32_t)groups};
+    d->push = &push;
+    d->push_bytes = sizeof push;
+    vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), op, d->groups);
+    if (s != VKATTN_OK)
+        return s;
+    return vk_cmd_dispatch(ctx, d);
+}
+
 /* Y (F16 or BF16) = X (f32, at least Y's element count rounded up to 4). */
 static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
 {
-    uint64_t groups = ((uint64_t)y->count + 3) / 4;
-    narrow_push push = {.groups = (uint32_t)groups};
     /* x is f32 scratch (a multiple of 4 elements): its four-component view exists
      * wherever texel buffers do. */
     bool texels = vk_prefers_texels(ctx) && x->texels4 != VK_NULL_HANDLE;
@@ -46,30 +59,18 @@ static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, 
                          [NARROW_SPEC_X_TEXELS] = texels}},
         .bindings = {vk_bind4(x), vk_bind(y, true)},
         .binding_count = 2,
-        .push = &push,
-        .push_bytes = sizeof push,
     };
-    vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), "narrow", dispatch.groups);
-    if (s != VKATTN_OK)
-        return s;
-    return vk_cmd_dispatch(ctx, &dispatch);
+    return dispatch_fours(ctx, &dispatch, y->count, "narrow");
 }
 
 vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t)
 {
-    uint64_t groups = ((uint64_t)t->count + 3) / 4; /* four elements an invocation */
-    narrow_push push = {.groups = (uint32_t)groups};
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_ZERO, .spec_count = 1, .spec = {NARROW_WORKGROUP}},
         .bindings = {vk_bind(t, true)},
         .binding_count = 1,
-        .push = &push,
-        .push_bytes = sizeof push,
     };
-    vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), "zero", dispatch.groups);
-    if (s != VKATTN_OK)
-        return s;
-    return vk_cmd_dispatch(ctx, &dispatch);
+    return dispatch_fours(ctx, &dispatch, t->count, "zero");
 }
 
 vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w)
