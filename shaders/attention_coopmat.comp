@@ -60,17 +60,24 @@ layout(constant_id = 9) const uint MK = 16;
 layout(constant_id = 10) const uint SG_SIZE = 32;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
+#include "coopmat.glsl"
+
 const uint WG = gl_WorkGroupSize.x;
 const uint SUBGROUPS = BR / MM;
-const uint DP = (D + MK - 1) / MK * MK;     // head size padded to the matrix shape
-const uint DVP = (DV + MN - 1) / MN * MN;
+// Head sizes padded to the matrix shape and to whole elements of the packed
+// tiles (PACK halves; the lcm, as the shapes need not be powers of 2).
+const uint DPU = MK * PACK / (MK % 8 == 0 ? 8 : MK % 4 == 0 ? 4 : MK % 2 == 0 ? 2 : 1);
+const uint DVPU = MN * PACK / (MN % 8 == 0 ? 8 : MN % 4 == 0 ? 4 : MN % 2 == 0 ? 2 : 1);
+const uint DP = (D + DPU - 1) / DPU * DPU;
+const uint DVP = (DV + DVPU - 1) / DVPU * DVPU;
 const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec4
-// The softmax: LPR lanes per row, each row's columns interleaved over them;
+// The softmax: LPR lanes per row, each row's columns dealt out to them in chunks;
 // with fewer lanes than rows, a lane takes ROW_PASSES rows.
 const uint LPR = SG_SIZE >= MM ? SG_SIZE / MM : 1;
 const uint ROW_PASSES = SG_SIZE >= MM ? 1 : MM / SG_SIZE;
 const uint ROW_LANES = SG_SIZE / LPR;
-// Row strides of the shared tiles: 16 bytes past the row's length, which keeps
+// Row strides of the shared tiles (in halves or floats): 16 bytes past the
+// row's length, which keeps
 // the matrix loads' 16-byte alignment and spreads the rows that one matrix load
 // (8 rows of 16 bytes) or one softmax step (a lane per row) touches over the
 // banks, where rows of 128 bytes or a multiple would all start in the same one.
@@ -84,6 +91,7 @@ const uint QCH = BC / MM * MM;
 const float LAZY_RESCALE = 8.0;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
+layout(set = 0, binding = 0) readonly buffer Q16x8 { uvec4 q16x8[]; };
 layout(set = 0, binding = 1) readonly buffer K16 { uint k16[]; };
 layout(set = 0, binding = 1) readonly buffer K16x8 { uvec4 k16x8[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { uint v16[]; };
@@ -92,16 +100,17 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 
 #include "attention_push.glsl"
 #include "attention_variants.glsl"
-#include "coopmat.glsl"
 
 // The matrix loads and stores need 16-byte aligned addresses, and the driver
 // lays the shared variables out as it likes: every one is a multiple of 16
 // bytes long (with a 4-byte scalar among them, NVIDIA's H100 read the tiles
 // shifted and computed garbage).
-shared float16_t k_tile[BC * KS];
-shared float16_t v_tile[BC * VS];
+// The f16 tiles are packed (coopmat.glsl), written 16 bytes at a time: one
+// store where half-sized elements would take eight, four-way bank conflicted.
+shared uvec4 k_tile[BC * KS / PACK];
+shared uvec4 v_tile[BC * VS / PACK];
 shared float s_tile[BR * SS];       // a slice of MM rows per subgroup
-shared float16_t p_tile[BR * PS];
+shared uvec4 p_tile[BR * PS / PACK];
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
 // reset), kept in four words, each staging lane flagging into word tid & 3 and
@@ -124,43 +133,45 @@ struct Row {
     float m, l;         // running maximum and sum (exp2 domain)
 };
 
-float16_t load_half(uint word, uint index)
+// Gathers COUNT (at most PACK) halves of the 16-bit buffer BUF from element
+// FIRST into the zeroed uvec4 WORDS, bits unchanged: rows that are not
+// 8-element aligned, or shorter.
+#define GATHER_HALVES(WORDS, BUF, FIRST, COUNT)                                                 \
+    [[unroll]] for (uint h_ = 0; h_ < PACK; h_++)                                                \
+        if (h_ < (COUNT)) {                                                                      \
+            uint index_ = (FIRST) + h_;                                                          \
+            uint bits_ = BUF[index_ >> 1] >> (16u * (index_ & 1u)) & 0xffffu;                    \
+            WORDS[h_ / 2u] |= bits_ << (16u * (h_ & 1u));                                        \
+        }
+
+// Whether any of the eight halves is an Inf or a NaN (exponent all ones).
+bool nonfinite_halves(uvec4 words)
 {
-    return float16_t(unpackHalf2x16(word)[index & 1u]);
+    uvec4 exponents = words & 0x7c007c00u;
+    return any(equal(exponents & 0x7c00u, uvec4(0x7c00u))) ||
+           any(equal(exponents & 0x7c000000u, uvec4(0x7c000000u)));
 }
 
-// Stages WIDTH (padded to WIDTH_P) elements of each key of the tile into TILE,
-// rows TILE_STRIDE apart:
-// eight at a time where every row starts 8-element aligned (ALIGNED8), else one
-// at a time; zeros past `limit` and past WIDTH. With NONFINITE, a key of the
-// tile holding an Inf or NaN is flagged in v_nonfinite_tile.
+// Stages WIDTH (padded to WIDTH_P, a multiple of PACK) elements of each key of
+// the tile into the packed TILE, rows TILE_STRIDE halves apart, PACK at a time:
+// one 16-byte load where every row starts 8-element aligned (ALIGNED8) and
+// WIDTH is a multiple of 8, else gathered; zeros past `limit` and past WIDTH.
+// With NONFINITE, a key of the tile holding an Inf or NaN is flagged in
+// v_nonfinite_tile.
 #define STAGE_TILE(TILE, TILE_STRIDE, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8, NONFINITE) \
-    if ((WIDTH) % 8 == 0 && (WIDTH_P) % 8 == 0 && (ALIGNED8)) {                                 \
-        for (uint e = tid; e < BC * (WIDTH_P) / 8; e += WG) {                                    \
-            uint c = e / ((WIDTH_P) / 8), d = e % ((WIDTH_P) / 8) * 8, key = t0 + c;            \
-            uvec4 words = uvec4(0);                                                              \
-            if (key < block_limit && d < (WIDTH))                                                \
-                words = BUF8[((BASE) + key_row(b, seq, key) * (STRIDE) + d) >> 3];              \
-            [[unroll]] for (uint w = 0; w < 4; w++) {                                            \
-                f16vec2 pair = f16vec2(unpackHalf2x16(words[w]));                               \
-                TILE[c * (TILE_STRIDE) + d + 2 * w] = pair.x;                                    \
-                TILE[c * (TILE_STRIDE) + d + 2 * w + 1] = pair.y;                                \
-                if (NONFINITE && (any(isnan(pair)) || any(isinf(pair))))                         \
-                    atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                               \
-            }                                                                                    \
+    for (uint e = tid; e < BC * (WIDTH_P) / PACK; e += WG) {                                     \
+        uint c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK, key = t0 + c;        \
+        uvec4 words = uvec4(0);                                                                  \
+        if (key < block_limit && d < (WIDTH)) {                                                  \
+            uint first_ = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                          \
+            if ((WIDTH) % PACK == 0 && (ALIGNED8))                                               \
+                words = BUF8[first_ >> 3];                                                       \
+            else                                                                                 \
+                GATHER_HALVES(words, BUF, first_, min(PACK, (WIDTH) - d));                       \
         }                                                                                        \
-    } else {                                                                                     \
-        for (uint e = tid; e < BC * (WIDTH_P); e += WG) {                                        \
-            uint c = e / (WIDTH_P), d = e % (WIDTH_P), key = t0 + c;                            \
-            float16_t x = float16_t(0.0);                                                        \
-            if (key < block_limit && d < (WIDTH)) {                                              \
-                uint index = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                       \
-                x = load_half(BUF[index >> 1], index);                                           \
-            }                                                                                    \
-            TILE[c * (TILE_STRIDE) + d] = x;                                                     \
-            if (NONFINITE && (isnan(x) || isinf(x)))                                             \
-                atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                   \
-        }                                                                                        \
+        TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                            \
+        if (NONFINITE && nonfinite_halves(words))                                                \
+            atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }
 
 uint nonfinite_tile()
@@ -249,15 +260,18 @@ void main()
     // Q, QCH rows at a time through k_tile, into the subgroups' operands.
     for (uint c0 = 0; c0 < BR; c0 += QCH) {
         barrier();
-        for (uint e = tid; e < QCH * DP; e += WG) {
-            uint row = first + c0 + e / DP, d = e % DP;
-            float16_t x = float16_t(0.0);
+        for (uint e = tid; e < QCH * DP / PACK; e += WG) {
+            uint row = first + c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
+            uvec4 words = uvec4(0);
             if (row < rows && d < D) {
                 uint h = g * p.group + row / seq.Tq;
                 uint index = b * p.q_sb + h * p.q_sh + (seq.q_first + row % seq.Tq) * p.q_ss + d;
-                x = load_half(q16[index >> 1], index);
+                if (D % PACK == 0 && (index & 7u) == 0u)
+                    words = q16x8[index >> 3];
+                else
+                    GATHER_HALVES(words, q16, index, min(PACK, D - d));
             }
-            k_tile[e / DP * KS + d] = x;
+            k_tile[(e / (DP / PACK) * KS + d) / PACK] = words;
         }
         barrier();
         if (row0 >= c0 && row0 < c0 + QCH)
@@ -293,15 +307,18 @@ void main()
         [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
             uint r = row0 + lane / LPR + pass * ROW_LANES;
             Row w = held[pass];
+            // The lane's columns: chunks of PACK (one packed element of P), every
+            // LPR-th.
             float step_max = NEG_INF;
-            for (uint c = lane % LPR; c < BC; c += LPR) {
-                uint j = t0 + c;
-                float s = s_tile[r * SS + c] * p.scale_log2e;
-                s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
-                                             : NEG_INF;
-                s_tile[r * SS + c] = s;
-                step_max = max(step_max, s);
-            }
+            for (uint q = lane % LPR; q < BC / PACK; q += LPR)
+                for (uint c = q * PACK; c < q * PACK + PACK; c++) {
+                    uint j = t0 + c;
+                    float s = s_tile[r * SS + c] * p.scale_log2e;
+                    s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
+                                                 : NEG_INF;
+                    s_tile[r * SS + c] = s;
+                    step_max = max(step_max, s);
+                }
             for (uint offset = 1; offset < LPR; offset *= 2)
                 step_max = max(step_max, subgroupShuffleXor(step_max, offset));
             // O is still 0 while m is -inf: no rescaling then.
@@ -311,10 +328,15 @@ void main()
             float m = raise ? m_new : w.m;
             float shift = m == NEG_INF ? 0.0 : m;
             float sum = 0.0;
-            for (uint c = lane % LPR; c < BC; c += LPR) {
-                float weight = exp2(s_tile[r * SS + c] - shift);
-                p_tile[r * PS + c] = float16_t(weight);
-                sum += weight;
+            for (uint q = lane % LPR; q < BC / PACK; q += LPR) {
+                uvec4 words;
+                [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
+                    uint c = r * SS + q * PACK + 2 * w2;
+                    vec2 weights = exp2(vec2(s_tile[c], s_tile[c + 1]) - shift);
+                    words[w2] = packHalf2x16(weights);
+                    sum += weights.x + weights.y;
+                }
+                p_tile[r * PS / PACK + q] = words;
             }
             for (uint offset = 1; offset < LPR; offset *= 2)
                 sum += subgroupShuffleXor(sum, offset);
@@ -352,11 +374,11 @@ void main()
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
                     float acc = s_tile[slice + e];
                     for (uint c = 0; c < BC; c++) {
-                        float weight = float(p_tile[p_slice + r * PS + c]);
+                        float weight = float(PACKED_HALF(p_tile, p_slice + r * PS + c));
                         bool used = t0 + c >= keys.x && t0 + c < keys.y &&
                                     (!KEYWISE_MASK || weight != 0.0);
                         if (used)
-                            acc += weight * float(v_tile[c * VS + d]);
+                            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
                     }
                     s_tile[slice + e] = acc;
                 }

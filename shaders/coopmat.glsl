@@ -54,15 +54,22 @@
 // declared as arrays at global scope, SUBGROUPS being the workgroup's count:
 //
 //   MATRIX_A(NAME, COUNT, SUBGROUPS)   COUNT f16 MM x MK operands
-//   A_LOAD(NAME, I, SRC, OFF, STRIDE)  operand I = the block of the f16 shared
-//                                      array SRC at OFF (row-major, row stride STRIDE)
+//   A_LOAD(NAME, I, SRC, OFF, STRIDE)  operand I = the block of the packed f16
+//                                      shared array SRC at OFF (row-major, row
+//                                      stride STRIDE)
 //   MATRIX_ACC(NAME, COUNT, SUBGROUPS) COUNT f32 MM x MN accumulators
 //   ACC_ZERO(NAME, I)
 //   ACC_LOAD(NAME, I, SRC, OFF, STRIDE), ACC_STORE(NAME, I, DST, OFF, STRIDE)
 //                                      from / to f32 shared arrays, row-major
 //   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
 //                                      NAME[I] += A[AI] * (the MK x MN block of the
-//                                      f16 shared array B, as in COOPMAT_MMA)
+//                                      packed f16 shared array B, as in COOPMAT_MMA)
+//
+// Their f16 sources are packed: uvec4 arrays, PACK halves an element, so that
+// the kernel stages and the matrix units load them 16 bytes at a time
+// (VK_NV_cooperative_matrix lets the array's type differ from the matrix's and
+// counts offsets and strides in the array's elements). Offsets and strides are
+// given in halves and are multiples of PACK; PACKED_HALF(T, I) reads half I.
 //
 // Every invocation of the subgroup runs them alike. A store to shared memory is
 // seen by the subgroup's other invocations after subgroup_shared_sync().
@@ -83,6 +90,9 @@
 #define MATRIX_UNROLL [[unroll]]
 #endif
 
+const uint PACK = 8;    // halves per element of a packed f16 array (uvec4)
+#define PACKED_HALF(T, I) float16_t(unpackHalf2x16((T)[(I) / PACK][(I) / 2u % 4u])[(I) % 2u])
+
 void subgroup_shared_sync()
 {
     subgroupMemoryBarrierShared();
@@ -101,7 +111,7 @@ void subgroup_shared_sync()
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
     {                                                                                           \
         for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MK; e_ += gl_SubgroupSize)            \
-            NAME[A_BASE_(NAME, I) + e_] = SRC[(OFF) + e_ / MK * (STRIDE) + e_ % MK];            \
+            NAME[A_BASE_(NAME, I) + e_] = PACKED_HALF(SRC, (OFF) + e_ / MK * (STRIDE) + e_ % MK);\
         subgroup_shared_sync();                                                                 \
     }
 #define ACC_EACH_(BODY)                                                                         \
@@ -119,14 +129,15 @@ void subgroup_shared_sync()
         ACC_EACH_(float acc_ = NAME[ACC_BASE_(NAME, I) + e_];                                   \
                   [[unroll]] for (uint k_ = 0; k_ < MK; k_++)                                   \
                       acc_ = fma(float(A[A_BASE_(A, AI) + r_ * MK + k_]),                       \
-                                 float(B[(B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_           \
-                                                     : (B_OFF) + k_ * (B_STRIDE) + n_]),        \
+                                 float(PACKED_HALF(B, (B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_ \
+                                                                 : (B_OFF) + k_ * (B_STRIDE) + n_)), \
                                  acc_);                                                         \
                   NAME[ACC_BASE_(NAME, I) + e_] = acc_;)                                        \
     }
 #else
 #define MATRIX_A(NAME, COUNT, SUBGROUPS) fcoopmatNV<16, gl_ScopeSubgroup, MM, MK> NAME[COUNT];
-#define A_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
+#define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
+    coopMatLoadNV(NAME[I], SRC, (OFF) / PACK, (STRIDE) / PACK, false)
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
 #define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
@@ -134,7 +145,7 @@ void subgroup_shared_sync()
 #define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
     {                                                                                           \
         fcoopmatNV<16, gl_ScopeSubgroup, MK, MN> b_;                                            \
-        coopMatLoadNV(b_, B, (B_OFF), (B_STRIDE), (B_COLUMNS));                                 \
+        coopMatLoadNV(b_, B, (B_OFF) / PACK, (B_STRIDE) / PACK, (B_COLUMNS));                   \
         NAME[I] = coopMatMulAddNV(A[AI], b_, NAME[I]);                                          \
     }
 #endif

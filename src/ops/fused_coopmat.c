@@ -49,6 +49,10 @@ static uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
 static uint32_t gcd(uint32_t a, uint32_t b) { while (b) { uint32_t t = a % b; a = b, b = t; } return a; }
 static uint32_t lcm(uint32_t a, uint32_t b) { return a / gcd(a, b) * b; }
 
+/* The kernel's f16 tiles are packed, 8 halves (16 bytes) to an element: head
+ * sizes are padded to whole elements and tiles hold whole elements of keys. */
+#define COOPMAT_PACK 8
+
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
  * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag. */
 static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp, bool emulated)
@@ -66,14 +70,14 @@ static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t 
     return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg;
 }
 
-/* The most keys per tile (a multiple of every matrix side) that fit br rows'
- * tiles in shared memory and, for the real kernel, the matrices in registers;
- * 0 if none does. */
+/* The most keys per tile (a multiple of every matrix side and of the packing)
+ * that fit br rows' tiles in shared memory and, for the real kernel, the
+ * matrices in registers; 0 if none does. */
 static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
                              uint32_t br, uint32_t max_tile, uint32_t dp, uint32_t dvp,
                              bool emulated)
 {
-    uint32_t unit = lcm(lcm(s.m, s.n), s.k);
+    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK);
     for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
         if (shared_bytes(br, bc, dp, dvp, emulated) <= info->shared_memory_bytes &&
             (emulated || matrix_registers(s.m, sg, bc, dp, dvp) <= COOPMAT_MATRIX_REGISTERS))
@@ -141,7 +145,15 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  "the other", name, s.m, sg);
         return false;
     }
-    uint32_t dp = round_up((uint32_t)d->D, s.k), dvp = round_up((uint32_t)d->Dv, s.n);
+    /* The real kernel's matrix loads start on a whole packed element. */
+    if (!emulated && (s.k % COOPMAT_PACK || s.n % COOPMAT_PACK)) {
+        snprintf(why, why_size, "%s: the device's %ux%ux%u matrices; the kernel loads tiles "
+                 "%d halves at a time, so N and K must be multiples of %d", name, s.m, s.n, s.k,
+                 COOPMAT_PACK, COOPMAT_PACK);
+        return false;
+    }
+    uint32_t dp = round_up((uint32_t)d->D, lcm(s.k, COOPMAT_PACK));
+    uint32_t dvp = round_up((uint32_t)d->Dv, lcm(s.n, COOPMAT_PACK));
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
     bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
