@@ -38,7 +38,11 @@ static int decode_rank(const vkattn_context *ctx, const attention_call *c)
     /* On CPU devices the rows kernel does this without shuffles (forced only). */
     if (ctx->info.type == VKATTN_DEVICE_TYPE_CPU || fused_rows(&c->dims) > DECODE_MAX_ROWS)
         return 0;
-    return 2; /* above the tiled kernel, its fallback */
+    /* Above the tiled kernel, its fallback, and above the coopmat kernel,
+     * whose 16-row matrices would be mostly padding for a few rows and whose
+     * K and V go through shared memory (the GPU check times both: the bench's
+     * decode rows, auto and coopmat forced). */
+    return 5;
 }
 
 static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan *plan, char *why,
