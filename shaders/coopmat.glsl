@@ -91,7 +91,7 @@
 #endif
 
 const uint PACK = 8;    // halves per element of a packed f16 array (uvec4)
-#define PACKED_HALF(T, I) float16_t(unpackHalf2x16((T)[(I) / PACK][(I) / 2u % 4u])[(I) % 2u])
+#define PACKED_HALF(T, I) float16_t(unpackHalf2x16((T)[(I) / PACK][(I) / 2u % 4u] >> 16u * ((I) % 2u)).x)
 
 void subgroup_shared_sync()
 {
