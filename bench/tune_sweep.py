@@ -35,6 +35,8 @@ CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
         ("coopmat", None),
+        ("coopmat", "coopmat.stages=2"),
+        ("coopmat", "coopmat.stages=2,coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=2"),
         ("coopmat", "coopmat.subgroups=8"),
         ("coopmat", "coopmat.keys=32"),
@@ -73,6 +75,7 @@ CASES = [
         ("decode", "decode.target=8192"),
         ("decode", "decode.subgroups=8,decode.target=4096"),
         ("coopmat", None),
+        ("coopmat", "coopmat.stages=2"),
         ("coopmat", "coopmat.target=128"),
         ("coopmat", "coopmat.target=2048"),
         ("tiled", None),

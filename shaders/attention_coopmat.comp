@@ -11,7 +11,8 @@
 // stay in its matrix registers. Per tile of BC keys:
 //   1. the workgroup stages K and V as f16 in shared memory (zeros past the
 //      block's last key and in the padding of the head dimensions to the matrix
-//      shape): the only two workgroup barriers of the step;
+//      shape): the only two workgroup barriers of the step; with STAGES = 2
+//      from registers loaded while the previous tile computed;
 //   2. each subgroup whose rows may see a key of the tile computes its MM x BC
 //      scores S = Q K^T (K read column-major) and stores them to its slice of
 //      s_tile;
@@ -58,6 +59,10 @@ layout(constant_id = 7) const uint MM = 16;
 layout(constant_id = 8) const uint MN = 16;
 layout(constant_id = 9) const uint MK = 16;
 layout(constant_id = 10) const uint SG_SIZE = 32;
+// 1: each tile's K and V are loaded and staged, then used; 2: the next tile's
+// loads are issued into registers before this tile's products, so that their
+// latency hides behind them (more registers: the planner counts them).
+layout(constant_id = 11) const uint STAGES = 1;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 #include "coopmat.glsl"
@@ -85,6 +90,9 @@ const uint KS = DP + 8;     // k_tile (halves)
 const uint VS = DVP + 8;    // v_tile (halves)
 const uint SS = BC + 4;     // s_tile (floats)
 const uint PS = BC + 8;     // p_tile (halves)
+// With two stages, a thread's packed elements of a K and of a V tile.
+const uint K_LOADS = (BC * DP / PACK + WG - 1) / WG;
+const uint V_LOADS = (BC * DVP / PACK + WG - 1) / WG;
 // Q is staged through k_tile, QCH rows at a time (whole subgroups' rows).
 const uint QCH = BC / MM * MM;
 // A row's maximum is raised only when it grows by more than this (log2).
@@ -172,6 +180,32 @@ bool nonfinite_halves(uvec4 words)
         TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                            \
         if (NONFINITE && nonfinite_halves(words))                                                \
             atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
+    }
+
+// Two stages: LOAD_TILE reads this thread's LOADS packed elements of the tile
+// of keys from T into the registers WORDS (as STAGE_TILE would stage them),
+// STORE_TILE writes them to the packed TILE once the previous tile is done with.
+#define LOAD_TILE(WORDS, LOADS, T, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8)              \
+    [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
+        uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
+        uint key = (T) + c;                                                                      \
+        WORDS[i_] = uvec4(0);                                                                    \
+        if (e < BC * (WIDTH_P) / PACK && key < block_limit && d < (WIDTH)) {                     \
+            uint first_ = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                          \
+            if ((WIDTH) % PACK == 0 && (ALIGNED8))                                               \
+                WORDS[i_] = BUF8[first_ >> 3];                                                   \
+            else                                                                                 \
+                GATHER_HALVES(WORDS[i_], BUF, first_, min(PACK, (WIDTH) - d));                   \
+        }                                                                                        \
+    }
+#define STORE_TILE(TILE, TILE_STRIDE, WORDS, LOADS, WIDTH_P, NONFINITE)                          \
+    [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
+        uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
+        if (e < BC * (WIDTH_P) / PACK) {                                                         \
+            TILE[(c * (TILE_STRIDE) + d) / PACK] = WORDS[i_];                                    \
+            if (NONFINITE && nonfinite_halves(WORDS[i_]))                                        \
+                atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                   \
+        }                                                                                        \
     }
 
 uint nonfinite_tile()
@@ -284,11 +318,25 @@ void main()
     bool k_aligned8 = ((k_base | p.k_ss) & 7u) == 0u;
     bool v_aligned8 = ((v_base | p.v_ss) & 7u) == 0u;
 
+    uvec4 k_next[K_LOADS], v_next[V_LOADS];   // two stages: the next tile
+    if (STAGES == 2 && block_keys.x < block_limit) {
+        LOAD_TILE(k_next, K_LOADS, block_keys.x, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
+        LOAD_TILE(v_next, V_LOADS, block_keys.x, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
+    }
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
         barrier();  // every subgroup is done with the previous tile (and with Q)
-        STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
-        STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
+        if (STAGES == 2) {
+            STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false)
+            STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true)
+        } else {
+            STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
+            STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
+        }
         barrier();
+        if (STAGES == 2 && t0 + BC < block_limit) {
+            LOAD_TILE(k_next, K_LOADS, t0 + BC, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
+            LOAD_TILE(v_next, V_LOADS, t0 + BC, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
+        }
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
 

@@ -396,6 +396,39 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
+/* Two stages (the tuning knob coopmat.stages=2: the next K and V tiles'
+ * loads in registers while a tile computes) on awkward shapes, tiled as on a
+ * GPU; the emulated build here, and the real kernel where there is one. */
+static void test_coopmat_two_stages(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2,coopmat.stages=2", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    vkattn_device_info info;
+    if (test_has_float16(env, &info)) {
+        rng r = {29};
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "16x16x16", 1), 0);
+        static const char *const names[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
+                                            "GQA", "D=80 Dv=48", "odd D=5 Dv=7", "odd D=13 bshd",
+                                            "kv_len causal GQA", "two rows odd D GQA"};
+        for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+            for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
+                if (!strcmp(fixed_cases[i].name, names[n])) {
+                    at_case c = fixed_cases[i];
+                    c.dtype = F16;
+                    c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude;
+                    run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
+                    if (info.cooperative_matrix)
+                        run_case(env, &c, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
+                }
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+    }
+    test_env_destroy(env);
+}
+
 /* The real cooperative-matrix kernel on the same shapes, where the device has
  * matrix units (none in CI: this runs in scripts/gpu-check.sh on a GPU). */
 static void test_coopmat_device(void **state)
@@ -655,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
+        cmocka_unit_test(test_coopmat_two_stages),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_tuning),

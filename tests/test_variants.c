@@ -1,6 +1,7 @@
 /* The attention variants (windows, soft-capping, sinks, ALiBi, masks, packed
  * sequences, paged KV caches), alone and combined, on every GPU path, against
  * the CPU reference; and their argument checks. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_util.h"
 
 #include <float.h>
@@ -581,6 +582,8 @@ static void test_variant_errors(void **state)
  * gives NaN and Inf at the same places on every path as on the CPU reference, so
  * a key a row may not see never touches it. In f16 the (emulated) coopmat kernel
  * runs too; it takes no window, so only without one. */
+static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count);
+
 static void test_nonfinite(void **state)
 {
     test_env *env = *state;
@@ -595,6 +598,22 @@ static void test_nonfinite(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
     };
+    nonfinite_sweep(env, paths, NPATHS(paths));
+    /* The coopmat kernel's two stages flag a V tile's Inf or NaN as it stores
+     * the tile it loaded during the previous one. */
+    static const var_path coopmat[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
+    };
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2", 1), 0);
+    test_env *staged = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    nonfinite_sweep(staged, coopmat, NPATHS(coopmat));
+    test_env_destroy(staged);
+}
+
+static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count)
+{
     /* 8 query rows (2 heads on 1 kv head: 16 rows, the decode kernel's most)
      * against 12 keys, bottom-right aligned; b = 1 has kv_len 7; the window
      * keeps the last 5 keys of each row. */
@@ -629,7 +648,7 @@ static void test_nonfinite(void **state)
                     assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu),
                                      VKATTN_OK);
                     d.kv_len = kv.gpu;
-                    for (int i = 0; i < NPATHS(paths); i++) {
+                    for (int i = 0; i < path_count; i++) {
                         bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
                         if (coopmat && !f16)
                             continue; /* f16 only */

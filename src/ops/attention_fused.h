@@ -62,6 +62,7 @@ typedef struct fused_plan {
     uint32_t bc;                  /* keys per shared-memory tile */
     /* coopmat */
     coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
+    uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
     /* set by the chooser */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
@@ -111,6 +112,8 @@ typedef enum fused_knob {
     KNOB_WORKGROUP, /* tiled: invocations per workgroup */
     KNOB_SUBGROUPS, /* coopmat: subgroups per workgroup (the matrix rows each);
                        decode: subgroups, each its own split, per workgroup */
+    KNOB_STAGES,    /* coopmat: 1 stages a tile and then computes; 2 loads the
+                       next tile into registers while this one computes */
     KNOB_COUNT
 } fused_knob;
 _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");

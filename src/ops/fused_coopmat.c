@@ -28,7 +28,7 @@
 
 enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_WORKGROUP = 0, AM_SPEC_BR, AM_SPEC_BC, AM_SPEC_D, AM_SPEC_DV, AM_SPEC_CAUSAL,
-    AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE
+    AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES
 };
 
 /* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
@@ -63,11 +63,17 @@ static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp
     return bytes + (emulated ? 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) : 0);
 }
 
-/* Registers per invocation of the real kernel's matrices: Q and P as f16
- * operands (two per register), O and S as f32 accumulators. */
-static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp)
+/* Registers per invocation of the real kernel's matrices (Q and P as f16
+ * operands, two per register; O and S as f32 accumulators) and, with two
+ * stages, of the next K and V tiles it holds (16 bytes per packed element,
+ * the workgroup's wg invocations sharing them). */
+static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
+                                 uint32_t stages, uint32_t wg)
 {
-    return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg;
+    uint64_t staged = stages == 2 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
+                                         div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
+                                  : 0;
+    return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg + staged;
 }
 
 /* The most keys per tile (a multiple of every matrix side and of the packing)
@@ -75,12 +81,13 @@ static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t 
  * matrices in registers; 0 if none does. */
 static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
                              uint32_t br, uint32_t max_tile, uint32_t dp, uint32_t dvp,
-                             bool emulated)
+                             uint32_t stages, bool emulated)
 {
-    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK);
+    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / s.m * sg;
     for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
         if (shared_bytes(br, bc, dp, dvp, emulated) <= info->shared_memory_bytes &&
-            (emulated || matrix_registers(s.m, sg, bc, dp, dvp) <= COOPMAT_MATRIX_REGISTERS))
+            (emulated || matrix_registers(s.m, sg, bc, dp, dvp, stages, wg) <=
+                             COOPMAT_MATRIX_REGISTERS))
             return bc;
     return 0;
 }
@@ -176,15 +183,17 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         }
         subgroups = (uint32_t)row_blocks;
     }
-    while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp, emulated)) &&
+    plan->stages = fused_tuned(ctx, self, KNOB_STAGES, 1);
+    while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp,
+                                     plan->stages, emulated)) &&
            subgroups > 1 && !tuned_subgroups)
         subgroups--;
     uint32_t br = subgroups * s.m;
     if (!plan->bc) {
-        char setting[64] = "";
-        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0))
-            snprintf(setting, sizeof setting, " (%u subgroups, at most %u keys: the tuning)",
-                     subgroups, max_tile);
+        char setting[80] = "";
+        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || plan->stages > 1)
+            snprintf(setting, sizeof setting, " (%u subgroups, at most %u keys%s: the tuning)",
+                     subgroups, max_tile, plan->stages > 1 ? ", two stages" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
                  "do not fit in %u bytes of shared memory and %d registers%s", name,
                  (long long)d->D, (long long)d->Dv, s.m, s.n, s.k, info->shared_memory_bytes,
@@ -261,6 +270,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_MN] = plan->shape.n;
     spec[AM_SPEC_MK] = plan->shape.k;
     spec[AM_SPEC_SUBGROUP_SIZE] = plan->workgroup / (plan->rows_per_workgroup / plan->shape.m);
+    spec[AM_SPEC_STAGES] = plan->stages;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

@@ -30,6 +30,7 @@ static const struct {
     [KNOB_LANES] = {"lanes", VARIANT_BIT(TILED), 1, 128},
     [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
     [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH, 1, 16},
+    [KNOB_STAGES] = {"stages", COOPMAT_BOTH, 1, 2},
 };
 _Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
 
