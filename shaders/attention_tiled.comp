@@ -6,12 +6,14 @@
 // A workgroup owns BR * TM packed query rows of one problem (b, kv head g; see
 // attention_push.glsl) and one range of keys (split). TPR consecutive
 // invocations (within one subgroup) share TM consecutive rows and split their
-// head dimension, interleaved (invocation `lane` holds dimensions lane, lane +
-// TPR, ...), so a row's Q and O take D / TPR and DV / TPR registers per
-// invocation and reads of a shared K or V row are conflict-free. Each K or V
-// element read from shared memory serves the invocation's TM rows: with one row
-// per invocation the kernel makes one shared load per multiply-add, and shared
-// memory, not arithmetic, bounds it. Per tile of BC keys: the workgroup loads
+// head dimension in groups of four, interleaved (invocation `lane` holds
+// dimensions 4 lane .. 4 lane + 3, then 4 (lane + TPR) .., ...), so a row's Q
+// and O take D / TPR and DV / TPR registers per invocation and the row's lanes
+// read a shared K or V row as consecutive vec4s, without conflicts. Each shared
+// load brings four elements, and each element serves the invocation's TM rows:
+// with one row and one element a load, the kernel made one shared load per
+// multiply-add, and shared memory, not arithmetic, bounded it (10 % of FP32
+// peak on an H100). Per tile of BC keys: the workgroup loads
 // K and V (zeros past the block's last allowed key), each invocation computes
 // partial dot products over its dimensions, a butterfly of subgroup shuffles sums
 // them across the row's TPR invocations, the online softmax update runs (running
@@ -40,9 +42,10 @@ layout(constant_id = 10) const uint TM = 1;     // query rows per invocation (it
 
 const uint WG = gl_WorkGroupSize.x;
 const uint BR = WG / TPR;               // row groups: BR * TM rows per workgroup
-const uint DS = (D + TPR - 1) / TPR;    // Q dimensions per invocation
-const uint DVS = (DV + TPR - 1) / TPR;  // O dimensions per invocation
-const uint DV4 = (DV + 3) / 4;          // partial records are padded to vec4
+const uint D4 = (D + 3) / 4;            // a K row in vec4s (zeros past D)
+const uint DV4 = (DV + 3) / 4;          // a V row, and partial records, in vec4s
+const uint DS = (D4 + TPR - 1) / TPR;   // Q vec4s per invocation
+const uint DVS = (DV4 + TPR - 1) / TPR; // O vec4s per invocation
 
 layout(set = 0, binding = 0) readonly buffer Q32 { float q32[]; };
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
@@ -59,30 +62,27 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 #include "attention_push.glsl"
 #include "attention_variants.glsl"
 
-shared float k_tile[BC * D];
-shared float v_tile[BC * DV];
+shared vec4 k_tile[BC * D4];
+shared vec4 v_tile[BC * DV4];
 
-// Stages the WIDTH elements of each key of the tile into TILE (zeros past
-// block_limit): four per load where every row starts 4-element aligned
-// (ALIGNED4), else one; a GPU spends as much on these loads as on a tile's
-// products when they come one element at a time.
-#define STAGE_TILE(TILE, DTYPE, BUF, BUF16, BUF4, BUF16X4, BASE, STRIDE, WIDTH, ALIGNED4)       \
-    if ((WIDTH) % 4 == 0 && (ALIGNED4)) {                                                       \
-        for (uint e = tid; e < BC * (WIDTH) / 4; e += WG) {                                     \
-            uint key = t0 + e / ((WIDTH) / 4), d = e % ((WIDTH) / 4) * 4;                       \
-            vec4 x = key < block_limit                                                          \
-                ? LOAD_VEC4(DTYPE, BUF4, BUF16X4, (BASE) + key_row(b, seq, key) * (STRIDE) + d) \
-                : vec4(0.0);                                                                    \
-            uint at = (key - t0) * (WIDTH) + d;                                                 \
-            TILE[at] = x.x, TILE[at + 1] = x.y, TILE[at + 2] = x.z, TILE[at + 3] = x.w;         \
+// Stages the WIDTH elements (WIDTH4 vec4s, zeros past WIDTH) of each key of the
+// tile into TILE (zeros past block_limit): four per load where every row
+// starts 4-element aligned (ALIGNED4), else one; a GPU spends as much on these
+// loads as on a tile's products when they come one element at a time.
+#define STAGE_TILE(TILE, DTYPE, BUF, BUF16, BUF4, BUF16X4, BASE, STRIDE, WIDTH, WIDTH4, ALIGNED4) \
+    for (uint e = tid; e < BC * (WIDTH4); e += WG) {                                            \
+        uint key = t0 + e / (WIDTH4), d = e % (WIDTH4) * 4;                                     \
+        vec4 x = vec4(0.0);                                                                     \
+        if (key < block_limit) {                                                                \
+            uint row_ = (BASE) + key_row(b, seq, key) * (STRIDE);                               \
+            if ((WIDTH) % 4 == 0 && (ALIGNED4))                                                 \
+                x = LOAD_VEC4(DTYPE, BUF4, BUF16X4, row_ + d);                                  \
+            else                                                                                \
+                for (uint c_ = 0; c_ < 4; c_++)                                                 \
+                    if (d + c_ < (WIDTH))                                                       \
+                        x[c_] = LOAD_ELEMENT(DTYPE, BUF, BUF16, row_ + d + c_);                 \
         }                                                                                       \
-    } else {                                                                                    \
-        for (uint e = tid; e < BC * (WIDTH); e += WG) {                                         \
-            uint key = t0 + e / (WIDTH);                                                        \
-            TILE[e] = key < block_limit                                                         \
-                ? LOAD_ELEMENT(DTYPE, BUF, BUF16, (BASE) + key_row(b, seq, key) * (STRIDE) + e % (WIDTH)) \
-                : 0.0;                                                                          \
-        }                                                                                       \
+        TILE[e] = x;                                                                            \
     }
 
 void main()
@@ -111,7 +111,8 @@ void main()
 
     // Per row (past the last row: the last row again, not stored).
     uint head[TM], position[TM], lo[TM], limit[TM];
-    float slope[TM], q[TM * DS];
+    float slope[TM];
+    vec4 q[TM * DS];
     for (uint t = 0; t < TM; t++) {
         uint r = min(first_row + t, rows - 1);
         uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
@@ -121,8 +122,12 @@ void main()
         slope[t] = alibi_slope_log2e(h);
         uint q_base = b * p.q_sb + h * p.q_sh + (seq.q_first + i) * p.q_ss;
         for (uint s = 0; s < DS; s++) {
-            uint d = lane + TPR * s;
-            q[t * DS + s] = d < D ? LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d) * p.scale_log2e : 0.0;
+            uint d = 4 * (lane + TPR * s);
+            vec4 x = vec4(0.0);
+            for (uint c = 0; c < 4; c++)
+                if (d + c < D)
+                    x[c] = LOAD_ELEMENT(Q_DTYPE, q32, q16, q_base + d + c);
+            q[t * DS + s] = x * p.scale_log2e;
         }
     }
     uint k_base = b * p.k_sb + g * p.k_sh;
@@ -130,32 +135,33 @@ void main()
     bool k_aligned4 = ((k_base | p.k_ss) & 3u) == 0u;
     bool v_aligned4 = ((v_base | p.v_ss) & 3u) == 0u;
 
-    float m[TM], l[TM], o[TM * DVS];
+    float m[TM], l[TM];
+    vec4 o[TM * DVS];
     for (uint t = 0; t < TM; t++) {
         m[t] = NEG_INF;
         l[t] = 0.0;
         for (uint s = 0; s < DVS; s++)
-            o[t * DVS + s] = 0.0;
+            o[t * DVS + s] = vec4(0.0);
     }
 
     for (uint t0 = block_lo; t0 < block_limit; t0 += BC) {
         barrier();  // every invocation is done with the previous tile
-        STAGE_TILE(k_tile, K_DTYPE, k32, k16, k32x4, k16x4, k_base, p.k_ss, D, k_aligned4)
-        STAGE_TILE(v_tile, V_DTYPE, v32, v16, v32x4, v16x4, v_base, p.v_ss, DV, v_aligned4)
+        STAGE_TILE(k_tile, K_DTYPE, k32, k16, k32x4, k16x4, k_base, p.k_ss, D, D4, k_aligned4)
+        STAGE_TILE(v_tile, V_DTYPE, v32, v16, v32x4, v16x4, v_base, p.v_ss, DV, DV4, v_aligned4)
         barrier();
 
-        // Each K element read from shared memory serves the invocation's TM rows.
+        // Each K vec4 read from shared memory serves the invocation's TM rows.
         float sc[TM * BC];
         for (uint c = 0; c < BC; c++) {
             float acc[TM];
             for (uint t = 0; t < TM; t++)
                 acc[t] = 0.0;
             for (uint s = 0; s < DS; s++) {
-                uint d = lane + TPR * s;
-                if (d < D) {
-                    float k = k_tile[c * D + d];
+                uint d4 = lane + TPR * s;
+                if (d4 < D4) {
+                    vec4 k = k_tile[c * D4 + d4];
                     for (uint t = 0; t < TM; t++)
-                        acc[t] = fma(q[t * DS + s], k, acc[t]);
+                        acc[t] += dot(q[t * DS + s], k);
                 }
             }
             for (uint t = 0; t < TM; t++)
@@ -196,14 +202,14 @@ void main()
         for (uint t = 0; t < TM; t++)
             whole_tile[t] = !KEYWISE_MASK && t0 >= lo[t] && t0 + BC <= limit[t];
         for (uint s = 0; s < DVS; s++) {
-            uint d = min(lane + TPR * s, DV - 1);
-            float acc[TM];
+            uint d4 = min(lane + TPR * s, DV4 - 1);
+            vec4 acc[TM];
             for (uint t = 0; t < TM; t++)
                 acc[t] = o[t * DVS + s] * alpha[t];
             for (uint c = 0; c < BC; c++) {
-                float v = v_tile[c * DV + d];
+                vec4 v = v_tile[c * DV4 + d4];
                 for (uint t = 0; t < TM; t++) {
-                    float updated = fma(sc[t * BC + c], v, acc[t]);
+                    vec4 updated = fma(vec4(sc[t * BC + c]), v, acc[t]);
                     bool used = t0 + c >= lo[t] && t0 + c < limit[t] &&
                                 weight_used(sc[t * BC + c]);
                     acc[t] = whole_tile[t] || used ? updated : acc[t];
@@ -221,9 +227,10 @@ void main()
         if (SPLIT) {
             uint record = partial_record(b * p.Hkv + g, split, row);
             for (uint s = 0; s < DVS; s++) {
-                uint d = lane + TPR * s;
-                if (d < DV)
-                    o32[record * DV4 * 4 + d] = o[t * DVS + s];
+                uint d = 4 * (lane + TPR * s);
+                for (uint c = 0; c < 4; c++)
+                    if (d + c < DV)
+                        o32[record * DV4 * 4 + d + c] = o[t * DVS + s][c];
             }
             if (lane == 0) {
                 o32[p.ml_offset + 2 * record] = m[t];
@@ -234,9 +241,10 @@ void main()
         float inv = output_scale(m[t], l[t], head[t]);
         uint out_base = b * p.o_sb + head[t] * p.o_sh + (seq.q_first + position[t]) * p.o_ss;
         for (uint s = 0; s < DVS; s++) {
-            uint d = lane + TPR * s;
-            if (d < DV)
-                o32[out_base + d] = o[t * DVS + s] * inv;
+            uint d = 4 * (lane + TPR * s);
+            for (uint c = 0; c < 4; c++)
+                if (d + c < DV)
+                    o32[out_base + d + c] = o[t * DVS + s][c] * inv;
         }
     }
 }

@@ -672,6 +672,83 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                 }
 }
 
+/* Whole keys of NaN (every element of K and V): key 15, which the first
+ * causal rows (bottom-right: 8 rows against 19 keys) may not see, and the keys
+ * past kv_len. Head sizes whose rows do not fill the kernels' vectors
+ * (D = 35: nine vec4s, the last one padded, over two lanes a row in the tiled
+ * kernel, so one lane's last vec4 lies past the row; Dv = 7), in both layouts
+ * (one kv head: rows are contiguous in either): no kernel may let such a key reach a row through the
+ * padding of a vector (key 14's padding in memory is key 15's first element), a
+ * lane past the row's end or a zero weight (0 * NaN). Rows that may not see
+ * key 15 stay finite, equal to the reference; the others are NaN there too. 16
+ * query rows per kv head, the decode kernel's most. */
+static void test_masked_nan_keys(void **state)
+{
+    test_env *env = *state;
+    static const var_path paths[] = {
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+    };
+    enum { B = 2, H = 2, TQ = 8, TK = 19, D = 35, DV = 7, NAN_KEY = 15 };
+    static const int32_t lens[B] = {19, 17};
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int bshd = 0; bshd < 2; bshd++) {
+            rng r = {(uint64_t)(60 + 2 * f16 + bshd)};
+            vkattn_dtype dt = f16 ? F16 : F32;
+            vkattn_layout layout = bshd ? VKATTN_LAYOUT_BSHD : VKATTN_LAYOUT_BHSD;
+            int64_t qs[4] = {B, H, TQ, D}, ks[4] = {B, 1, TK, D}, vs[4] = {B, 1, TK, DV},
+                    os[4] = {B, H, TQ, DV};
+            if (bshd) /* (B, T, heads, D) */
+                qs[1] = TQ, qs[2] = H, ks[1] = vs[1] = TK, ks[2] = vs[2] = 1, os[1] = TQ, os[2] = H;
+            pair q = pair_random(env, dt, 4, qs, &r, -1, 1);
+            pair k = pair_random(env, dt, 4, ks, &r, -1, 1);
+            pair v = pair_random(env, dt, 4, vs, &r, -1, 1);
+            pair o = pair_output(env, 4, os);
+            for (int b = 0; b < B; b++)
+                for (int j = NAN_KEY; j < TK; j++) { /* one kv head: its row is (b, j) either way */
+                    if (j != NAN_KEY && j < lens[b])
+                        continue;
+                    for (int d = 0; d < D; d++)
+                        k.host[((size_t)b * TK + (size_t)j) * D + (size_t)d] = NAN;
+                    for (int d = 0; d < DV; d++)
+                        v.host[((size_t)b * TK + (size_t)j) * DV + (size_t)d] = NAN;
+                }
+            pair *inputs[2] = {&k, &v};
+            for (int i = 0; i < 2; i++) {
+                assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
+                assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
+            }
+            int64_t two = B;
+            i32_pair kv = i32_pair_make(env, 1, &two, lens);
+            vkattn_attention_desc d = {.layout = layout, .causal = true, .kv_len = kv.cpu};
+            assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+            d.kv_len = kv.gpu;
+            for (int i = 0; i < NPATHS(paths); i++) {
+                bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
+                if (coopmat && !f16)
+                    continue; /* f16 only */
+                char name[128], pn[64];
+                snprintf(name, sizeof name, "NaN keys, causal, D=35 Dv=7%s%s (%s)",
+                         f16 ? ", f16" : "", bshd ? ", bshd" : "",
+                         path_name(&paths[i], pn, sizeof pn));
+                assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
+                d.path = paths[i].path;
+                d.fused_variant = paths[i].variant;
+                d.kv_splits = paths[i].kv_splits;
+                vkattn_status st = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+                if (st != VKATTN_OK)
+                    fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+                expect_close(name, &o, coopmat ? 1e-3 + 1e-5 : 1e-5, 0.0, NULL);
+            }
+            pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
+            i32_pair_destroy(&kv);
+        }
+}
+
 /* A key a row sees whose weight underflows to exactly 0 in f32 (its score 144
  * below the row's best) still multiplies its V row, as IEEE arithmetic has it:
  * a NaN there makes the row's output NaN on every path, as on the CPU reference
@@ -749,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_masked_nan_keys),
         cmocka_unit_test(test_underflowed_weights),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);

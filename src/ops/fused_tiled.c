@@ -94,7 +94,8 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
                            rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1);
     plan->rows_per_workgroup = br * plan->tm;
     plan->workgroup = br * plan->tpr;
-    uint64_t tile_bytes_per_key = 4 * (uint64_t)(d->D + d->Dv);
+    /* K and V rows in shared memory as vec4s (zeros past D and Dv). */
+    uint64_t tile_bytes_per_key = 16 * (div_up((uint64_t)d->D, 4) + div_up((uint64_t)d->Dv, 4));
     uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
     uint64_t max_tile = info->type == VKATTN_DEVICE_TYPE_CPU ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
     bc = bc > max_tile ? max_tile : bc / 4 * 4;
@@ -120,9 +121,10 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     plan->vec4 = d->Dv % 4 == 0;
     plan->target_workgroups = TILED_TARGET_WORKGROUPS;
     if (info->type == VKATTN_DEVICE_TYPE_CPU) {
-        /* Per tile, each invocation loads its share of K and V (the loops over
-         * the tile's keys and its dimensions are unrolled). */
-        uint64_t per_tile = div_up((uint64_t)plan->bc * (uint64_t)(d->D + d->Dv), plan->workgroup) + 8;
+        /* Per tile, each invocation loads its share of K and V, four elements
+         * at a time (the loops over the tile's keys and its dimensions are
+         * unrolled). */
+        uint64_t per_tile = div_up((uint64_t)plan->bc * (tile_bytes_per_key / 16), plan->workgroup) + 8;
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * plan->bc);
     }
     return true;
