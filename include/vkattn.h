@@ -438,8 +438,8 @@ typedef struct vkattn_tensor_desc {
 
 /* Creates a dense row-major tensor in the context's memory (device memory,
  * mapped or staged as "Memory." at the top says; host memory on the CPU
- * backend). Its content is undefined until written. Statuses: INVALID_ARGUMENT
- * (NULL, bad dtype),
+ * backend). Its content is undefined until written. On failure `*out` is NULL
+ * (where out is not). Statuses: INVALID_ARGUMENT (NULL, bad dtype),
  * INVALID_SHAPE (ndim outside 1..4, a size < 1), SIZE_OVERFLOW (byte size does
  * not fit in 64 bits or size_t), EXCEEDS_DEVICE_LIMIT (larger than the device's
  * maxStorageBufferRange or allocation limit), OUT_OF_HOST_MEMORY,
@@ -526,7 +526,8 @@ VKATTN_API vkattn_status vkattn_recording_begin(vkattn_context *ctx, VkCommandBu
 /* Stops recording into the application's command buffer; later ops go to the
  * context's own again. `*out` receives the recording, which the application
  * releases once the command buffer has finished executing (or will never run).
- * INVALID_ARGUMENT if no recording is in progress or out is NULL. */
+ * INVALID_ARGUMENT if no recording is in progress or out is NULL; on failure
+ * `*out` is NULL (where out is not). */
 VKATTN_API vkattn_status vkattn_recording_end(vkattn_context *ctx, vkattn_recording **out);
 
 /* Frees what the recorded commands used. Call it after the command buffer has

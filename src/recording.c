@@ -100,6 +100,8 @@ vkattn_status vkattn_recording_begin(vkattn_context *ctx, VkCommandBuffer comman
 
 vkattn_status vkattn_recording_end(vkattn_context *ctx, vkattn_recording **out)
 {
+    if (out)
+        *out = NULL;
     if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
     if (!out)

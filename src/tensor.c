@@ -79,11 +79,12 @@ static vkattn_status vk_tensor_alloc(vkattn_tensor *t)
 vkattn_status vkattn_tensor_create(vkattn_context *ctx, const vkattn_tensor_desc *desc,
                                    vkattn_tensor **out)
 {
+    if (out)
+        *out = NULL;
     if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
     if (!desc || !out)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "tensor_create: desc or out is NULL");
-    *out = NULL;
     size_t count = 0, bytes = 0;
     vkattn_status s = validate_desc(ctx, desc, &count, &bytes);
     if (s != VKATTN_OK)

@@ -75,8 +75,16 @@ static vkattn_status check_tensors(vkattn_context *ctx, const vkattn_attention_d
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "attention: layout %d, path %d or fused_variant %d is not a valid value",
                         (int)d->layout, (int)d->path, (int)d->fused_variant);
-    if (o == q || o == k || o == v)
-        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "attention: O must not alias Q, K or V");
+    const vkattn_tensor *inputs[] = {q, k, v};
+    const char *input_names[] = {"Q", "K", "V"};
+    for (size_t i = 0; i < 3; i++)
+        if (o == inputs[i])
+            return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "attention: O must not alias %s",
+                            input_names[i]);
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+        if (o == optional[i])
+            return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "attention: O must not alias %s",
+                            optional_names[i]);
     if ((s = check_float_input(ctx, q, "attention", "Q")) ||
         (s = check_float_input(ctx, k, "attention", "K")) ||
         (s = check_float_input(ctx, v, "attention", "V")) ||

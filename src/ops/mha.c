@@ -28,7 +28,8 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "mha: scale is %g, must be positive and finite (0: 1/sqrt(Dh))",
                         (double)d->scale);
-    if (y == x || y == w_qkv || y == b_qkv || y == w_out || y == b_out)
+    if (y == x || y == w_qkv || y == b_qkv || y == w_out || y == b_out || y == d->sinks ||
+        y == d->alibi_slopes)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: Y must not alias an input");
     if ((s = check_float_input(ctx, x, "mha", "X")) ||
         (s = check_float_input(ctx, w_qkv, "mha", "W_qkv")) ||
