@@ -740,8 +740,10 @@ typedef struct vkattn_attention_desc {
  * aliasing, bad enum, scale not positive and finite, q_offset out of range, a
  * window side below -1, softcap not positive and finite, the sequence values
  * above, a missing kv_len with a block table),
- * INVALID_SHAPE (not 4-D), SHAPE_MISMATCH (with both shapes in the message),
- * UNSUPPORTED (dtypes; FUSED or a fused variant forced where it cannot run),
+ * INVALID_SHAPE (not 4-D), SHAPE_MISMATCH (with both shapes in the message;
+ * also a kv_len, sinks, slopes, sequence or block table of the wrong dtype,
+ * which each states with its shape), UNSUPPORTED (Q, K, V, O or the mask of a
+ * dtype it cannot be; FUSED or a fused variant forced where it cannot run),
  * EXCEEDS_DEVICE_LIMIT, OUT_OF_DEVICE_MEMORY, OUT_OF_HOST_MEMORY. */
 VKATTN_API vkattn_status vkattn_attention(vkattn_context *ctx, const vkattn_attention_desc *desc,
                                           const vkattn_tensor *q, const vkattn_tensor *k,
