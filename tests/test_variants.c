@@ -582,6 +582,31 @@ static void test_variant_errors(void **state)
  * gives NaN and Inf at the same places on every path as on the CPU reference, so
  * a key a row may not see never touches it. In f16 the (emulated) coopmat kernel
  * runs too; it takes no window, so only without one. */
+/* Runs the call on each GPU path (the coopmat kernel only with f16 inputs)
+ * against O's reference, already in o's host side: NaN and Inf must fall where
+ * the reference has them. `what` names the case. */
+static void expect_paths(test_env *env, const var_path *paths, int path_count,
+                         vkattn_attention_desc d, const pair *q, const pair *k, const pair *v,
+                         pair *o, bool f16, const char *what)
+{
+    for (int i = 0; i < path_count; i++) {
+        bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
+        if (coopmat && !f16)
+            continue; /* f16 only */
+        char name[192], pn[64];
+        snprintf(name, sizeof name, "%s (%s)", what, path_name(&paths[i], pn, sizeof pn));
+        assert_int_equal(vkattn_tensor_upload(o->gpu, o->host, F32), VKATTN_OK);
+        d.path = paths[i].path;
+        d.fused_variant = paths[i].variant;
+        d.kv_splits = paths[i].kv_splits;
+        vkattn_status s = vkattn_attention(env->gpu, &d, q->gpu, k->gpu, v->gpu, o->gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+        /* the coopmat kernels round P to f16 (see test_attention.c) */
+        expect_close(name, o, coopmat ? 1e-3 + 1e-5 : 1e-5, 0.0, NULL);
+    }
+}
+
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count);
 
 static void test_nonfinite(void **state)
@@ -648,25 +673,11 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu),
                                      VKATTN_OK);
                     d.kv_len = kv.gpu;
-                    for (int i = 0; i < path_count; i++) {
-                        bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
-                        if (coopmat && !f16)
-                            continue; /* f16 only */
-                        char name[160], pn[64];
-                        snprintf(name, sizeof name, "%s in %c at row %lld%s%s (%s)",
-                                 vi ? "Inf" : "NaN", "QKV"[which], (long long)row,
-                                 windowed ? ", window 4" : "", f16 ? ", f16" : "",
-                                 path_name(&paths[i], pn, sizeof pn));
-                        assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
-                        d.path = paths[i].path;
-                        d.fused_variant = paths[i].variant;
-                        d.kv_splits = paths[i].kv_splits;
-                        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-                        if (s != VKATTN_OK)
-                            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
-                        /* the coopmat kernels round P to f16 (see test_attention.c) */
-                        expect_close(name, &o, coopmat ? 1e-3 + 1e-5 : 1e-5, 0.0, NULL);
-                    }
+                    char what[96];
+                    snprintf(what, sizeof what, "%s in %c at row %lld%s%s", vi ? "Inf" : "NaN",
+                             "QKV"[which], (long long)row, windowed ? ", window 4" : "",
+                             f16 ? ", f16" : "");
+                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, f16, what);
                     pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
                     i32_pair_destroy(&kv);
                 }
@@ -727,23 +738,10 @@ static void test_masked_nan_keys(void **state)
             vkattn_attention_desc d = {.layout = layout, .causal = true, .kv_len = kv.cpu};
             assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
             d.kv_len = kv.gpu;
-            for (int i = 0; i < NPATHS(paths); i++) {
-                bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
-                if (coopmat && !f16)
-                    continue; /* f16 only */
-                char name[128], pn[64];
-                snprintf(name, sizeof name, "NaN keys, causal, D=35 Dv=7%s%s (%s)",
-                         f16 ? ", f16" : "", bshd ? ", bshd" : "",
-                         path_name(&paths[i], pn, sizeof pn));
-                assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
-                d.path = paths[i].path;
-                d.fused_variant = paths[i].variant;
-                d.kv_splits = paths[i].kv_splits;
-                vkattn_status st = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-                if (st != VKATTN_OK)
-                    fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
-                expect_close(name, &o, coopmat ? 1e-3 + 1e-5 : 1e-5, 0.0, NULL);
-            }
+            char what[96];
+            snprintf(what, sizeof what, "NaN keys, causal, D=35 Dv=7%s%s", f16 ? ", f16" : "",
+                     bshd ? ", bshd" : "");
+            expect_paths(env, paths, NPATHS(paths), d, &q, &k, &v, &o, f16, what);
             pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
             i32_pair_destroy(&kv);
         }
