@@ -153,6 +153,17 @@ twin *twin_build(fuzz *f, const char *name, const tspec *s);
 /* A tensor of the other context: the twin's two tensors swapped. */
 void make_foreign(twin *t);
 
+/* An argument of a call that is another one's tensor (t[dst] = t[src]). */
+typedef struct slot_alias {
+    int dst, src;
+} slot_alias;
+
+/* The call's tensors t[0..n): each built from its spec (NULL where unused),
+ * then the aliases, the slot passed NULL and the slot from the other context
+ * (-1: none) applied. */
+void build_slots(fuzz *f, twin **t, const char *const *names, const tspec *specs, int n,
+                 const slot_alias *aliases, int alias_count, int null_slot, int foreign_slot);
+
 /* Runs the call on both contexts and checks everything the top of the file
  * lists. `out` is the tensor the call writes (NULL where it is passed NULL);
  * atol and rtol bound the GPU's difference from the CPU where both succeed. */

@@ -639,19 +639,13 @@ void fuzz_attention(fuzz *f)
              p.d.has_q_offset ? "" : "off ", (long long)p.d.q_offset, (int)p.d.path,
              (int)p.d.fused_variant, p.d.kv_splits, p.d.has_window ? "" : "off ",
              p.d.window_left, p.d.window_right, (double)p.d.softcap);
-    for (int slot = 0; slot < ASLOTS; slot++)
-        a.t[slot] = twin_build(f, attn_names[slot], &p.s[slot]);
-    if (p.self) {
-        a.t[AK] = a.t[AV] = a.t[AQ];
-        describe(f, " K=V=Q");
-    }
-    if (p.o_is >= 0) {
-        a.t[AO] = a.t[p.o_is];
-        describe(f, " O=%s", attn_names[p.o_is]);
-    }
-    if (p.null_slot >= 0)
-        a.t[p.null_slot] = NULL;
-    if (p.foreign_slot >= 0)
-        make_foreign(a.t[p.foreign_slot]);
+    slot_alias aliases[3];
+    int alias_count = 0;
+    if (p.self)
+        aliases[alias_count++] = (slot_alias){AK, AQ}, aliases[alias_count++] = (slot_alias){AV, AQ};
+    if (p.o_is >= 0)
+        aliases[alias_count++] = (slot_alias){AO, p.o_is};
+    build_slots(f, a.t, attn_names, p.s, ASLOTS, aliases, alias_count, p.null_slot,
+                p.foreign_slot);
     run_call(f, attn_call, &a, a.t[AO], attn_atol(&p), 0.0);
 }

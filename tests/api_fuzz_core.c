@@ -238,6 +238,21 @@ void make_foreign(twin *t)
     t->t[CPU] = g;
 }
 
+void build_slots(fuzz *f, twin **t, const char *const *names, const tspec *specs, int n,
+                 const slot_alias *aliases, int alias_count, int null_slot, int foreign_slot)
+{
+    for (int slot = 0; slot < n; slot++)
+        t[slot] = twin_build(f, names[slot], &specs[slot]);
+    for (int i = 0; i < alias_count; i++) {
+        t[aliases[i].dst] = t[aliases[i].src];
+        describe(f, " %s=%s", names[aliases[i].dst], names[aliases[i].src]);
+    }
+    if (null_slot >= 0)
+        t[null_slot] = NULL;
+    if (foreign_slot >= 0)
+        make_foreign(t[foreign_slot]);
+}
+
 /* ------------------------------------------------------------ the checks -- */
 
 

@@ -157,20 +157,13 @@ void fuzz_matmul(fuzz *f)
     mm_args a = {.d = p.d, .null_desc = p.null_desc};
     describe(f, " desc%s{transpose_b %d, alpha %g, variant %d}", p.null_desc ? "=NULL " : "",
              p.d.transpose_b, (double)p.d.alpha, (int)p.d.variant);
-    for (int slot = 0; slot < MSLOTS; slot++)
-        a.t[slot] = twin_build(f, mm_names[slot], &p.s[slot]);
-    if (p.a_is_b) {
-        a.t[MB] = a.t[MA];
-        describe(f, " B=A");
-    }
-    if (p.c_is >= 0) {
-        a.t[MC] = a.t[p.c_is];
-        describe(f, " C=%s", mm_names[p.c_is]);
-    }
-    if (p.null_slot >= 0)
-        a.t[p.null_slot] = NULL;
-    if (p.foreign_slot >= 0)
-        make_foreign(a.t[p.foreign_slot]);
+    slot_alias aliases[2];
+    int alias_count = 0;
+    if (p.a_is_b)
+        aliases[alias_count++] = (slot_alias){MB, MA};
+    if (p.c_is >= 0)
+        aliases[alias_count++] = (slot_alias){MC, p.c_is};
+    build_slots(f, a.t, mm_names, p.s, MSLOTS, aliases, alias_count, p.null_slot, p.foreign_slot);
     /* test_matmul.c's bound: a few ulps of |alpha| sum |a b| + |bias|, growing
      * like sqrt(K) (|a|, |b|, |bias| <= 1). */
     double alpha = p.d.alpha == 0.0f ? 1.0 : fabs((double)p.d.alpha);
@@ -315,16 +308,8 @@ void fuzz_softmax(fuzz *f)
              (long long)d.q_offset, (int)d.variant);
     if (y_is_x)
         s[SY].used = false;
-    for (int slot = 0; slot < SSLOTS; slot++)
-        a.t[slot] = twin_build(f, sm_names[slot], &s[slot]);
-    if (y_is_x) {
-        a.t[SY] = a.t[SX];
-        describe(f, " Y=X");
-    }
-    if (null_slot >= 0)
-        a.t[null_slot] = NULL;
-    if (foreign_slot >= 0)
-        make_foreign(a.t[foreign_slot]);
+    build_slots(f, a.t, sm_names, s, SSLOTS, &(slot_alias){SY, SX}, y_is_x, null_slot,
+                foreign_slot);
     /* test_softmax.c's bound, for arguments up to |scale * 6| */
     double scale = d.scale == 0.0f || !isfinite(d.scale) ? 1.0 : fabs((double)d.scale);
     run_call(f, sm_call, &a, a.t[SY], 2e-6 * (1.0 + scale * 6.0), 2e-5);
@@ -543,16 +528,8 @@ void fuzz_mha(fuzz *f)
              d.has_window ? "" : "off ", d.window_left, d.window_right, (double)d.softcap);
     if (y_is_x)
         s[HY].used = false;
-    for (int slot = 0; slot < HSLOTS; slot++)
-        a.t[slot] = twin_build(f, mha_names[slot], &s[slot]);
-    if (y_is_x) {
-        a.t[HY] = a.t[HX];
-        describe(f, " Y=X");
-    }
-    if (null_slot >= 0)
-        a.t[null_slot] = NULL;
-    if (foreign_slot >= 0)
-        make_foreign(a.t[foreign_slot]);
+    build_slots(f, a.t, mha_names, s, HSLOTS, &(slot_alias){HY, HX}, y_is_x, null_slot,
+                foreign_slot);
     /* test_mha.c's bound: about 1e-5 of |v| from attention, summed over a row
      * of W_out (|W_out| <= lo), plus the projections' own. */
     double atol = 1e-5 * (1.0 + (double)width * lo) + 1e-6 * (double)C;
