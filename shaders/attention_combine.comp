@@ -10,61 +10,102 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DV = 64;
 layout(constant_id = 2) const bool VEC4 = true;  // DV % 4 == 0: vec4 stores
+// Invocations that share one column's splits (a column: a row's four output
+// values), each walking every SPLIT_LANES-th split; their partial sums meet in
+// shared memory. A decode has few rows and about 128 splits: one invocation
+// walking them all waited for 16 rounds of loads (36 us of the H200's 71 us
+// decode). The host picks it from the split count (attention_fused.c).
+layout(constant_id = 3) const uint SPLIT_LANES = 1;
 // constant_id 15: VARIANTS (attention_variants.glsl)
 
 const uint DV4 = (DV + 3) / 4;
 const uint SPLITS_PER_STEP = 8;
+const uint COLUMNS = gl_WorkGroupSize.x / SPLIT_LANES;
 
 layout(set = 0, binding = 0) readonly buffer Partial32 { float partial32[]; };
 layout(set = 0, binding = 0) readonly buffer Partial4 { vec4 partial4[]; };
 layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };
 layout(set = 0, binding = 3) writeonly buffer O4 { vec4 o4[]; };
 
+shared float lane_m[gl_WorkGroupSize.x];
+shared float lane_l[gl_WorkGroupSize.x];
+shared vec4 lane_o[gl_WorkGroupSize.x];
+
 #include "attention_push.glsl"
 #include "attention_variants.glsl"
+
+// (M, L, acc) += (m, l, o): both relative to their own maxima, -inf where no
+// key was allowed (then l and o are 0). Nothing is skipped: a NaN from the
+// inputs, which max() may not pass on, still reaches acc through its weight.
+void merge(inout float M, inout float L, inout vec4 acc, float m, float l, vec4 o)
+{
+    float top = max(M, m), shift = top == NEG_INF ? 0.0 : top;
+    float a = exp2(M - shift), w = exp2(m - shift);
+    L = L * a + l * w;
+    acc = acc * a + o * w;
+    M = top;
+}
 
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;
-    uint r = gl_GlobalInvocationID.x / DV4, d4 = gl_GlobalInvocationID.x % DV4;
-    if (r >= rows)
-        return;
+    uint lane = gl_LocalInvocationID.x / COLUMNS;
+    uint column = gl_WorkGroupID.x * COLUMNS + gl_LocalInvocationID.x % COLUMNS;
+    uint r = column / DV4, d4 = column % DV4;
+    if (gl_WorkGroupID.x * COLUMNS >= rows * DV4)
+        return; // the whole workgroup: no barrier is left waiting
+    bool stores = r < rows;
+    uint row = min(r, rows - 1); // lanes past the last row read it and store nothing
     uint problem = b * p.Hkv + g;
 
-    // Splits are read SPLITS_PER_STEP at a time, each step's loads issued
-    // before any is used: one invocation walks every split of its row, and a
-    // loop that waited for each load in turn would pay a memory latency per
-    // split on a GPU (a decode has about 128). Past the last split the last
-    // record is read again (in range) and left out.
-    float M = NEG_INF;
-    for (uint s0 = 0; s0 < p.splits; s0 += SPLITS_PER_STEP) {
-        float m[SPLITS_PER_STEP];
-        for (uint u = 0; u < SPLITS_PER_STEP; u++)
-            m[u] = partial32[p.ml_offset + 2 * partial_record(problem, min(s0 + u, p.splits - 1), r)];
-        for (uint u = 0; u < SPLITS_PER_STEP; u++)
-            M = max(M, m[u]);
-    }
-    float shift = M == NEG_INF ? 0.0 : M;
-    float L = 0.0;
+    // This lane's splits, SPLITS_PER_STEP at a time, each step's loads issued
+    // before any is used, so that a lane waits for one memory latency a step,
+    // not one a split. Past the last split the last record is read again (in
+    // range) and left out.
+    float M = NEG_INF, L = 0.0;
     vec4 acc = vec4(0.0);
-    for (uint s0 = 0; s0 < p.splits; s0 += SPLITS_PER_STEP) {
+    for (uint s0 = lane; s0 < p.splits; s0 += SPLITS_PER_STEP * SPLIT_LANES) {
         vec2 ml[SPLITS_PER_STEP];
         vec4 o[SPLITS_PER_STEP];
         for (uint u = 0; u < SPLITS_PER_STEP; u++) {
-            uint record = partial_record(problem, min(s0 + u, p.splits - 1), r);
+            uint record = partial_record(problem, min(s0 + u * SPLIT_LANES, p.splits - 1), row);
             ml[u] = vec2(partial32[p.ml_offset + 2 * record], partial32[p.ml_offset + 2 * record + 1]);
             o[u] = partial4[record * DV4 + d4];
         }
+        float top = M;
+        for (uint u = 0; u < SPLITS_PER_STEP; u++)
+            if (s0 + u * SPLIT_LANES < p.splits)
+                top = max(top, ml[u].x);
+        float shift = top == NEG_INF ? 0.0 : top;
+        float a = exp2(M - shift);
+        L *= a;
+        acc *= a;
+        M = top;
         for (uint u = 0; u < SPLITS_PER_STEP; u++) {
-            if (s0 + u < p.splits) {
+            if (s0 + u * SPLIT_LANES < p.splits) {
                 float w = exp2(ml[u].x - shift);
                 L += w * ml[u].y;
                 acc += w * o[u];
             }
         }
     }
+    if (SPLIT_LANES > 1) {
+        lane_m[gl_LocalInvocationID.x] = M;
+        lane_l[gl_LocalInvocationID.x] = L;
+        lane_o[gl_LocalInvocationID.x] = acc;
+        memoryBarrierShared();
+        barrier();
+        if (lane != 0)
+            return;
+        for (uint k = 1; k < SPLIT_LANES; k++) {
+            uint j = k * COLUMNS + gl_LocalInvocationID.x;
+            merge(M, L, acc, lane_m[j], lane_l[j], lane_o[j]);
+        }
+    }
+    if (!stores)
+        return;
     uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
     vec4 v = acc * output_scale(M, L, h);
     uint base = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;

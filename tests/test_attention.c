@@ -236,6 +236,9 @@ static void test_decode(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 7},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 64},
+        /* Up to 300 splits: the combine pass then has 16 invocations share
+         * a row's splits, several steps of 8 each (64: 8 of one step). */
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 300},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 0},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 5},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 0},

@@ -46,7 +46,9 @@ static const var_path all_paths[] = {
     {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
     {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
-    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 3},
+    /* Up to 40 splits: where keys are that many, the combine pass has
+     * several invocations share a row's splits (sinks, empty rows). */
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 40},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},

@@ -27,12 +27,17 @@ typedef struct attention_push {
 _Static_assert(sizeof(attention_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum combine_spec { /* constant_id values in attention_combine.comp */
-    AC_SPEC_WORKGROUP = 0, AC_SPEC_DV, AC_SPEC_VEC4
+    AC_SPEC_WORKGROUP = 0, AC_SPEC_DV, AC_SPEC_VEC4, AC_SPEC_SPLIT_LANES
 };
 
 /* No split gets fewer keys than this. */
 #define MIN_KEYS_PER_SPLIT 64
 #define COMBINE_WORKGROUP 64
+/* The combine pass gives each invocation about this many of a row's splits
+ * (the loads one invocation issues at once), with up to COMBINE_MAX_LANES
+ * invocations sharing a row's output columns. */
+#define COMBINE_SPLITS_PER_LANE 8
+#define COMBINE_MAX_LANES 16
 
 /* Every fused kernel. Each row's file says what it needs and what it is good at. */
 static const fused_variant_row *const fused_variants[] = {
@@ -271,17 +276,23 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
     if (s != VKATTN_OK || !split)
         return s;
 
+    /* Lanes that share a row's splits: a decode's 128 splits get 16 lanes of
+     * 8, a prefill's few splits one lane, as many columns a workgroup. */
+    uint32_t lanes = 1;
+    while (lanes < COMBINE_MAX_LANES && 2 * lanes * COMBINE_SPLITS_PER_LANE <= plan.splits)
+        lanes *= 2;
+    uint32_t workgroup = COMBINE_WORKGROUP > 16 * lanes ? COMBINE_WORKGROUP : 16 * lanes;
     vk_dispatch combine = {
         .key = {.shader = SHADER_ATTENTION_COMBINE,
                 .spec_count = ATTENTION_SPEC_COUNT,
-                .spec = {[AC_SPEC_WORKGROUP] = COMBINE_WORKGROUP, [AC_SPEC_DV] = (uint32_t)d->Dv,
-                         [AC_SPEC_VEC4] = plan.vec4,
+                .spec = {[AC_SPEC_WORKGROUP] = workgroup, [AC_SPEC_DV] = (uint32_t)d->Dv,
+                         [AC_SPEC_VEC4] = plan.vec4, [AC_SPEC_SPLIT_LANES] = lanes,
                          [ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c)}},
         .bindings = {vk_bind(partial, false), [3] = vk_bind(c->o, true)},
         .binding_count = 11,
         .push = &push,
         .push_bytes = sizeof push,
-        .groups = {div_up(rows * dv4, COMBINE_WORKGROUP), (uint32_t)d->Hkv, (uint32_t)d->B},
+        .groups = {div_up(rows * dv4, workgroup / lanes), (uint32_t)d->Hkv, (uint32_t)d->B},
     };
     memcpy(&combine.bindings[4], variant_bindings, sizeof variant_bindings);
     return vk_cmd_dispatch(ctx, &combine);

@@ -19,10 +19,11 @@ static const struct {
     int revision;
     const char *where; /* the device, driver and date of that run */
 } coopmat_verified[] = {
-    /* Revision 1 (tiles of Q, O, S and P in shared memory, five barriers per
-     * key tile); revision 2 (FlashAttention-2's shape, the variants) has not
-     * yet run on a GPU. */
+    /* Revision 1: tiles of Q, O, S and P in shared memory, five barriers per
+     * key tile. Revision 2: FlashAttention-2's shape, the variants, packed f16
+     * tiles, two stages. */
     {0x10de, 1, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
+    {0x10de, 2, "NVIDIA H200, driver 580.159.04, 2026-11-26 (bench/results/nvidia-h200)"},
 };
 
 bool coopmat_attention_default(const vkattn_context *ctx)

@@ -183,15 +183,27 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         }
         subgroups = (uint32_t)row_blocks;
     }
-    plan->stages = fused_tuned(ctx, self, KNOB_STAGES, 1);
+    /* Two stages on GPUs (the H200's f16 causal prefill at D=128: 5.22 ms with
+     * one, 3.89 with two; bench/results/nvidia-h200); where their registers do
+     * not fit, one stage before fewer subgroups (two subgroups took 2.4x as
+     * long there). The emulated build keeps one unless tuned: nothing to hide
+     * on lavapipe, whose compile of GPU-sized tiles with two stages takes
+     * minutes (test_coopmat_two_stages runs two on small tiles). */
+    uint32_t tuned_stages = fused_tuned(ctx, self, KNOB_STAGES, 0);
+    plan->stages = tuned_stages ? tuned_stages : emulated ? 1 : 2;
     while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp,
-                                     plan->stages, emulated)) &&
-           subgroups > 1 && !tuned_subgroups)
-        subgroups--;
+                                     plan->stages, emulated))) {
+        if (plan->stages > 1 && !tuned_stages)
+            plan->stages = 1;
+        else if (subgroups > 1 && !tuned_subgroups)
+            subgroups--;
+        else
+            break;
+    }
     uint32_t br = subgroups * s.m;
     if (!plan->bc) {
         char setting[80] = "";
-        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || plan->stages > 1)
+        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1)
             snprintf(setting, sizeof setting, " (%u subgroups, at most %u keys%s: the tuning)",
                      subgroups, max_tile, plan->stages > 1 ? ", two stages" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "

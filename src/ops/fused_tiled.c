@@ -16,12 +16,14 @@ enum tiled_spec { /* constant_id values in attention_tiled.comp */
 };
 
 /* About this many invocations per workgroup, at most this many keys per tile
- * (the per-invocation score registers). On CPU devices, where it runs only when
- * forced (tests), tiles are small: lavapipe lowers barriers to LLVM coroutines,
- * whose frame building takes seconds for 32-key tiles (5.7 s for D=64 against
- * 0.7 s with 8). */
+ * (the per-invocation score registers: with two rows an invocation, 32 keys
+ * took NVIDIA's 255 registers at D=128 and 16 ran 1.54x as fast, the H200's
+ * f32 causal prefill 22.3 -> 14.5 ms; bench/results/nvidia-h200). On CPU
+ * devices, where it runs only when forced (tests), tiles are small: lavapipe
+ * lowers barriers to LLVM coroutines, whose frame building takes seconds for
+ * 32-key tiles (5.7 s for D=64 against 0.7 s with 8). */
 #define TILED_WORKGROUP 128
-#define TILED_MAX_TILE 32
+#define TILED_MAX_TILE 16
 #define TILED_MAX_TILE_CPU 8
 /* Query rows per invocation where there are rows enough (prefill): each K and V
  * element read from shared memory then serves two rows, halving the shared
