@@ -77,7 +77,8 @@
 // The emulated build keeps both kinds in shared memory, a set per subgroup.
 // Accumulator element e belongs to lane e % gl_SubgroupSize in every operation,
 // so accumulators need no synchronisation among themselves; an A operand's
-// rows are read by every lane, so A_LOAD ends with subgroup_shared_sync(). Not
+// rows are read by every lane, so A_LOAD begins and ends with
+// subgroup_shared_sync(). Not
 // in private arrays: lavapipe keeps those in the coroutine frame of every
 // barrier, and building such frames took it minutes per pipeline.
 // Loops over a matrix array: unrolled on the matrix units, so that the
@@ -92,6 +93,17 @@
 
 const uint PACK = 8;    // halves per element of a packed f16 array (uvec4)
 #define PACKED_HALF(T, I) float16_t(unpackHalf2x16((T)[(I) / PACK][(I) / 2u % 4u] >> 16u * ((I) % 2u)).x)
+
+// Gathers COUNT (at most PACK) halves of the 16-bit buffer BUF from element
+// FIRST into the zeroed uvec4 WORDS, bits unchanged: rows that are not
+// 8-element aligned, or shorter.
+#define GATHER_HALVES(WORDS, BUF, FIRST, COUNT)                                                 \
+    [[unroll]] for (uint h_ = 0; h_ < PACK; h_++)                                                \
+        if (h_ < (COUNT)) {                                                                      \
+            uint index_ = (FIRST) + h_;                                                          \
+            uint bits_ = BUF[index_ >> 1] >> (16u * (index_ & 1u)) & 0xffffu;                    \
+            WORDS[h_ / 2u] |= bits_ << (16u * (h_ & 1u));                                        \
+        }
 
 void subgroup_shared_sync()
 {
@@ -110,6 +122,7 @@ void subgroup_shared_sync()
 #define ACC_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MN)
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
     {                                                                                           \
+        subgroup_shared_sync(); /* lanes may still be reading the operand it replaces */        \
         for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MK; e_ += gl_SubgroupSize)            \
             NAME[A_BASE_(NAME, I) + e_] = PACKED_HALF(SRC, (OFF) + e_ / MK * (STRIDE) + e_ % MK);\
         subgroup_shared_sync();                                                                 \

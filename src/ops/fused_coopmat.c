@@ -44,14 +44,8 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
  * A guess, not yet measured against spills. */
 #define COOPMAT_MATRIX_REGISTERS 208
 
-static uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
-
-static uint32_t gcd(uint32_t a, uint32_t b) { while (b) { uint32_t t = a % b; a = b, b = t; } return a; }
-static uint32_t lcm(uint32_t a, uint32_t b) { return a / gcd(a, b) * b; }
-
-/* The kernel's f16 tiles are packed, 8 halves (16 bytes) to an element: head
- * sizes are padded to whole elements and tiles hold whole elements of keys. */
-#define COOPMAT_PACK 8
+/* The kernel's f16 tiles are packed (COOPMAT_PACK, ops_common.h): head sizes
+ * are padded to whole elements and tiles hold whole elements of keys. */
 
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
  * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag. */

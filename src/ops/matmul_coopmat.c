@@ -12,14 +12,19 @@
 
 enum matmul_coopmat_spec { /* constant_id values in matmul_coopmat.comp */
     MC_SPEC_WORKGROUP = 0, MC_SPEC_BM, MC_SPEC_BN, MC_SPEC_BK, MC_SPEC_TRANSPOSE_B,
-    MC_SPEC_HAS_BIAS, MC_SPEC_BIAS_DTYPE, MC_SPEC_MM, MC_SPEC_MN, MC_SPEC_MK, MC_SPEC_COUNT
+    MC_SPEC_HAS_BIAS, MC_SPEC_BIAS_DTYPE, MC_SPEC_MM, MC_SPEC_MN, MC_SPEC_MK,
+    MC_SPEC_A_ALIGNED8, MC_SPEC_B_ALIGNED8, MC_SPEC_SUBGROUPS, MC_SPEC_COUNT
 };
 
-/* A 64x64 block in 32-wide K slabs on GPUs (24 KiB of shared memory); 32x32 in
- * 16-wide slabs on CPU devices (the emulated build in tests). */
+/* GPUs: 4 subgroups of MM rows each by 128 columns (8 accumulators of 16x16
+ * in registers a subgroup), K in 32-wide slabs. CPU devices (the emulated
+ * build, in tests): 2 subgroups by 32 columns, 16-wide slabs. */
 #define COOPMAT_SUBGROUPS 4
-
-static uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
+#define COOPMAT_BLOCK_N 128
+#define COOPMAT_SLAB_K 32
+#define COOPMAT_SUBGROUPS_CPU 2
+#define COOPMAT_BLOCK_N_CPU 32
+#define COOPMAT_SLAB_K_CPU 16
 
 bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
 {
@@ -40,7 +45,6 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                         "matmul: %s cannot skip masked elements of A (the matrix units "
                         "multiply whole blocks)", name);
     coopmat_shape shape;
-    uint32_t sg = info->subgroup_size ? info->subgroup_size : 1, required_size = 0;
     if (emulated) {
         if (!ctx->vk.enabled.float16)
             return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs shaderFloat16, which "
@@ -48,42 +52,62 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
         if (!coopmat_emulated_shape(&shape))
             return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                             "matmul: VKATTN_COOPMAT_EMULATED_SHAPE is not MxNxK with sizes 1..64");
-    } else {
-        if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &shape))
-            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
-                            "VK_NV_cooperative_matrix with an f16 x f16 -> f32 subgroup shape, "
-                            "which %s lacks or the application did not enable", name, info->name);
-        bool required;
-        sg = kernel_subgroup_size(ctx, &required);
-        /* A matrix operation needs every lane of its subgroup active, which
-         * only full subgroups promise. */
-        if (!required)
-            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs full subgroups of "
-                            "a required size (subgroupSizeControl and computeFullSubgroups), "
-                            "which %s lacks or the application did not enable", name,
-                            info->name);
-        required_size = sg;
+    } else if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &shape)) {
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
+                        "VK_NV_cooperative_matrix with an f16 x f16 -> f32 subgroup shape, "
+                        "which %s lacks or the application did not enable", name, info->name);
     }
+    /* Each subgroup owns MM rows of the block (gl_SubgroupID), so the
+     * pipeline's subgroup size must be the one counted here; and a matrix
+     * operation needs every lane of its subgroup active, which only full
+     * subgroups of a required size promise. */
+    bool required;
+    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    const device_caps *caps = &ctx->vk.enabled;
+    if (sg == 0 || (emulated ? !required && caps->subgroup_min != caps->subgroup_max : !required))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs one subgroup size for "
+                        "the pipeline (%s: full subgroups of a required size), which %s cannot "
+                        "give", name, emulated ? "one the device always uses, or" : "with",
+                        info->name);
+    /* The real kernel's matrix loads start on a whole packed element. */
+    if (!emulated && (shape.k % COOPMAT_PACK || shape.n % COOPMAT_PACK))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: the device's %ux%ux%u "
+                        "matrices; the kernel loads tiles %d halves at a time, so N and K must "
+                        "be multiples of %d", name, shape.m, shape.n, shape.k, COOPMAT_PACK,
+                        COOPMAT_PACK);
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
-    uint32_t bm = round_up(cpu ? 32 : 64, shape.m), bn = round_up(cpu ? 32 : 64, shape.n);
-    uint32_t bk = round_up(cpu ? 16 : 32, shape.k);
-    uint64_t shared = 2ull * (bm * bk + bk * bn) + 4ull * bm * bn;
-    uint32_t wg = COOPMAT_SUBGROUPS * sg;
+    uint32_t subgroups = cpu ? COOPMAT_SUBGROUPS_CPU : COOPMAT_SUBGROUPS;
+    uint32_t bm = subgroups * shape.m;
+    uint32_t bn = round_up(cpu ? COOPMAT_BLOCK_N_CPU : COOPMAT_BLOCK_N, lcm(shape.n, COOPMAT_PACK));
+    uint32_t bk = round_up(cpu ? COOPMAT_SLAB_K_CPU : COOPMAT_SLAB_K, lcm(shape.k, COOPMAT_PACK));
+    /* Packed slabs with rows padded by one element, one accumulator per
+     * subgroup on its way out; the emulated build's matrices besides. */
+    uint64_t b_rows = c->transpose_b ? bn : bk, b_width = c->transpose_b ? bk : bn;
+    uint64_t shared = 2ull * (bm * (bk + COOPMAT_PACK) + b_rows * (b_width + COOPMAT_PACK)) +
+                      4ull * subgroups * shape.m * shape.n +
+                      (emulated ? 2ull * subgroups * shape.m * shape.k + 4ull * bm * bn : 0);
+    uint32_t wg = subgroups * sg;
     if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
                         "matmul: %s: a %ux%u block with %ux%ux%u matrices needs %llu bytes of "
                         "shared memory and %u invocations; %s has %u and %u", name, bm, bn,
                         shape.m, shape.n, shape.k, (unsigned long long)shared, wg, info->name,
                         info->shared_memory_bytes, info->max_workgroup_invocations);
+    /* 16-byte loads where every row of a slab starts on 8 halves. */
+    bool a_aligned8 = c->K % 8 == 0 && c->a_offset % 8 == 0;
+    bool b_aligned8 = (c->transpose_b ? c->K % 8 == 0 : c->N % 8 == 0) && c->b_offset % 8 == 0 &&
+                      (uint64_t)c->N * c->K % 8 == 0;
     vk_dispatch dispatch = {
         .key = {.shader = emulated ? SHADER_MATMUL_COOPMAT_EMULATED : SHADER_MATMUL_COOPMAT,
-                .subgroup_size = required_size,
+                .subgroup_size = required ? sg : 0,
                 .spec_count = MC_SPEC_COUNT,
                 .spec = {[MC_SPEC_WORKGROUP] = wg, [MC_SPEC_BM] = bm, [MC_SPEC_BN] = bn,
                          [MC_SPEC_BK] = bk, [MC_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MC_SPEC_HAS_BIAS] = c->bias != NULL,
                          [MC_SPEC_BIAS_DTYPE] = shader_dtype(c->bias),
-                         [MC_SPEC_MM] = shape.m, [MC_SPEC_MN] = shape.n, [MC_SPEC_MK] = shape.k}},
+                         [MC_SPEC_MM] = shape.m, [MC_SPEC_MN] = shape.n, [MC_SPEC_MK] = shape.k,
+                         [MC_SPEC_A_ALIGNED8] = a_aligned8, [MC_SPEC_B_ALIGNED8] = b_aligned8,
+                         [MC_SPEC_SUBGROUPS] = subgroups}},
         .bindings = {vk_bind(c->a, false), vk_bind(c->b, false), vk_bind(c->bias, false),
                      vk_bind(c->c, true)},
         .binding_count = 4,

@@ -46,6 +46,21 @@ vkattn_status grid_for(vkattn_context *ctx, uint64_t count, const char *op, uint
 uint32_t shader_dtype(const vkattn_tensor *t);
 
 static inline uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+static inline uint32_t round_up(uint32_t v, uint32_t m) { return (v + m - 1) / m * m; }
+static inline uint32_t gcd(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+static inline uint32_t lcm(uint32_t a, uint32_t b) { return a / gcd(a, b) * b; }
+
+/* The coopmat kernels' f16 tiles in shared memory are packed, 8 halves (16
+ * bytes) to an element (coopmat.glsl's PACK), so matrix shapes and tiles are
+ * counted in whole elements. */
+#define COOPMAT_PACK 8
 
 /* A soft-capping value in the kernels' exp2 domain (softcap * log2 e), held at
  * FLT_MAX where that overflows: the kernels' soft_cap then leaves scores as
