@@ -115,6 +115,7 @@ typedef struct bench_cli {
     bench_path path;
     bool full;
     bool gpu;                   /* --gpu: the GPU sweep instead of --quick/--full */
+    bool warmup_ms_given;       /* --warmup-ms: not the device type's default */
     bool causal;
     bool has_q_offset;
     int64_t q_offset;
@@ -203,8 +204,12 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
 /* Up to three blocks of at most BENCH_BLOCK_ROWS contiguous rows out of `rows`
  * (start, middle, end), or one block of all rows when that is no more. */
 #define BENCH_BLOCK_ROWS 16
-/* Untimed runs of a case on a GPU, in wall time, before its timed runs. */
+/* Untimed runs of a case on a GPU, in wall time, before its timed runs, in
+ * submissions of about BENCH_WARMUP_BATCH_MS of GPU work (at most
+ * BENCH_WARMUP_MAX_BATCH runs each). */
 #define BENCH_GPU_WARMUP_MS 200.0
+#define BENCH_WARMUP_BATCH_MS 10.0
+#define BENCH_WARMUP_MAX_BATCH 64
 typedef struct bench_blocks {
     int64_t first[3], count[3];
     int n;

@@ -37,6 +37,9 @@ static void usage(FILE *f)
         "                       case's timed runs take about 1.5 s (--full: 4 s), at least 2;\n"
         "                       exactly N when given)\n"
         "  --warmup N           untimed runs first, >= 1: the first run compiles (default 1)\n"
+        "  --warmup-ms MS       then more untimed runs, batched into one submission each,\n"
+        "                       until MS milliseconds have passed: a GPU leaves its idle\n"
+        "                       clocks only under load (default 200 on GPUs, 0 on CPUs)\n"
         "  --backend B          auto|vulkan|cpu (default auto)\n"
         "  --device N|NAME      device index or name substring\n"
         "  --quick              the default sweep (under a minute on lavapipe)\n"
@@ -171,6 +174,11 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         if (!parse_int(v, 1, 1000000, &n))
             return bad("--warmup takes a count >= 1 (the first run compiles), not '%s'", v);
         c->opt.warmup = (int)n;
+    } else if (!strcmp(a, "--warmup-ms")) {
+        if (!parse_int(v, 0, 60000, &n))
+            return bad("--warmup-ms takes milliseconds from 0 to 60000, not '%s'", v);
+        c->opt.warmup_ms = (double)n;
+        c->warmup_ms_given = true;
     } else if (!strcmp(a, "--q-offset")) {
         if (!parse_int(v, -(1ll << 31), 1ll << 31, &n))
             return bad("--q-offset takes an integer, not '%s'", v);

@@ -90,7 +90,8 @@ int main(int argc, char **argv)
     vkattn_context_info(env.main, &main_info);
     vkattn_context_info(env.cpu, &cpu_info);
     /* A CPU device runs at its clock from the first run. */
-    env.opt.warmup_ms = main_info.type == VKATTN_DEVICE_TYPE_CPU ? 0.0 : BENCH_GPU_WARMUP_MS;
+    if (!cli.warmup_ms_given)
+        env.opt.warmup_ms = main_info.type == VKATTN_DEVICE_TYPE_CPU ? 0.0 : BENCH_GPU_WARMUP_MS;
 
     bench_report rep = {
         .main_info = &main_info, .cpu_info = &cpu_info,
