@@ -207,7 +207,7 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
 /* Untimed runs of a case on a GPU, in wall time, before its timed runs, in
  * submissions of about BENCH_WARMUP_BATCH_MS of GPU work (at most
  * BENCH_WARMUP_MAX_BATCH runs each). */
-#define BENCH_GPU_WARMUP_MS 200.0
+#define BENCH_GPU_WARMUP_MS 500.0
 #define BENCH_WARMUP_BATCH_MS 10.0
 #define BENCH_WARMUP_MAX_BATCH 64
 typedef struct bench_blocks {

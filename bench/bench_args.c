@@ -39,7 +39,7 @@ static void usage(FILE *f)
         "  --warmup N           untimed runs first, >= 1: the first run compiles (default 1)\n"
         "  --warmup-ms MS       then more untimed runs, batched into one submission each,\n"
         "                       until MS milliseconds have passed: a GPU leaves its idle\n"
-        "                       clocks only under load (default 200 on GPUs, 0 on CPUs)\n"
+        "                       clocks only under load (default 500 on GPUs, 0 on CPUs)\n"
         "  --backend B          auto|vulkan|cpu (default auto)\n"
         "  --device N|NAME      device index or name substring\n"
         "  --quick              the default sweep (under a minute on lavapipe)\n"
@@ -90,7 +90,7 @@ static void usage(FILE *f)
         "blocks of 16 rows at the start, middle and end).\n");
     fprintf(f,
         "The first run of each pipeline (warm-up) compiles shaders and is never timed;\n"
-        "on a GPU untimed runs go on for 200 ms more, so that its clocks leave idle;\n"
+        "on a GPU untimed runs go on for 500 ms more, so that its clocks leave idle;\n"
         "for a cold start, disable both caches: MESA_SHADER_CACHE_DISABLE=true\n"
         "VKATTN_PIPELINE_CACHE=0.\n"
         "Exit status: 0 all cases ran and verified, 1 a case failed or errored, 2 usage.\n");

@@ -84,8 +84,10 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
      * after seconds of CPU verification would time the ramp. */
     /* The warm-up past the first run records several runs into one
      * submission: one run a submission left a 40 us decode's GPU idle between
-     * the host's round trips, and the H200 still timed 0.30 ms for a decode
-     * that takes 0.07 warm (bench/results/nvidia-h200). */
+     * the host's round trips, and the H200 timed 0.30 ms for a decode that
+     * takes 0.07 warm (bench/results/nvidia-h200/first-check). With 200 ms of
+     * batches it still timed 0.11 against 0.04 in the profile run that
+     * followed, so 500 ms now (not yet run on a GPU). */
     int warmup = opt->warmup < 1 ? 1 : opt->warmup, batch = 1;
     double warm_start = 0.0;
     for (int i = 0; i < warmup || (bench_now_s() - warm_start) * 1e3 < opt->warmup_ms; i++) {

@@ -229,6 +229,15 @@ static void test_coopmat_emulated(void **state)
             run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
         }
     }
+    /* Again in the GPU's blocks (4 subgroups, 32-wide slabs of two matrix
+     * steps, several column blocks a subgroup), as wide as fit here. */
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+        mm_case c = fixed_cases[i];
+        c.a_type = c.b_type = VKATTN_DTYPE_F16;
+        run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
+    }
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
     /* The real kernel on the same cases where the device has matrix units (a GPU). */
     if (info.cooperative_matrix)

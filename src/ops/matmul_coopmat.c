@@ -75,17 +75,28 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                         "matrices; the kernel loads tiles %d halves at a time, so N and K must "
                         "be multiples of %d", name, shape.m, shape.n, shape.k, COOPMAT_PACK,
                         COOPMAT_PACK);
-    bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
-    uint32_t subgroups = cpu ? COOPMAT_SUBGROUPS_CPU : COOPMAT_SUBGROUPS;
-    uint32_t bm = subgroups * shape.m;
-    uint32_t bn = round_up(cpu ? COOPMAT_BLOCK_N_CPU : COOPMAT_BLOCK_N, lcm(shape.n, COOPMAT_PACK));
-    uint32_t bk = round_up(cpu ? COOPMAT_SLAB_K_CPU : COOPMAT_SLAB_K, lcm(shape.k, COOPMAT_PACK));
-    /* Packed slabs with rows padded by one element, one accumulator per
-     * subgroup on its way out; the emulated build's matrices besides. */
-    uint64_t b_rows = c->transpose_b ? bn : bk, b_width = c->transpose_b ? bk : bn;
-    uint64_t shared = 2ull * (bm * (bk + COOPMAT_PACK) + b_rows * (b_width + COOPMAT_PACK)) +
-                      4ull * subgroups * shape.m * shape.n +
-                      (emulated ? 2ull * subgroups * shape.m * shape.k + 4ull * bm * bn : 0);
+    /* GPU blocks for the real kernel; small ones for the emulated build
+     * (tests), on any device, unless VKATTN_COOPMAT_EMULATED_TILING=gpu asks
+     * for the GPU's (then as wide as shared memory allows: 48 columns in
+     * lavapipe's 32 KiB, the emulated matrices living there too). */
+    const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
+    bool gpu_tiles = emulated ? tiling && strcmp(tiling, "gpu") == 0
+                              : info->type != VKATTN_DEVICE_TYPE_CPU;
+    uint32_t subgroups = gpu_tiles ? COOPMAT_SUBGROUPS : COOPMAT_SUBGROUPS_CPU;
+    uint32_t bm = subgroups * shape.m, unit = lcm(shape.n, COOPMAT_PACK);
+    uint32_t bk = round_up(gpu_tiles ? COOPMAT_SLAB_K : COOPMAT_SLAB_K_CPU, lcm(shape.k, COOPMAT_PACK));
+    uint32_t bn = round_up(gpu_tiles ? COOPMAT_BLOCK_N : COOPMAT_BLOCK_N_CPU, unit);
+    uint64_t shared;
+    for (;; bn -= unit) {
+        /* Packed slabs with rows padded by one element, one accumulator per
+         * subgroup on its way out; the emulated build's matrices besides. */
+        uint64_t b_rows = c->transpose_b ? bn : bk, b_width = c->transpose_b ? bk : bn;
+        shared = 2ull * (bm * (bk + COOPMAT_PACK) + b_rows * (b_width + COOPMAT_PACK)) +
+                 4ull * subgroups * shape.m * shape.n +
+                 (emulated ? 2ull * subgroups * shape.m * shape.k + 4ull * bm * bn : 0);
+        if (shared <= info->shared_memory_bytes || bn == unit)
+            break;
+    }
     uint32_t wg = subgroups * sg;
     if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
