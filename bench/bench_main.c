@@ -100,7 +100,7 @@ int main(int argc, char **argv)
     };
     char how[256];
     rep.peak_gflops = bench_peak_gflops(&main_info, how, sizeof how);
-    bench_print_device(rep.table, &main_info, rep.peak_gflops, how, &cli.opt);
+    bench_print_device(rep.table, &main_info, rep.peak_gflops, how, &env.opt);
     const char *tuning = cli.tuning ? cli.tuning : getenv("VKATTN_TUNE");
     if (tuning && main_info.backend != VKATTN_BACKEND_CPU)
         fprintf(rep.table, "tuning:   %s (%s; warnings above name entries ignored)\n", tuning,

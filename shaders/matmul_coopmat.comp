@@ -127,7 +127,7 @@ void main()
     // Each accumulator through this subgroup's c_block: alpha, the bias, and
     // the edges of C.
     uint c_base = p.c_offset + batch * p.c_batch_stride;
-    for (uint j = 0; j < COLUMN_BLOCKS; j++) {
+    MATRIX_UNROLL for (uint j = 0; j < COLUMN_BLOCKS; j++) {
         ACC_STORE(acc, j, c_block, sg * MM * MN, MN);
         subgroup_shared_sync();
         for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += gl_SubgroupSize) {

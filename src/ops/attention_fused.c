@@ -39,6 +39,28 @@ enum combine_spec { /* constant_id values in attention_combine.comp */
 #define COMBINE_SPLITS_PER_LANE 8
 #define COMBINE_MAX_LANES 16
 
+/* The combine pass's layout for `splits` splits of `columns` output columns
+ * (a row's four values each): lanes that share a column's splits (a decode's
+ * 128 splits get 16 lanes of 8, a prefill's few one lane), its workgroup
+ * within the device's limit, and the grid's x. */
+typedef struct combine_layout {
+    uint32_t lanes, workgroup;
+    uint64_t groups_x;
+} combine_layout;
+
+static combine_layout combine_layout_for(const vkattn_context *ctx, uint32_t splits,
+                                         uint64_t columns)
+{
+    combine_layout l = {.lanes = 1, .workgroup = COMBINE_WORKGROUP};
+    while (l.lanes < COMBINE_MAX_LANES && 2 * l.lanes * COMBINE_SPLITS_PER_LANE <= splits &&
+           32 * l.lanes <= ctx->info.max_workgroup_invocations)
+        l.lanes *= 2;
+    if (16 * l.lanes > l.workgroup)
+        l.workgroup = 16 * l.lanes;
+    l.groups_x = (columns + l.workgroup / l.lanes - 1) / (l.workgroup / l.lanes);
+    return l;
+}
+
 /* Every fused kernel. Each row's file says what it needs and what it is good at. */
 static const fused_variant_row *const fused_variants[] = {
     &fused_rows_variant,
@@ -114,11 +136,19 @@ static bool finish_plan(vkattn_context *ctx, const attention_call *c, const fuse
 
     vk_dispatch probe = {0};
     row->specialize(c, plan, plan->splits > 1, &probe);
-    if (probe.groups[0] > ctx->vk.max_workgroup_count[0] ||
+    /* The kernel's grid, and the combine pass's where keys are split. */
+    uint64_t x = probe.groups[0];
+    if (plan->splits > 1) {
+        combine_layout combine = combine_layout_for(ctx, plan->splits,
+                                                    fused_rows(d) * div_up((uint64_t)d->Dv, 4));
+        if (combine.groups_x > x)
+            x = combine.groups_x;
+    }
+    if (x > ctx->vk.max_workgroup_count[0] ||
         (uint64_t)d->Hkv > ctx->vk.max_workgroup_count[1] ||
         (uint64_t)d->B > ctx->vk.max_workgroup_count[2]) {
-        snprintf(why, why_size, "a %ux%lldx%lld grid exceeds the device's limits",
-                 probe.groups[0], (long long)d->Hkv, (long long)d->B);
+        snprintf(why, why_size, "a %llux%lldx%lld grid exceeds the device's limits",
+                 (unsigned long long)x, (long long)d->Hkv, (long long)d->B);
         return false;
     }
     return true;
@@ -276,23 +306,18 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
     if (s != VKATTN_OK || !split)
         return s;
 
-    /* Lanes that share a row's splits: a decode's 128 splits get 16 lanes of
-     * 8, a prefill's few splits one lane, as many columns a workgroup. */
-    uint32_t lanes = 1;
-    while (lanes < COMBINE_MAX_LANES && 2 * lanes * COMBINE_SPLITS_PER_LANE <= plan.splits)
-        lanes *= 2;
-    uint32_t workgroup = COMBINE_WORKGROUP > 16 * lanes ? COMBINE_WORKGROUP : 16 * lanes;
+    combine_layout layout = combine_layout_for(ctx, plan.splits, rows * dv4);
     vk_dispatch combine = {
         .key = {.shader = SHADER_ATTENTION_COMBINE,
                 .spec_count = ATTENTION_SPEC_COUNT,
-                .spec = {[AC_SPEC_WORKGROUP] = workgroup, [AC_SPEC_DV] = (uint32_t)d->Dv,
-                         [AC_SPEC_VEC4] = plan.vec4, [AC_SPEC_SPLIT_LANES] = lanes,
+                .spec = {[AC_SPEC_WORKGROUP] = layout.workgroup, [AC_SPEC_DV] = (uint32_t)d->Dv,
+                         [AC_SPEC_VEC4] = plan.vec4, [AC_SPEC_SPLIT_LANES] = layout.lanes,
                          [ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c)}},
         .bindings = {vk_bind(partial, false), [3] = vk_bind(c->o, true)},
         .binding_count = 11,
         .push = &push,
         .push_bytes = sizeof push,
-        .groups = {div_up(rows * dv4, workgroup / lanes), (uint32_t)d->Hkv, (uint32_t)d->B},
+        .groups = {(uint32_t)layout.groups_x, (uint32_t)d->Hkv, (uint32_t)d->B},
     };
     memcpy(&combine.bindings[4], variant_bindings, sizeof variant_bindings);
     return vk_cmd_dispatch(ctx, &combine);

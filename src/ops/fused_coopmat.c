@@ -177,22 +177,29 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         }
         subgroups = (uint32_t)row_blocks;
     }
-    /* Two stages on GPUs (the H200's f16 causal prefill at D=128: 5.22 ms with
-     * one, 3.89 with two; bench/results/nvidia-h200); where their registers do
-     * not fit, one stage before fewer subgroups (two subgroups took 2.4x as
-     * long there). The emulated build keeps one unless tuned: nothing to hide
-     * on lavapipe, whose compile of GPU-sized tiles with two stages takes
-     * minutes (test_coopmat_two_stages runs two on small tiles). */
+    /* Two stages on GPUs where they keep the tile one stage gets (the H200's
+     * f16 causal prefill at D=128, 48 keys either way: 5.22 ms with one,
+     * 3.89 with two; bench/results/nvidia-h200): their registers must not
+     * halve the tile instead (D=192 would drop from 32 keys to 16, untimed).
+     * Either before fewer subgroups (two took 2.4x as long there). The
+     * emulated build keeps one unless tuned: nothing to hide on lavapipe,
+     * whose compile of GPU-sized tiles with two stages takes minutes
+     * (test_coopmat_two_stages runs two on small tiles). */
     uint32_t tuned_stages = fused_tuned(ctx, self, KNOB_STAGES, 0);
-    plan->stages = tuned_stages ? tuned_stages : emulated ? 1 : 2;
-    while (!(plan->bc = largest_tile(info, s, sg, subgroups * s.m, max_tile, dp, dvp,
-                                     plan->stages, emulated))) {
-        if (plan->stages > 1 && !tuned_stages)
-            plan->stages = 1;
-        else if (subgroups > 1 && !tuned_subgroups)
-            subgroups--;
-        else
+    for (;;) {
+        uint32_t br_try = subgroups * s.m;
+        if (tuned_stages) {
+            plan->stages = tuned_stages;
+            plan->bc = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, tuned_stages, emulated);
+        } else {
+            uint32_t one = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 1, emulated);
+            uint32_t two = emulated ? 0 : largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 2, false);
+            plan->stages = two && two >= one ? 2 : 1;
+            plan->bc = plan->stages == 2 ? two : one;
+        }
+        if (plan->bc || subgroups == 1 || tuned_subgroups)
             break;
+        subgroups--;
     }
     uint32_t br = subgroups * s.m;
     if (!plan->bc) {
