@@ -6,12 +6,18 @@
 #include <string.h>
 
 /* VKATTN_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's
- * wildcards), for working on one kernel; set before any test main runs. */
+ * wildcards), for working on one kernel; VKATTN_TEST_SKIP=PATTERN leaves out
+ * those that match (ctest splits a long binary in two that way, so that a
+ * machine with cores to spare runs the halves at once). Set before any test
+ * main runs. */
 __attribute__((constructor)) static void test_filter_from_env(void)
 {
     const char *pattern = getenv("VKATTN_TEST_FILTER");
     if (pattern && *pattern)
         cmocka_set_test_filter(pattern);
+    const char *skip = getenv("VKATTN_TEST_SKIP");
+    if (skip && *skip)
+        cmocka_set_skip_filter(skip);
 }
 
 void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, const char *msg)
