@@ -41,6 +41,9 @@
 #   --deadline S       with --tune: the whole check's end, in seconds from its start
 #                      (default 570, for a machine lent one 10-minute command: an
 #                      H100 needed 198 s without the sweep)
+#   --archive FILE     also pack the results folder into FILE (.tar.gz) at the end:
+#                      for machines that send back only a few files per command
+#                      (the H200's sessions: 8), where the folder holds 11
 #   --tune-only        only steps 1, 2 and the sweep, beside the sdpa.csv a full
 #                      check left in the results folder (its README.md is kept):
 #                      a session's second command, about 4 minutes
@@ -54,7 +57,7 @@ build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folde
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
 device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=330 test_deadline=340
-tune=0 tune_budget=200 deadline=570 tune_skipped=""
+tune=0 tune_budget=200 deadline=570 tune_skipped="" archive=""
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
   [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
     --tune-only) tune=2 ;;
     --tune-budget) tune_budget=$2; shift ;;
     --deadline) deadline=$2; shift ;;
+    --archive) archive=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -283,5 +287,10 @@ check 2>&1 | tee "$work/gpu-check.log"
 rc=${PIPESTATUS[0]}
 if [ -s "$work/out" ]; then  # --tune-only keeps the full check's log
   cp "$work/gpu-check.log" "$(cat "$work/out")/$([ "$tune" = 2 ] && echo tune.log || echo gpu-check.log)"
+  if [ -n "$archive" ]; then
+    results=$(cat "$work/out")
+    tar czf "$archive" -C "$(dirname "$results")" "$(basename "$results")" ||
+      echo "gpu-check: could not write $archive" >&2
+  fi
 fi
 exit "$rc"
