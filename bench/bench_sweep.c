@@ -156,10 +156,13 @@ static const bench_case gpu[] = {
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F32, 0),
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, true, F16, 0),
     ATT(AUTO, 1, 8, 8, 2048, 2048, 64, 64, false, F16, 0),
-    /* the matrix-unit kernel, opt-in until verified here: forced; a device without
+    /* the matrix-unit kernel, forced (AUTO's choice where verified); a device without
      * VK_NV_cooperative_matrix reports these as not supported */
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 128, 128, true, F16),
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 64, 64, true, F16),
+    /* bf16 through the same kernel (converted to f16 as staged): opt-in until
+     * verified on the GPU; AUTO's bf16 row above takes the tiled kernel */
+    ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 128, 128, true, BF16),
     ATT_VARIANT(COOPMAT, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     ATT_VARIANT(COOPMAT, 1, 8, 8, 2048, 2048, 64, 64, true, F16),
     /* the layer's projections: the scalar tiled matmul in f32 and f16, and the

@@ -637,9 +637,12 @@ typedef enum vkattn_fused_variant {
                                 BF16 Q, K or V are read as their bits and widened */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
     VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
-                                f16 Q, K, V, f32 accumulation), every variant, head sizes
-                                up to 256. Opt-in until this revision of it is verified on
-                                a GPU: AUTO takes it only with VKATTN_COOPMAT=1 */
+                                f16 or bf16 Q, K, V, f32 accumulation; bf16 is converted
+                                to f16 exactly as it is staged, each Q row, key and V tile
+                                scaled by a power of 2), every variant, head sizes up to
+                                256. AUTO takes it where this revision of it passed the
+                                GPU check for those inputs (NVIDIA, f16), elsewhere only
+                                with VKATTN_COOPMAT=1 */
     VKATTN_FUSED_COOPMAT_EMULATED, /* the same kernel with the matrix operations done in
                                 plain code (needs shaderFloat16): for tests on devices
                                 without matrix units, never chosen by AUTO */

@@ -25,11 +25,13 @@
 //   4. O += P V from the subgroup's P and the shared V tile.
 // The output is written through the subgroup's s_tile slice, a block at a time.
 // MM, MN, MK are a shape from the device's cooperative-matrix properties.
-// Q, K and V are f16 (bound as 32-bit words, or as uvec4 where rows are
-// 8-element aligned). Shared memory, in bytes:
-// 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides below), and in
-// the emulated build, which keeps
-// its matrices there, 2 BR (DP + BC) + 4 BR (BC + DVP) more.
+// Q, K and V are f16 or bf16 (bound as 32-bit words, or as uvec4 where rows are
+// 8-element aligned). bf16 has no matrix type in VK_NV_cooperative_matrix: it
+// is converted to f16 while staged, exactly (see BF16_INPUTS). Shared memory,
+// in bytes: 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
+// below), the exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and
+// 16), and in the emulated build, which keeps its matrices there,
+// 2 BR (DP + BC) + 4 BR (BC + DVP) more.
 //
 // With COOPMAT_EMULATED the same kernel is built with the matrix operations in
 // plain code (coopmat.glsl), so that everything else is exercised on devices
@@ -63,6 +65,15 @@ layout(constant_id = 10) const uint SG_SIZE = 32;
 // loads are issued into registers before this tile's products, so that their
 // latency hides behind them (more registers: the planner counts them).
 layout(constant_id = 11) const uint STAGES = 1;
+// Bits 0, 1, 2: Q, K, V are bf16 (else f16). Each is converted to f16 as it is
+// staged, divided by a power of 2 that puts the largest finite element of its
+// group in [2^15, 2^16) (below f16's 65504): a Q row, a key's row of K, a tile
+// of V. Every element within 2^32 of its group's largest is then exact in f16
+// (bf16's 8 significant bits fit f16's normal and upper subnormal range), and
+// the powers are undone in f32: on the scores (Q's and K's, which do not mix
+// within a product's sum), and on O (V's: the keys are summed, so O keeps one
+// unit, raised when a tile needs it).
+layout(constant_id = 12) const uint BF16_INPUTS = 0;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 #include "coopmat.glsl"
@@ -97,6 +108,18 @@ const uint V_LOADS = (BC * DVP / PACK + WG - 1) / WG;
 const uint QCH = BC / MM * MM;
 // A row's maximum is raised only when it grows by more than this (log2).
 const float LAZY_RESCALE = 8.0;
+const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
+const bool K_BF16 = (BF16_INPUTS & 2u) != 0u;
+const bool V_BF16 = (BF16_INPUTS & 4u) != 0u;
+const bool ANY_BF16 = BF16_INPUTS != 0u;
+// Loads of K and V land in registers before a tile is written (two stages, or
+// bf16 inputs, whose tile's exponents are needed first).
+const bool REGISTER_STAGING = STAGES == 2 || ANY_BF16;
+// The powers of 2 of bf16 groups stay within f32's normal range, and so do
+// their products' two factors (bf16_shift).
+const int SHIFT_LIMIT = 112;
+// o_unit before any P V: O is 0.
+const int O_UNIT_NONE = -1000;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 0) readonly buffer Q16x8 { uvec4 q16x8[]; };
@@ -126,6 +149,12 @@ shared float row_factor[BR];        // a row's O rescaling, then its output scal
 // all indexed at run time so that no compiler can shrink the array to the
 // one word a constant index would leave.
 shared uint v_nonfinite_tile[4];
+// bf16 inputs: the largest exponent of each Q row of the block, of each key of
+// the K tile, of the V tile (word 0); the K tile's powers of 2 (k_factor).
+shared uint q_exponent[Q_BF16 ? BR : 4];
+shared uint k_exponent[K_BF16 ? BC : 4];
+shared float k_factor[K_BF16 ? BC : 4];
+shared uint v_exponent[4];
 
 MATRIX_A(q_a, DP / MK, SUBGROUPS)
 MATRIX_A(p_a, BC / MK, SUBGROUPS)
@@ -138,6 +167,7 @@ struct Row {
     uint lo, limit;     // keys [lo, limit) of this split the row may see
     int pos;            // key position of the row
     float slope;        // ALiBi (exp2 domain)
+    float q_factor;     // the power of 2 its bf16 Q row was divided by (else 1)
     float m, l;         // running maximum and sum (exp2 domain)
 };
 
@@ -171,9 +201,12 @@ bool nonfinite_halves(uvec4 words)
             atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }
 
-// Two stages: LOAD_TILE reads this thread's LOADS packed elements of the tile
-// of keys from T into the registers WORDS (as STAGE_TILE would stage them),
-// STORE_TILE writes them to the packed TILE once the previous tile is done with.
+// Two stages (or bf16 inputs): LOAD_TILE reads this thread's LOADS packed
+// elements of the tile of keys from T into the registers WORDS (as STAGE_TILE
+// would stage them), STORE_TILE writes them to the packed TILE once the
+// previous tile is done with, converted from bf16 (BF16) divided by 2^SHIFT
+// (an expression of the element's key c). KEY_EXPONENTS raises each key's
+// entry of EXPONENTS to its elements' largest bf16 exponent.
 #define LOAD_TILE(WORDS, LOADS, T, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8)              \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
         uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
@@ -187,15 +220,61 @@ bool nonfinite_halves(uvec4 words)
                 GATHER_HALVES(WORDS[i_], BUF, first_, min(PACK, (WIDTH) - d));                   \
         }                                                                                        \
     }
-#define STORE_TILE(TILE, TILE_STRIDE, WORDS, LOADS, WIDTH_P, NONFINITE)                          \
+#define STORE_TILE(TILE, TILE_STRIDE, WORDS, LOADS, WIDTH_P, NONFINITE, BF16, SHIFT)             \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
         uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
         if (e < BC * (WIDTH_P) / PACK) {                                                         \
-            TILE[(c * (TILE_STRIDE) + d) / PACK] = WORDS[i_];                                    \
-            if (NONFINITE && nonfinite_halves(WORDS[i_]))                                        \
+            uvec4 words = (BF16) ? bf16_to_f16(WORDS[i_], (SHIFT)) : WORDS[i_];                  \
+            TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                        \
+            if (NONFINITE && nonfinite_halves(words))                                            \
                 atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                   \
         }                                                                                        \
     }
+#define KEY_EXPONENTS(EXPONENTS, WORDS, LOADS, WIDTH_P)                                          \
+    [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
+        uint e = tid + i_ * WG;                                                                  \
+        if (e < BC * (WIDTH_P) / PACK)                                                           \
+            atomicMax(EXPONENTS[e / ((WIDTH_P) / PACK)], bf16_max_exponent(WORDS[i_]));          \
+    }
+
+// The largest biased exponent among a packed element's eight finite bf16
+// halves (0 when all are zero or subnormal).
+uint bf16_max_exponent(uvec4 words)
+{
+    uvec4 lo = (words >> 7u) & 0xffu, hi = (words >> 23u) & 0xffu;
+    lo = mix(lo, uvec4(0u), equal(lo, uvec4(0xffu)));   // Inf and NaN
+    hi = mix(hi, uvec4(0u), equal(hi, uvec4(0xffu)));
+    uvec4 m = max(lo, hi);
+    return max(max(m.x, m.y), max(m.z, m.w));
+}
+
+// The power of 2 a bf16 group whose largest biased exponent is `e` is divided
+// by: its largest element lands in [2^15, 2^16) (bf16's largest significand,
+// 1.9921875, keeps it below f16's 65504).
+int bf16_shift(uint e)
+{
+    return clamp(int(e) - 127 - 15, -SHIFT_LIMIT, SHIFT_LIMIT);
+}
+
+// A packed element's eight bf16 halves as f16, divided by 2^shift (Inf and
+// NaN stay what they are).
+uvec4 bf16_to_f16(uvec4 words, int shift)
+{
+    float factor = exp2(float(-shift));
+    uvec4 halves;
+    [[unroll]] for (uint i = 0; i < 4; i++)
+        halves[i] = packHalf2x16(uintBitsToFloat(uvec2(words[i] << 16, words[i] & 0xffff0000u)) *
+                                 factor);
+    return halves;
+}
+
+// A score s of bf16 inputs divided by q_factor and k_factor, restored in f32:
+// the smaller factor first, so that no product overflows that the whole would
+// not (one that underflows is a score too small to move the softmax).
+float unscaled_score(float s, float q_factor, float k_factor)
+{
+    return s * min(q_factor, k_factor) * max(q_factor, k_factor);
+}
 
 uint nonfinite_tile()
 {
@@ -219,6 +298,21 @@ uvec2 rows_keys(Sequence seq, uint first, uint last, uint key_begin, uint key_en
     uvec2 range = uvec2(key_range(seq, CAUSAL, spans ? 0 : first % seq.Tq).x,
                         key_range(seq, CAUSAL, spans ? seq.Tq - 1 : last % seq.Tq).y);
     return split_keys(range, key_begin, key_end);
+}
+
+// Packed element d / PACK of block row `row` of Q (zeros past the rows and D).
+uvec4 q_words(Sequence seq, uint b, uint g, uint row, uint rows, uint d)
+{
+    uvec4 words = uvec4(0);
+    if (row < rows && d < D) {
+        uint h = g * p.group + row / seq.Tq;
+        uint index = b * p.q_sb + h * p.q_sh + (seq.q_first + row % seq.Tq) * p.q_ss + d;
+        if (D % PACK == 0 && (index & 7u) == 0u)
+            words = q16x8[index >> 3];
+        else
+            GATHER_HALVES(words, q16, index, min(PACK, D - d));
+    }
+    return words;
 }
 
 // Multiplies row r of each O accumulator by row_factor[r] (the subgroup's rows),
@@ -277,23 +371,32 @@ void main()
     }
     MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
         ACC_ZERO(o_acc, j);
-    if (tid < 4)
+    if (tid < 4) {
         v_nonfinite_tile[tid] = 0;
+        v_exponent[tid] = 0;
+    }
+    if (K_BF16)
+        for (uint c = tid; c < BC; c += WG)
+            k_exponent[c] = 0;
+    if (Q_BF16) {   // each row's largest exponent, before its first row is converted
+        for (uint r = tid; r < BR; r += WG)
+            q_exponent[r] = 0;
+        barrier();
+        for (uint e = tid; e < BR * DP / PACK; e += WG) {
+            uint r = e / (DP / PACK);
+            atomicMax(q_exponent[r], bf16_max_exponent(q_words(seq, b, g, first + r, rows,
+                                                                e % (DP / PACK) * PACK)));
+        }
+    }
 
     // Q, QCH rows at a time through k_tile, into the subgroups' operands.
     for (uint c0 = 0; c0 < BR; c0 += QCH) {
         barrier();
         for (uint e = tid; e < QCH * DP / PACK; e += WG) {
-            uint row = first + c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
-            uvec4 words = uvec4(0);
-            if (row < rows && d < D) {
-                uint h = g * p.group + row / seq.Tq;
-                uint index = b * p.q_sb + h * p.q_sh + (seq.q_first + row % seq.Tq) * p.q_ss + d;
-                if (D % PACK == 0 && (index & 7u) == 0u)
-                    words = q16x8[index >> 3];
-                else
-                    GATHER_HALVES(words, q16, index, min(PACK, D - d));
-            }
+            uint r = c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
+            uvec4 words = q_words(seq, b, g, first + r, rows, d);
+            if (Q_BF16)     // rows past the block (a last chunk's) are not loaded
+                words = bf16_to_f16(words, bf16_shift(q_exponent[min(r, BR - 1)]));
             k_tile[(e / (DP / PACK) * KS + d) / PACK] = words;
         }
         barrier();
@@ -301,12 +404,20 @@ void main()
             MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
                 A_LOAD(q_a, k, k_tile, (row0 - c0) * KS + k * MK, KS);
     }
+    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
+        uint r = row0 + lane / LPR + pass * ROW_LANES;
+        held[pass].q_factor = Q_BF16 ? exp2(float(bf16_shift(q_exponent[r]))) : 1.0;
+    }
 
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
     bool k_aligned8 = ((k_base | p.k_ss) & 7u) == 0u;
     bool v_aligned8 = ((v_base | p.v_ss) & 7u) == 0u;
 
+    // bf16 V: the V tiles are staged in units of 2^v_unit (the largest any
+    // tile so far needed: all subgroups alike), this subgroup's O is in units
+    // of 2^o_unit (raised to v_unit before its next P V).
+    int v_unit = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
     uvec4 k_next[K_LOADS], v_next[V_LOADS];   // two stages: the next tile
     if (STAGES == 2 && block_keys.x < block_limit) {
         LOAD_TILE(k_next, K_LOADS, block_keys.x, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
@@ -314,20 +425,53 @@ void main()
     }
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
         barrier();  // every subgroup is done with the previous tile (and with Q)
-        if (STAGES == 2) {
-            STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false)
-            STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true)
+        if (STAGES == 1 && ANY_BF16) {
+            LOAD_TILE(k_next, K_LOADS, t0, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
+            LOAD_TILE(v_next, V_LOADS, t0, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
+        }
+        if (ANY_BF16) {     // the tile's exponents, then its powers of 2
+            if (K_BF16)
+                KEY_EXPONENTS(k_exponent, k_next, K_LOADS, DP)
+            if (V_BF16) {
+                uint top = 0;
+                [[unroll]] for (uint i = 0; i < V_LOADS; i++)
+                    top = max(top, bf16_max_exponent(v_next[i]));
+                for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+                    top = max(top, subgroupShuffleXor(top, offset));
+                if (lane == 0)
+                    atomicMax(v_exponent[0], top);
+            }
+            barrier();
+            if (V_BF16)
+                v_unit = max(v_unit, bf16_shift(v_exponent[0]));
+            if (K_BF16)
+                for (uint c = tid; c < BC; c += WG)
+                    k_factor[c] = exp2(float(bf16_shift(k_exponent[c])));
+        }
+        if (REGISTER_STAGING) {
+            STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
+            STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
         } else {
             STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
             STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
         }
         barrier();
+        if (K_BF16)     // read above; raised again after the next tile's first barrier
+            for (uint c = tid; c < BC; c += WG)
+                k_exponent[c] = 0;
+        if (V_BF16 && tid == 0)
+            v_exponent[0] = 0;
         if (STAGES == 2 && t0 + BC < block_limit) {
             LOAD_TILE(k_next, K_LOADS, t0 + BC, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
             LOAD_TILE(v_next, V_LOADS, t0 + BC, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
         }
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
+        float unit_factor = 1.0;    // O's, where this tile raised the V unit
+        if (V_BF16 && o_unit != v_unit) {
+            unit_factor = o_unit == O_UNIT_NONE ? 1.0 : exp2(float(o_unit - v_unit));
+            o_unit = v_unit;
+        }
 
         // 2. S = Q K^T for the subgroup's rows.
         MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
@@ -350,7 +494,10 @@ void main()
             for (uint q = lane % LPR; q < BC / PACK; q += LPR)
                 for (uint c = q * PACK; c < q * PACK + PACK; c++) {
                     uint j = t0 + c;
-                    float s = s_tile[r * SS + c] * p.scale_log2e;
+                    float s = s_tile[r * SS + c];
+                    if (Q_BF16 || K_BF16)
+                        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
+                    s *= p.scale_log2e;
                     s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
                                                  : NEG_INF;
                     s_tile[r * SS + c] = s;
@@ -380,7 +527,7 @@ void main()
             held[pass].l = w.l * alpha + sum;
             held[pass].m = m;
             if (lane % LPR == 0)
-                row_factor[r] = alpha;
+                row_factor[r] = alpha * unit_factor;
         }
         subgroup_shared_sync();
         bool rescale = false;
@@ -428,15 +575,17 @@ void main()
 
     if (!has_rows)
         return;
-    // Each row's output scale (1 with a split: its partial keeps O, m and l),
-    // written where the last tile's lanes may still be reading its factors.
+    // Each row's output scale (1 with a split: its partial keeps O, m and l;
+    // times O's unit), written where the last tile's lanes may still be
+    // reading its factors.
+    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? exp2(float(o_unit)) : 1.0;
     subgroup_shared_sync();
     [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
         uint r = row0 + lane / LPR + pass * ROW_LANES;
         uint row = first + r;
         Row w = held[pass];
         if (lane % LPR == 0)
-            row_factor[r] = SPLIT ? 1.0 : output_scale(w.m, w.l, w.h);
+            row_factor[r] = (SPLIT ? 1.0 : output_scale(w.m, w.l, w.h)) * o_scale;
         if (SPLIT && lane % LPR == 0 && row < rows) {
             uint record = partial_record(b * p.Hkv + g, split, row);
             o32[p.ml_offset + 2 * record] = w.m;

@@ -343,8 +343,10 @@ static const at_path coopmat_device_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
 };
 
-/* shape: the emulated matrix shape, or NULL for the device's own (real kernel). */
-static void run_coopmat_cases(test_env *env, const char *shape, rng *r)
+/* shape: the emulated matrix shape, or NULL for the device's own (real kernel);
+ * bf16: also the bf16 cases (the staging's conversion, which no matrix shape
+ * or tiling changes; test_coopmat_bf16_range runs it tiled as on a GPU). */
+static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, rng *r)
 {
     const at_path *coopmat = shape ? coopmat_paths : coopmat_device_paths;
     if (shape)
@@ -355,6 +357,22 @@ static void run_coopmat_cases(test_env *env, const char *shape, rng *r)
         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T of f16 stays finite */
         run_case(env, &c, coopmat, NPATHS(coopmat_paths), r);
     }
+    /* bf16 inputs, converted to f16 as they are staged (each Q row and key of K
+     * and each V tile scaled by a power of 2): the bf16 cases at their own
+     * magnitudes (up to 1e5, past f16's range), and f16 beside bf16. */
+    for (size_t i = 0; bf16 && i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
+        if (fixed_cases[i].dtype == BF16)
+            run_case(env, &fixed_cases[i], coopmat, NPATHS(coopmat_paths), r);
+    static const struct {
+        at_case c;
+        vkattn_dtype k_dtype, v_dtype;
+    } mixed[] = {
+        {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
+        {{"f16 Q, bf16 K", 1, 3, 1, 16, 40, 24, 20, BSHD, false, false, 0, true, 0.f, F16, 1.f}, BF16, F16},
+    };
+    for (size_t i = 0; bf16 && i < sizeof mixed / sizeof mixed[0]; i++)
+        run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, coopmat,
+                  NPATHS(coopmat_paths), r);
     static const at_case cases[] = {
         {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
@@ -374,8 +392,8 @@ static void test_coopmat_emulated(void **state)
     if (!test_has_float16(env, &info))
         return;
     rng r = {16};
-    run_coopmat_cases(env, "16x16x16", &r);
-    run_coopmat_cases(env, "16x8x16", &r);
+    run_coopmat_cases(env, "16x16x16", true, &r);
+    run_coopmat_cases(env, "16x8x16", false, &r);
 }
 
 /* The emulated kernel tiled as on a GPU (VKATTN_COOPMAT_EMULATED_TILING=gpu):
@@ -394,14 +412,15 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
     /* A GPU tiles so anyway: there 16x8x16 repeats test_coopmat_emulated. */
     if (info.type == VKATTN_DEVICE_TYPE_CPU)
-        run_coopmat_cases(env, "16x8x16", &r);
-    run_coopmat_cases(env, "4x16x16", &r);
+        run_coopmat_cases(env, "16x8x16", false, &r);
+    run_coopmat_cases(env, "4x16x16", false, &r);
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
 /* Two stages (the tuning knob coopmat.stages=2: the next K and V tiles'
- * loads in registers while a tile computes) on awkward shapes, tiled as on a
- * GPU; the emulated build here, and the real kernel where there is one. */
+ * loads in registers while a tile computes) on awkward shapes, f16 and bf16
+ * (whose tiles' exponents come from those registers), tiled as on a GPU; the
+ * emulated build here, and the real kernel where there is one. */
 static void test_coopmat_two_stages(void **state)
 {
     (void)state;
@@ -415,13 +434,16 @@ static void test_coopmat_two_stages(void **state)
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "16x16x16", 1), 0);
         static const char *const names[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
                                             "GQA", "D=80 Dv=48", "odd D=5 Dv=7", "odd D=13 bshd",
-                                            "kv_len causal GQA", "two rows odd D GQA"};
+                                            "kv_len causal GQA", "two rows odd D GQA",
+                                            "bf16 ragged odd D GQA"};
         for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
             for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
                 if (!strcmp(fixed_cases[i].name, names[n])) {
                     at_case c = fixed_cases[i];
-                    c.dtype = F16;
-                    c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude;
+                    if (c.dtype != BF16) {  /* bf16 at its magnitude: see run_coopmat_cases */
+                        c.dtype = F16;
+                        c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude;
+                    }
                     run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
                     if (info.cooperative_matrix)
                         run_case(env, &c, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
@@ -430,6 +452,99 @@ static void test_coopmat_two_stages(void **state)
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
     }
     test_env_destroy(env);
+}
+
+/* bf16 inputs far outside f16's range on the coopmat kernels, which convert
+ * them exactly by dividing each Q row, each key of K and each V tile by a power
+ * of 2: Q near 2^20 (past f16's 65504), K near 2^-20 (f16's subnormals), each
+ * row and key at its own power, so that a factor applied to the wrong one
+ * moves the scores; V at 2^-10 for the first third of the keys, 2^20 for the
+ * second (raising O's unit part-way) and 1 for the last. Each output is held to
+ * 2e-3 of the largest |V| its row sees, so rows that see only the small keys
+ * are checked at their own scale. Causal and not, one split and three, tiled
+ * small and as on a GPU (several subgroups, 48-key tiles), and the real
+ * kernel where there is one. */
+static void test_coopmat_bf16_range(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    if (!test_has_float16(env, &info))
+        return;
+    enum { B = 1, H = 2, T = 150, D = 40, DV = 24 };
+    rng r = {31};
+    int64_t qs[4] = {B, H, T, D}, ks[4] = {B, 1, T, D}, vs[4] = {B, 1, T, DV};
+    int64_t os[4] = {B, H, T, DV};
+    pair q = pair_random(env, BF16, 4, qs, &r, -1.f, 1.f);
+    pair k = pair_random(env, BF16, 4, ks, &r, -1.f, 1.f);
+    pair v = pair_random(env, BF16, 4, vs, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, os);
+    for (size_t e = 0; e < q.count; e++)
+        q.host[e] = ldexpf(q.host[e], 19 + (int)(e / D % 3));
+    for (size_t e = 0; e < k.count; e++)
+        k.host[e] = ldexpf(k.host[e], -22 + (int)(e / D % 5));
+    double v_max[T];    /* the largest |V| of each key */
+    for (size_t j = 0; j < T; j++) {
+        v_max[j] = 0.0;
+        for (size_t d = 0; d < DV; d++) {
+            float *x = &v.host[j * DV + d];
+            *x = ldexpf(*x, j < T / 3 ? -10 : j < 2 * T / 3 ? 20 : 0);
+            v_max[j] = fmax(v_max[j], fabs(*x));
+        }
+    }
+    pair *inputs[] = {&q, &k, &v};
+    for (int i = 0; i < 3; i++) {   /* scaled powers of 2 of bf16 values: still bf16 */
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
+    }
+    float *row_scale = malloc(o.count * sizeof *row_scale);
+    assert_non_null(row_scale);
+    static const at_path paths[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
+    };
+    for (int causal = 0; causal < 2; causal++) {
+        vkattn_attention_desc d = {.causal = causal};
+        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+        for (size_t e = 0; e < o.count; e++) {
+            size_t i = e / DV % T, seen = causal ? i + 1 : T;
+            double m = 0.0;
+            for (size_t j = 0; j < seen; j++)
+                m = fmax(m, v_max[j]);
+            row_scale[e] = (float)m;
+        }
+        for (int tiling = 0; tiling < 3; tiling++) {
+            if (tiling == 2 && !info.cooperative_matrix)
+                break;
+            if (tiling == 1) {
+                assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+                assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "16x16x16", 1), 0);
+            }
+            for (int p = 0; p < 2; p++) {
+                const at_path *path = &paths[(tiling == 2 ? 2 : 0) + p];
+                char name[128];
+                snprintf(name, sizeof name, "bf16 past f16's range%s, %s tiling, %u splits",
+                         causal ? ", causal" : "", tiling == 0 ? "default" : tiling == 1 ? "gpu" : "device",
+                         path->kv_splits);
+                assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
+                d.path = path->path;
+                d.fused_variant = path->variant;
+                d.kv_splits = path->kv_splits;
+                vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+                if (s != VKATTN_OK)
+                    fail_msg("%s: %s: %s", name, vkattn_status_string(s),
+                             vkattn_last_error(env->gpu));
+                expect_close(name, &o, 0.0, 2e-3, row_scale);
+            }
+            assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+            assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        }
+    }
+    free(row_scale);
+    for (int i = 0; i < 3; i++)
+        pair_destroy(inputs[i]);
+    pair_destroy(&o);
 }
 
 /* The real cooperative-matrix kernel on the same shapes, where the device has
@@ -444,7 +559,7 @@ static void test_coopmat_device(void **state)
         return;
     }
     rng r = {19};
-    run_coopmat_cases(env, NULL, &r);
+    run_coopmat_cases(env, NULL, true, &r);
 }
 
 /* Many keys per invocation at head sizes whose loops the driver does not
@@ -566,7 +681,7 @@ static void test_coopmat_refusals(void **state)
     d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
     assert_int_equal(vkattn_attention(env->gpu, &d, q32.gpu, q16.gpu, q16.gpu, o.gpu),
                      VKATTN_ERROR_UNSUPPORTED);
-    assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V (got f32, f16, f16)"));
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 or bf16 Q, K and V (got f32, f16, f16)"));
 
     /* Matrices whose height neither divides the subgroup size nor is divided
      * by it leave softmax rows the lanes cannot share out: refused, naming both
@@ -692,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
+        cmocka_unit_test(test_coopmat_bf16_range),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_tuning),

@@ -442,9 +442,10 @@ static void test_layout_variants(void **state)
         run_var_case(env, &layout_cases[i], all_paths, NPATHS(all_paths), &r);
 }
 
-/* The coopmat kernels on every case above in f16, their input type: the
- * emulated build, and the real one where the device has matrix units (a GPU
- * check; none in CI). */
+/* The coopmat kernels on every case above in f16, and in bf16 (converted to
+ * f16 as it is staged; three splits only, as the variants' code is the same):
+ * the emulated build, and the real one where the device has matrix units (a
+ * GPU check; none in CI). */
 static void test_coopmat_variants(void **state)
 {
     test_env *env = *state;
@@ -471,6 +472,8 @@ static void test_coopmat_variants(void **state)
             run_var_case(env, &c, emulated, NPATHS(emulated), &r);
             if (paths != emulated)
                 run_var_case(env, &c, paths, NPATHS(real), &r);
+            c.dtype = BF16;
+            run_var_case(env, &c, &paths[1], 1, &r);
         }
     }
 }
@@ -582,19 +585,20 @@ static void test_variant_errors(void **state)
 /* One answer on non-finite inputs (DESIGN.md section 2): a NaN or Inf in Q, K or
  * V at a position that is allowed, masked by causality, by kv_len or by a window
  * gives NaN and Inf at the same places on every path as on the CPU reference, so
- * a key a row may not see never touches it. In f16 the (emulated) coopmat kernel
- * runs too; it takes no window, so only without one. */
-/* Runs the call on each GPU path (the coopmat kernel only with f16 inputs)
+ * a key a row may not see never touches it. In f16 and bf16 the (emulated)
+ * coopmat kernel runs too (in bf16 a NaN or Inf must not spoil the powers of 2
+ * its row, key or V tile is scaled by). */
+/* Runs the call on each GPU path (the coopmat kernel only with 16-bit inputs)
  * against O's reference, already in o's host side: NaN and Inf must fall where
  * the reference has them. `what` names the case. */
 static void expect_paths(test_env *env, const var_path *paths, int path_count,
                          vkattn_attention_desc d, const pair *q, const pair *k, const pair *v,
-                         pair *o, bool f16, const char *what)
+                         pair *o, bool sixteen, const char *what)
 {
     for (int i = 0; i < path_count; i++) {
         bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
-        if (coopmat && !f16)
-            continue; /* f16 only */
+        if (coopmat && !sixteen)
+            continue; /* f16 and bf16 only */
         char name[192], pn[64];
         snprintf(name, sizeof name, "%s (%s)", what, path_name(&paths[i], pn, sizeof pn));
         assert_int_equal(vkattn_tensor_upload(o->gpu, o->host, F32), VKATTN_OK);
@@ -646,7 +650,8 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
      * keeps the last 5 keys of each row. */
     static const int32_t lens[2] = {12, 7};
     const float values[2] = {NAN, INFINITY};
-    for (int f16 = 0; f16 < 2; f16++)
+    static const vkattn_dtype dtypes[] = {F32, F16, BF16};
+    for (int t = 0; t < 3; t++)
     for (int windowed = 0; windowed < 2; windowed++)
         for (int which = 0; which < 3; which++)          /* Q, K, V */
             for (int vi = 0; vi < 2; vi++)
@@ -655,7 +660,7 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     static const int64_t query_positions[4] = {1, 3, 5, 7};
                     rng r = {(uint64_t)(40 + at)};
                     int64_t qs[4] = {2, 2, 8, 16}, ks[4] = {2, 1, 12, 16};
-                    vkattn_dtype dt = f16 ? F16 : F32;
+                    vkattn_dtype dt = dtypes[t];
                     pair q = pair_random(env, dt, 4, qs, &r, -1, 1);
                     pair k = pair_random(env, dt, 4, ks, &r, -1, 1);
                     pair v = pair_random(env, dt, 4, ks, &r, -1, 1);
@@ -678,8 +683,8 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     char what[96];
                     snprintf(what, sizeof what, "%s in %c at row %lld%s%s", vi ? "Inf" : "NaN",
                              "QKV"[which], (long long)row, windowed ? ", window 4" : "",
-                             f16 ? ", f16" : "");
-                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, f16, what);
+                             t == 1 ? ", f16" : t == 2 ? ", bf16" : "");
+                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dt != F32, what);
                     pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
                     i32_pair_destroy(&kv);
                 }

@@ -12,28 +12,31 @@
 
 /* Vendors whose devices ran the real coopmat attention kernel through the GPU
  * check (scripts/gpu-check.sh: the test suite, validation on, and the bench
- * against the CPU reference), and which revision of it: it is the default
- * there while that revision is the current one. */
+ * against the CPU reference), which revision of it, and whether with bf16
+ * inputs (converted to f16 as they are staged, a code path of its own): it is
+ * the default there, for those inputs, while that revision is the current one. */
 static const struct {
     uint32_t vendor_id;
     int revision;
+    bool bf16;
     const char *where; /* the device, driver and date of that run */
 } coopmat_verified[] = {
     /* Revision 1: tiles of Q, O, S and P in shared memory, five barriers per
      * key tile. Revision 2: FlashAttention-2's shape, the variants, packed f16
-     * tiles, two stages. */
-    {0x10de, 1, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
-    {0x10de, 2, "NVIDIA H200, driver 580.159.04, 2026-11-26 (bench/results/nvidia-h200)"},
+     * tiles, two stages; bf16 inputs (since 2026-11-26, not yet on a GPU). */
+    {0x10de, 1, false, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
+    {0x10de, 2, false, "NVIDIA H200, driver 580.159.04, 2026-11-26 (bench/results/nvidia-h200)"},
 };
 
-bool coopmat_attention_default(const vkattn_context *ctx)
+bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs)
 {
     const char *env = getenv("VKATTN_COOPMAT");
     if (env && *env)
         return strcmp(env, "1") == 0; /* "0": off everywhere; "1": on wherever it runs */
     for (size_t i = 0; i < sizeof coopmat_verified / sizeof coopmat_verified[0]; i++)
         if (ctx->info.vendor_id == coopmat_verified[i].vendor_id &&
-            coopmat_verified[i].revision == COOPMAT_ATTENTION_REVISION)
+            coopmat_verified[i].revision == COOPMAT_ATTENTION_REVISION &&
+            (coopmat_verified[i].bf16 || !bf16_inputs))
             return true;
     return false;
 }

@@ -1,8 +1,10 @@
 /* Fused variants "coopmat" and "coopmat_emulated" (attention_coopmat.comp):
  * Q K^T and P V as f16 x f16 -> f32 products on the matrix units, the online
  * softmax in f32 between them; each subgroup keeps the Q and O of its MM rows
- * in matrix registers for the whole key loop. Good at: f16 attention on GPUs
- * with cooperative matrices, every variant. Needs: f16 Q, K and V;
+ * in matrix registers for the whole key loop. Good at: f16 and bf16 attention
+ * on GPUs with cooperative matrices, every variant. Needs: f16 or bf16 Q, K
+ * and V (each its own; bf16 converted to f16 exactly as it is staged, each
+ * group scaled by a power of 2: attention_coopmat.comp's BF16_INPUTS);
  * VK_NV_cooperative_matrix with an f16 shape (the real kernel) or shaderFloat16
  * (the emulated build); full subgroups of a size the pipeline can require (the
  * real kernel: a matrix operation needs every lane of its subgroup) or one the
@@ -11,7 +13,8 @@
  * registers for Q and O.
  *
  * AUTO takes the real kernel on the vendors where its current revision passed
- * the GPU check (coopmat_shapes.c; none yet), elsewhere with VKATTN_COOPMAT=1;
+ * the GPU check, for the inputs it passed with (coopmat_shapes.c: NVIDIA, f16),
+ * elsewhere with VKATTN_COOPMAT=1;
  * VKATTN_COOPMAT=0 turns it off. The emulated build runs the same kernel
  * with the matrix operations in plain code and is never chosen by AUTO: tests
  * force it on devices without matrix units. Its matrix shape is 16x16x16, or
@@ -28,8 +31,19 @@
 
 enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_WORKGROUP = 0, AM_SPEC_BR, AM_SPEC_BC, AM_SPEC_D, AM_SPEC_DV, AM_SPEC_CAUSAL,
-    AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES
+    AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
+    AM_SPEC_BF16_INPUTS
 };
+
+/* Bit i set: input i of Q, K, V is bf16 (the kernel's BF16_INPUTS). */
+static uint32_t bf16_inputs(const attention_call *c)
+{
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    uint32_t bits = 0;
+    for (int i = 0; i < 3; i++)
+        bits |= (uint32_t)(in[i]->dtype == VKATTN_DTYPE_BF16) << i;
+    return bits;
+}
 
 /* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
  * the most of each that fit, in that order. On CPU devices (where only the
@@ -48,25 +62,28 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
  * are padded to whole elements and tiles hold whole elements of keys. */
 
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
- * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag. */
-static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp, bool emulated)
+ * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag, and
+ * the exponents and factors of bf16 inputs (16-byte stubs without). */
+static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp, uint32_t bf16,
+                             bool emulated)
 {
     uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + 4ull * br * (bc + 4) + 2ull * br * (bc + 8) +
                      4ull * br + 16;
+    bytes += (bf16 & 1 ? 4ull * br : 16) + (bf16 & 2 ? 8ull * bc : 32) + 16;
     /* The emulated build keeps its matrices there. */
     return bytes + (emulated ? 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) : 0);
 }
 
 /* Registers per invocation of the real kernel's matrices (Q and P as f16
  * operands, two per register; O and S as f32 accumulators) and, with two
- * stages, of the next K and V tiles it holds (16 bytes per packed element,
- * the workgroup's wg invocations sharing them). */
+ * stages or bf16 inputs, of the K and V tiles it loads before staging (16
+ * bytes per packed element, the workgroup's wg invocations sharing them). */
 static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
-                                 uint32_t stages, uint32_t wg)
+                                 uint32_t stages, uint32_t bf16, uint32_t wg)
 {
-    uint64_t staged = stages == 2 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
-                                         div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
-                                  : 0;
+    uint64_t staged = stages == 2 || bf16 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
+                                                 div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
+                                          : 0;
     return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg + staged;
 }
 
@@ -75,12 +92,12 @@ static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t 
  * matrices in registers; 0 if none does. */
 static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
                              uint32_t br, uint32_t max_tile, uint32_t dp, uint32_t dvp,
-                             uint32_t stages, bool emulated)
+                             uint32_t stages, uint32_t bf16, bool emulated)
 {
     uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / s.m * sg;
     for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
-        if (shared_bytes(br, bc, dp, dvp, emulated) <= info->shared_memory_bytes &&
-            (emulated || matrix_registers(s.m, sg, bc, dp, dvp, stages, wg) <=
+        if (shared_bytes(br, bc, dp, dvp, bf16, emulated) <= info->shared_memory_bytes &&
+            (emulated || matrix_registers(s.m, sg, bc, dp, dvp, stages, bf16, wg) <=
                              COOPMAT_MATRIX_REGISTERS))
             return bc;
     return 0;
@@ -97,12 +114,14 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  (long long)d->Dv, name, FUSED_MAX_HEAD_SIZE);
         return false;
     }
-    if (c->q->dtype != VKATTN_DTYPE_F16 || c->k->dtype != VKATTN_DTYPE_F16 ||
-        c->v->dtype != VKATTN_DTYPE_F16) {
-        snprintf(why, why_size, "%s takes f16 Q, K and V (got %s, %s, %s)", name,
-                 dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
-        return false;
-    }
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != VKATTN_DTYPE_F16 && in[i]->dtype != VKATTN_DTYPE_BF16) {
+            snprintf(why, why_size, "%s takes f16 or bf16 Q, K and V (got %s, %s, %s)", name,
+                     dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
+            return false;
+        }
+    uint32_t bf16 = bf16_inputs(c);
     if (emulated) {
         if (!ctx->vk.enabled.float16) {
             snprintf(why, why_size, "%s needs shaderFloat16, which %s lacks or the "
@@ -190,10 +209,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         uint32_t br_try = subgroups * s.m;
         if (tuned_stages) {
             plan->stages = tuned_stages;
-            plan->bc = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, tuned_stages, emulated);
+            plan->bc = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, tuned_stages, bf16,
+                                    emulated);
         } else {
-            uint32_t one = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 1, emulated);
-            uint32_t two = emulated ? 0 : largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 2, false);
+            uint32_t one = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 1, bf16, emulated);
+            uint32_t two = emulated ? 0
+                                    : largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 2, bf16,
+                                                   false);
             plan->stages = two && two >= one ? 2 : 1;
             plan->bc = plan->stages == 2 ? two : one;
         }
@@ -225,14 +247,16 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     if (emulated && cpu) {
         /* Per tile, each lane walks its share of the K and V tiles and of the
          * softmax, and its elements of every block operation (score and
-         * output products, stores, operand loads, a rescaling); all counted
-         * as one. */
+         * output products, stores, operand loads, a rescaling) and, with
+         * bf16 inputs, of the K tile's exponents and factors and the V tile's
+         * reduction; all counted as one. */
         uint32_t bc = plan->bc, lpr = sg >= s.m ? sg / s.m : 1, passes = sg >= s.m ? 1 : s.m / sg;
         uint64_t acc = div_up((uint64_t)s.m * s.n, sg), a = div_up((uint64_t)s.m * s.k, sg);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
                             (uint64_t)(dp / s.k + 2) * (bc / s.n) * (acc + 1) +
                             (uint64_t)(bc / s.k) * (a + 1) +
-                            (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1) + 8;
+                            (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1) + 8 +
+                            (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
@@ -254,8 +278,7 @@ static bool coopmat_emulated_plan(vkattn_context *ctx, const attention_call *c, 
 
 static int coopmat_rank(const vkattn_context *ctx, const attention_call *c)
 {
-    (void)c;
-    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx) ? 4 : 0;
+    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx, bf16_inputs(c) != 0) ? 4 : 0;
 }
 
 static int never(const vkattn_context *ctx, const attention_call *c)
@@ -284,6 +307,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_MK] = plan->shape.k;
     spec[AM_SPEC_SUBGROUP_SIZE] = plan->workgroup / (plan->rows_per_workgroup / plan->shape.m);
     spec[AM_SPEC_STAGES] = plan->stages;
+    spec[AM_SPEC_BF16_INPUTS] = bf16_inputs(c);
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

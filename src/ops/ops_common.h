@@ -118,9 +118,10 @@ bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
  * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (false: malformed, or a size over 64). */
 bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
 bool coopmat_emulated_shape(coopmat_shape *out);
-/* Whether AUTO takes the coopmat attention kernel where it runs: on vendors it
- * was verified on, unless VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
-bool coopmat_attention_default(const vkattn_context *ctx);
+/* Whether AUTO takes the coopmat attention kernel where it runs, for f16 inputs
+ * or with some bf16 among them: on vendors it was verified on (so), unless
+ * VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
+bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs);
 
 /* --------------------------------------------------------------- softmax -- */
 
