@@ -72,7 +72,10 @@ layout(constant_id = 11) const uint STAGES = 1;
 // (bf16's 8 significant bits fit f16's normal and upper subnormal range), and
 // the powers are undone in f32: on the scores (Q's and K's, which do not mix
 // within a product's sum), and on O (V's: the keys are summed, so O keeps one
-// unit, raised when a tile needs it).
+// unit: raised to any tile's that needs it, lowered to a tile's far below it,
+// so that small values after large ones keep their bits for the rows that do
+// not see the large ones). bf16 subnormals are read as f32 subnormals: zero
+// on devices that flush those.
 layout(constant_id = 12) const uint BF16_INPUTS = 0;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
@@ -120,6 +123,12 @@ const bool REGISTER_STAGING = STAGES == 2 || ANY_BF16;
 const int SHIFT_LIMIT = 112;
 // o_unit before any P V: O is 0.
 const int O_UNIT_NONE = -1000;
+// The V unit is lowered to a tile's only when that is more than V_UNIT_SLACK
+// below it (so that tiles of one scale never rescale O), and never more than
+// V_UNIT_RANGE below the largest tile's (so that O, below 2^24 per key in the
+// largest tile's unit, stays far below f32's 2^128 in the lower one).
+const int V_UNIT_SLACK = 8;
+const int V_UNIT_RANGE = 64;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 0) readonly buffer Q16x8 { uvec4 q16x8[]; };
@@ -256,11 +265,17 @@ int bf16_shift(uint e)
     return clamp(int(e) - 127 - 15, -SHIFT_LIMIT, SHIFT_LIMIT);
 }
 
+// 2^n, exactly (ldexp is; exp2 need not be), 0 below f32's range.
+float pow2(int n)
+{
+    return ldexp(1.0, n);
+}
+
 // A packed element's eight bf16 halves as f16, divided by 2^shift (Inf and
 // NaN stay what they are).
 uvec4 bf16_to_f16(uvec4 words, int shift)
 {
-    float factor = exp2(float(-shift));
+    float factor = pow2(-shift);
     uvec4 halves;
     [[unroll]] for (uint i = 0; i < 4; i++)
         halves[i] = packHalf2x16(uintBitsToFloat(uvec2(words[i] << 16, words[i] & 0xffff0000u)) *
@@ -395,7 +410,7 @@ void main()
         for (uint e = tid; e < QCH * DP / PACK; e += WG) {
             uint r = c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
             uvec4 words = q_words(seq, b, g, first + r, rows, d);
-            if (Q_BF16)     // rows past the block (a last chunk's) are not loaded
+            if (Q_BF16)     // rows past the block (a last chunk's) go unused
                 words = bf16_to_f16(words, bf16_shift(q_exponent[min(r, BR - 1)]));
             k_tile[(e / (DP / PACK) * KS + d) / PACK] = words;
         }
@@ -406,7 +421,7 @@ void main()
     }
     [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
         uint r = row0 + lane / LPR + pass * ROW_LANES;
-        held[pass].q_factor = Q_BF16 ? exp2(float(bf16_shift(q_exponent[r]))) : 1.0;
+        held[pass].q_factor = Q_BF16 ? pow2(bf16_shift(q_exponent[r])) : 1.0;
     }
 
     uint k_base = b * p.k_sb + g * p.k_sh;
@@ -414,10 +429,10 @@ void main()
     bool k_aligned8 = ((k_base | p.k_ss) & 7u) == 0u;
     bool v_aligned8 = ((v_base | p.v_ss) & 7u) == 0u;
 
-    // bf16 V: the V tiles are staged in units of 2^v_unit (the largest any
-    // tile so far needed: all subgroups alike), this subgroup's O is in units
-    // of 2^o_unit (raised to v_unit before its next P V).
-    int v_unit = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
+    // bf16 V: the V tiles are staged in units of 2^v_unit (all subgroups
+    // alike; v_top: the largest tile's), this subgroup's O is in units of
+    // 2^o_unit (moved to v_unit before its next P V).
+    int v_unit = -SHIFT_LIMIT, v_top = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
     uvec4 k_next[K_LOADS], v_next[V_LOADS];   // two stages: the next tile
     if (STAGES == 2 && block_keys.x < block_limit) {
         LOAD_TILE(k_next, K_LOADS, block_keys.x, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
@@ -442,11 +457,15 @@ void main()
                     atomicMax(v_exponent[0], top);
             }
             barrier();
-            if (V_BF16)
-                v_unit = max(v_unit, bf16_shift(v_exponent[0]));
+            if (V_BF16) {
+                int tile_shift = bf16_shift(v_exponent[0]);
+                v_top = max(v_top, tile_shift);
+                if (tile_shift > v_unit || tile_shift < v_unit - V_UNIT_SLACK)
+                    v_unit = max(tile_shift, v_top - V_UNIT_RANGE);
+            }
             if (K_BF16)
                 for (uint c = tid; c < BC; c += WG)
-                    k_factor[c] = exp2(float(bf16_shift(k_exponent[c])));
+                    k_factor[c] = pow2(bf16_shift(k_exponent[c]));
         }
         if (REGISTER_STAGING) {
             STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
@@ -467,9 +486,9 @@ void main()
         }
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
-        float unit_factor = 1.0;    // O's, where this tile raised the V unit
+        float unit_factor = 1.0;    // O's, where the V unit moved
         if (V_BF16 && o_unit != v_unit) {
-            unit_factor = o_unit == O_UNIT_NONE ? 1.0 : exp2(float(o_unit - v_unit));
+            unit_factor = o_unit == O_UNIT_NONE ? 1.0 : pow2(o_unit - v_unit);
             o_unit = v_unit;
         }
 
@@ -575,17 +594,17 @@ void main()
 
     if (!has_rows)
         return;
-    // Each row's output scale (1 with a split: its partial keeps O, m and l;
-    // times O's unit), written where the last tile's lanes may still be
-    // reading its factors.
-    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? exp2(float(o_unit)) : 1.0;
+    // Each row's output scale (1 with a split: its partial keeps O, m and l),
+    // written where the last tile's lanes may still be reading its factors;
+    // O's unit is applied after it (their product could underflow).
+    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
     subgroup_shared_sync();
     [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
         uint r = row0 + lane / LPR + pass * ROW_LANES;
         uint row = first + r;
         Row w = held[pass];
         if (lane % LPR == 0)
-            row_factor[r] = (SPLIT ? 1.0 : output_scale(w.m, w.l, w.h)) * o_scale;
+            row_factor[r] = SPLIT ? 1.0 : output_scale(w.m, w.l, w.h);
         if (SPLIT && lane % LPR == 0 && row < rows) {
             uint record = partial_record(b * p.Hkv + g, split, row);
             o32[p.ml_offset + 2 * record] = w.m;
@@ -601,6 +620,8 @@ void main()
             if (row >= rows || d >= DV)
                 continue;
             float x = s_tile[slice + e] * row_factor[row0 + r];
+            if (V_BF16)
+                x *= o_scale;
             if (SPLIT) {
                 uint record = partial_record(b * p.Hkv + g, split, row);
                 o32[record * DV4 * 4 + d] = x;

@@ -458,93 +458,136 @@ static void test_coopmat_two_stages(void **state)
  * them exactly by dividing each Q row, each key of K and each V tile by a power
  * of 2: Q near 2^20 (past f16's 65504), K near 2^-20 (f16's subnormals), each
  * row and key at its own power, so that a factor applied to the wrong one
- * moves the scores; V at 2^-10 for the first third of the keys, 2^20 for the
- * second (raising O's unit part-way) and 1 for the last. Each output is held to
- * 2e-3 of the largest |V| its row sees, so rows that see only the small keys
- * are checked at their own scale. Causal and not, one split and three, tiled
- * small and as on a GPU (several subgroups, 48-key tiles), and the real
- * kernel where there is one. */
-static void test_coopmat_bf16_range(void **state)
+ * moves the scores. V, along the keys: (a) 2^-10, then 2^20 (raising O's unit
+ * part-way), then 1; (b) 2^20 for the first 192 keys (a whole number of tiles
+ * of every size), 2^-30 after them, with a mask hiding the first 192 from odd
+ * rows: those see only the small values, which must keep their bits though
+ * 2^50 below the large ones (O's unit lowered). Each output is held to 2e-3 of
+ * the largest |V| its row sees. Causal and not, one split and three; tiled
+ * small, and as on a GPU with two lanes a row (4x16x16 on 8 lanes); with two
+ * stages tiled small (lavapipe takes minutes to compile them tiled as on a
+ * GPU); the real kernel where there is one. */
+enum { RANGE_H = 2, RANGE_T = 400, RANGE_D = 40, RANGE_DV = 24, RANGE_SPLIT_KEY = 192 };
+
+static void run_range_paths(test_env *env, bool real, const char *what, vkattn_attention_desc d,
+                            const pair *q, const pair *k, const pair *v, pair *o,
+                            const float *row_scale)
 {
-    test_env *env = *state;
+    static const at_path emulated[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
+    };
+    static const at_path device[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
+    };
+    for (int i = 0; i < 2; i++) {
+        const at_path *path = real ? &device[i] : &emulated[i];
+        char name[160];
+        snprintf(name, sizeof name, "%s, %s, %u splits", what, real ? "real" : "emulated",
+                 path->kv_splits);
+        assert_int_equal(vkattn_tensor_upload(o->gpu, o->host, F32), VKATTN_OK);
+        d.path = path->path;
+        d.fused_variant = path->variant;
+        d.kv_splits = path->kv_splits;
+        vkattn_status s = vkattn_attention(env->gpu, &d, q->gpu, k->gpu, v->gpu, o->gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
+        expect_close(name, o, 0.0, 2e-3, row_scale);
+    }
+}
+
+/* One context (its tuning from the environment): every pattern, causal or
+ * not, each tiling. */
+static void run_range_cases(bool two_stages)
+{
+    if (two_stages)
+        assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2,coopmat.stages=2", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
     vkattn_device_info info;
-    if (!test_has_float16(env, &info))
+    if (!test_has_float16(env, &info)) {
+        test_env_destroy(env);
         return;
-    enum { B = 1, H = 2, T = 150, D = 40, DV = 24 };
+    }
+    enum { H = RANGE_H, T = RANGE_T, D = RANGE_D, DV = RANGE_DV };
     rng r = {31};
-    int64_t qs[4] = {B, H, T, D}, ks[4] = {B, 1, T, D}, vs[4] = {B, 1, T, DV};
-    int64_t os[4] = {B, H, T, DV};
+    int64_t qs[4] = {1, H, T, D}, ks[4] = {1, 1, T, D}, vs[4] = {1, 1, T, DV};
+    int64_t os[4] = {1, H, T, DV}, ms[2] = {T, T};
     pair q = pair_random(env, BF16, 4, qs, &r, -1.f, 1.f);
     pair k = pair_random(env, BF16, 4, ks, &r, -1.f, 1.f);
     pair v = pair_random(env, BF16, 4, vs, &r, -1.f, 1.f);
+    pair mask = pair_random(env, F32, 2, ms, &r, 0.f, 0.f);
     pair o = pair_output(env, 4, os);
+    float *v_unit = malloc(v.count * sizeof *v_unit), *row_scale = malloc(o.count * sizeof *row_scale);
+    assert_true(v_unit && row_scale);
+    memcpy(v_unit, v.host, v.count * sizeof *v_unit);   /* bf16 values in [-1, 1] */
     for (size_t e = 0; e < q.count; e++)
         q.host[e] = ldexpf(q.host[e], 19 + (int)(e / D % 3));
     for (size_t e = 0; e < k.count; e++)
         k.host[e] = ldexpf(k.host[e], -22 + (int)(e / D % 5));
-    double v_max[T];    /* the largest |V| of each key */
-    for (size_t j = 0; j < T; j++) {
-        v_max[j] = 0.0;
-        for (size_t d = 0; d < DV; d++) {
-            float *x = &v.host[j * DV + d];
-            *x = ldexpf(*x, j < T / 3 ? -10 : j < 2 * T / 3 ? 20 : 0);
-            v_max[j] = fmax(v_max[j], fabs(*x));
-        }
-    }
-    pair *inputs[] = {&q, &k, &v};
-    for (int i = 0; i < 3; i++) {   /* scaled powers of 2 of bf16 values: still bf16 */
+    for (size_t e = 0; e < mask.count; e++)     /* odd rows: not the first keys */
+        mask.host[e] = e / T % 2 == 1 && e % T < RANGE_SPLIT_KEY ? -INFINITY : 0.f;
+    pair *inputs[] = {&q, &k, &mask};
+    for (int i = 0; i < 3; i++) {   /* powers of 2 of bf16 values: still bf16 */
         assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
         assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
     }
-    float *row_scale = malloc(o.count * sizeof *row_scale);
-    assert_non_null(row_scale);
-    static const at_path paths[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
-    };
-    for (int causal = 0; causal < 2; causal++) {
-        vkattn_attention_desc d = {.causal = causal};
-        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
-        for (size_t e = 0; e < o.count; e++) {
-            size_t i = e / DV % T, seen = causal ? i + 1 : T;
-            double m = 0.0;
-            for (size_t j = 0; j < seen; j++)
-                m = fmax(m, v_max[j]);
-            row_scale[e] = (float)m;
+    for (int pattern = 0; pattern < 2; pattern++) {
+        double v_max[T];    /* the largest |V| of each key */
+        for (size_t j = 0; j < T; j++) {
+            int power = pattern == 0 ? (j < T / 3 ? -10 : j < 2 * T / 3 ? 20 : 0)
+                                     : (j < RANGE_SPLIT_KEY ? 20 : -30);
+            v_max[j] = 0.0;
+            for (size_t d = 0; d < DV; d++) {
+                v.host[j * DV + d] = ldexpf(v_unit[j * DV + d], power);
+                v_max[j] = fmax(v_max[j], fabs(v.host[j * DV + d]));
+            }
         }
-        for (int tiling = 0; tiling < 3; tiling++) {
-            if (tiling == 2 && !info.cooperative_matrix)
-                break;
-            if (tiling == 1) {
-                assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
-                assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "16x16x16", 1), 0);
+        assert_int_equal(vkattn_tensor_upload(v.gpu, v.host, F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(v.cpu, v.host, F32), VKATTN_OK);
+        for (int causal = 0; causal < 2; causal++) {
+            vkattn_attention_desc d = {.causal = causal, .mask = pattern ? mask.cpu : NULL};
+            assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+            for (size_t e = 0; e < o.count; e++) {
+                size_t i = e / DV % T, seen = causal ? i + 1 : T;
+                size_t from = pattern && i % 2 == 1 ? RANGE_SPLIT_KEY : 0;
+                double m = 0.0;
+                for (size_t j = from; j < seen; j++)
+                    m = fmax(m, v_max[j]);
+                row_scale[e] = (float)m;
             }
-            for (int p = 0; p < 2; p++) {
-                const at_path *path = &paths[(tiling == 2 ? 2 : 0) + p];
-                char name[128];
-                snprintf(name, sizeof name, "bf16 past f16's range%s, %s tiling, %u splits",
-                         causal ? ", causal" : "", tiling == 0 ? "default" : tiling == 1 ? "gpu" : "device",
-                         path->kv_splits);
-                assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
-                d.path = path->path;
-                d.fused_variant = path->variant;
-                d.kv_splits = path->kv_splits;
-                vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-                if (s != VKATTN_OK)
-                    fail_msg("%s: %s: %s", name, vkattn_status_string(s),
-                             vkattn_last_error(env->gpu));
-                expect_close(name, &o, 0.0, 2e-3, row_scale);
+            d.mask = pattern ? mask.gpu : NULL;
+            for (int tiling = 0; tiling < 3; tiling++) {
+                if ((tiling == 1 && two_stages) || (tiling == 2 && !info.cooperative_matrix))
+                    continue;
+                if (tiling == 1) {
+                    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+                    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
+                }
+                char what[128];
+                snprintf(what, sizeof what, "bf16 past f16's range, V pattern %c%s, %s tiling%s",
+                         "ab"[pattern], causal ? ", causal" : "",
+                         tiling == 1 ? "gpu 4x16x16" : "default", two_stages ? ", two stages" : "");
+                run_range_paths(env, tiling == 2, what, d, &q, &k, &v, &o, row_scale);
+                assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+                assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
             }
-            assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
-            assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         }
     }
+    free(v_unit);
     free(row_scale);
-    for (int i = 0; i < 3; i++)
-        pair_destroy(inputs[i]);
-    pair_destroy(&o);
+    pair *all[] = {&q, &k, &v, &mask, &o};
+    for (int i = 0; i < 5; i++)
+        pair_destroy(all[i]);
+    test_env_destroy(env);
+}
+
+static void test_coopmat_bf16_range(void **state)
+{
+    (void)state;
+    run_range_cases(false);
+    run_range_cases(true);
 }
 
 /* The real cooperative-matrix kernel on the same shapes, where the device has
