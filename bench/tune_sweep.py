@@ -44,6 +44,7 @@ CASES = [
         ("coopmat", "coopmat.subgroups=8"),
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=16"),
+        ("coopmat", "coopmat.order=2"),
     ]),
     ("decode f16", DECODE, "f16", False, 20, [
         (None, None),
@@ -59,6 +60,7 @@ CASES = [
         ("tiled", "tiled.lanes=4"),
         ("tiled", "tiled.workgroup=256"),
         ("tiled", "tiled.lanes=4,tiled.workgroup=256"),
+        ("tiled", "tiled.order=2"),
     ]),
     ("prefill f32 D=64", PREFILL_64, "f32", True, 5, [
         ("tiled", None),

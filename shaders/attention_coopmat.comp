@@ -77,6 +77,9 @@ layout(constant_id = 11) const uint STAGES = 1;
 // not see the large ones). bf16 subnormals are read as f32 subnormals: zero
 // on devices that flush those.
 layout(constant_id = 12) const uint BF16_INPUTS = 0;
+// Row blocks in reverse grid order: with CAUSAL the last see the most keys, and
+// a GPU starts workgroups about in grid order (fused_heavy_first).
+layout(constant_id = 13) const bool HEAVY_FIRST = false;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 #include "coopmat.glsl"
@@ -352,6 +355,8 @@ void main()
     uint rows = p.group * seq.Tq;
     uint blocks = (p.group * p.Tq + BR - 1) / BR;
     uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
+    if (HEAVY_FIRST)
+        block = blocks - 1 - block;
     if (block * BR >= rows)
         return;  // past this sequence's rows (packed sequences): the whole workgroup
     uint tid = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sub = gl_SubgroupID;

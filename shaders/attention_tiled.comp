@@ -38,6 +38,9 @@ layout(constant_id = 7) const uint Q_DTYPE = DTYPE_F32;
 layout(constant_id = 8) const uint K_DTYPE = DTYPE_F32;
 layout(constant_id = 9) const uint V_DTYPE = DTYPE_F32;
 layout(constant_id = 10) const uint TM = 1;     // query rows per invocation (its TPR lanes)
+// Row blocks in reverse grid order: with CAUSAL the last see the most keys, and
+// a GPU starts workgroups about in grid order (fused_heavy_first).
+layout(constant_id = 11) const bool HEAVY_FIRST = false;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 const uint WG = gl_WorkGroupSize.x;
@@ -92,6 +95,8 @@ void main()
     uint rows = p.group * seq.Tq;
     uint blocks = (p.group * p.Tq + BR * TM - 1) / (BR * TM);
     uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
+    if (HEAVY_FIRST)
+        block = blocks - 1 - block;
     if (block * BR * TM >= rows)
         return;  // past this sequence's rows (packed sequences): the whole workgroup
     uint tid = gl_LocalInvocationIndex, lane = tid % TPR;

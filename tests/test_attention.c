@@ -765,7 +765,8 @@ static void test_coopmat_refusals(void **state)
  * a GPU turns) give the reference's results on awkward shapes: tiles of 12
  * keys, four rows an invocation, two lanes a row, small workgroups; the decode
  * kernel one subgroup a workgroup and few splits; the emulated coopmat kernel
- * two subgroups on a CPU device. A value a kernel cannot take is refused
+ * two subgroups on a CPU device; causal row blocks in grid order (the default
+ * launches the heaviest first). A value a kernel cannot take is refused
  * naming the setting; malformed entries are warned about and ignored. */
 static void test_tuning(void **state)
 {
@@ -778,7 +779,8 @@ static void test_tuning(void **state)
     test_env_destroy(env);
     char tune[256];
     snprintf(tune, sizeof tune, "tiled.rows=4, tiled.keys=20,tiled.lanes=2,tiled.workgroup=%u,"
-             "decode.subgroups=1,decode.target=5,coopmat_emulated.subgroups=2,tiled.rows=9,bogus",
+             "decode.subgroups=1,decode.target=5,coopmat_emulated.subgroups=2,tiled.rows=9,"
+             "tiled.order=2,coopmat_emulated.order=2,bogus",
              2 * info.subgroup_size_max);
     assert_int_equal(setenv("VKATTN_TUNE", tune, 1), 0);
     env = test_env_create();

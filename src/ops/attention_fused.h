@@ -56,6 +56,8 @@ typedef struct fused_plan {
     bool heads_in_lanes;          /* kv heads across neighbouring invocations (grid y = 1) */
     /* tiled */
     uint32_t tpr;                 /* invocations per row */
+    /* tiled and coopmat */
+    bool heavy_first;             /* causal: the last row blocks (the most keys) launched first */
     /* decode */
     uint32_t specialized_subgroup; /* the subgroup size its arrays are sized for */
     /* tiled and coopmat */
@@ -114,6 +116,8 @@ typedef enum fused_knob {
                        decode: subgroups, each its own split, per workgroup */
     KNOB_STAGES,    /* coopmat: 1 stages a tile and then computes; 2 loads the
                        next tile into registers while this one computes */
+    KNOB_ORDER,     /* tiled, coopmat, causal: 1 launches the row blocks that see
+                       the most keys first, 2 in order (fused_heavy_first) */
     KNOB_COUNT
 } fused_knob;
 _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");
@@ -121,6 +125,13 @@ _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");
 /* The knob's value for the variant, or `fallback` where none was set. */
 uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
                      uint32_t fallback);
+/* Whether a causal call launches its last row blocks (those that see the most
+ * keys) first: a GPU starts workgroups about in grid order, and the longest
+ * ones last would leave it running a few of them alone at the end
+ * (FlashAttention launches causal blocks so too). Tiled and coopmat kernels;
+ * KNOB_ORDER=2 keeps grid order. */
+bool fused_heavy_first(const vkattn_context *ctx, vkattn_fused_variant variant,
+                       const attention_dims *d);
 /* Writes "tuning tiled.keys=64" (the knob's setting) into `out`. */
 void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
                          size_t out_size);

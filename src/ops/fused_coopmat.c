@@ -32,7 +32,7 @@
 enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_WORKGROUP = 0, AM_SPEC_BR, AM_SPEC_BC, AM_SPEC_D, AM_SPEC_DV, AM_SPEC_CAUSAL,
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
-    AM_SPEC_BF16_INPUTS
+    AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST
 };
 
 /* Bit i set: input i of Q, K, V is bf16 (the kernel's BF16_INPUTS). */
@@ -261,6 +261,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     }
     plan->vec4 = d->Dv % 4 == 0;
     plan->target_workgroups = COOPMAT_TARGET_WORKGROUPS;
+    plan->heavy_first = fused_heavy_first(ctx, self, d);
     return true;
 }
 
@@ -308,6 +309,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_SUBGROUP_SIZE] = plan->workgroup / (plan->rows_per_workgroup / plan->shape.m);
     spec[AM_SPEC_STAGES] = plan->stages;
     spec[AM_SPEC_BF16_INPUTS] = bf16_inputs(c);
+    spec[AM_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

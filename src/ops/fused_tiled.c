@@ -12,7 +12,8 @@
 
 enum tiled_spec { /* constant_id values in attention_tiled.comp */
     AT_SPEC_WORKGROUP = 0, AT_SPEC_TPR, AT_SPEC_BC, AT_SPEC_D, AT_SPEC_DV, AT_SPEC_CAUSAL,
-    AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE, AT_SPEC_TM
+    AT_SPEC_SPLIT, AT_SPEC_Q_DTYPE, AT_SPEC_K_DTYPE, AT_SPEC_V_DTYPE, AT_SPEC_TM,
+    AT_SPEC_HEAVY_FIRST
 };
 
 /* About this many invocations per workgroup, at most this many keys per tile
@@ -62,6 +63,7 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     uint32_t tpr = pow2_floor(width / 16 ? width / 16 : 1);
     uint32_t max_tpr = sg < 16 ? pow2_floor(sg) : 16;
     plan->tpr = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_LANES, tpr < max_tpr ? tpr : max_tpr);
+    plan->heavy_first = fused_heavy_first(ctx, VKATTN_FUSED_TILED, d);
     /* Tuned values are kept as asked or refused, never bent (fused_tuning.c):
      * lanes a power of 2 within a subgroup, a workgroup of whole subgroups
      * (a required size needs them) within the device's limit. */
@@ -151,6 +153,7 @@ static void tiled_specialize(const attention_call *c, const fused_plan *plan, bo
     spec[AT_SPEC_K_DTYPE] = shader_dtype(c->k);
     spec[AT_SPEC_V_DTYPE] = shader_dtype(c->v);
     spec[AT_SPEC_TM] = plan->tm;
+    spec[AT_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

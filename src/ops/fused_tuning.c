@@ -31,6 +31,7 @@ static const struct {
     [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
     [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH, 1, 16},
     [KNOB_STAGES] = {"stages", COOPMAT_BOTH, 1, 2},
+    [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 2},
 };
 _Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
 
@@ -39,6 +40,12 @@ uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fu
 {
     uint32_t v = (unsigned)variant < TUNING_VARIANTS ? ctx->tuning.value[variant][knob] : 0;
     return v ? v : fallback;
+}
+
+bool fused_heavy_first(const vkattn_context *ctx, vkattn_fused_variant variant,
+                       const attention_dims *d)
+{
+    return d->causal && fused_tuned(ctx, variant, KNOB_ORDER, 1) == 1;
 }
 
 void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
