@@ -331,8 +331,8 @@ static void test_random_sweep(void **state)
 }
 
 /* The cooperative-matrix kernel, built with its matrix operations emulated,
- * on every shape above in f16 (the kernel's input type), with the matrix shapes
- * GPUs report: 16x16x16 and NVIDIA's 16x8x16. */
+ * on every shape above in f16 and bf16 (its input types), with the matrix
+ * shapes GPUs report: 16x16x16 and NVIDIA's 16x8x16. */
 static const at_path coopmat_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
@@ -473,16 +473,8 @@ static void run_range_paths(test_env *env, bool real, const char *what, vkattn_a
                             const pair *q, const pair *k, const pair *v, pair *o,
                             const float *row_scale)
 {
-    static const at_path emulated[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
-    };
-    static const at_path device[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
-    };
-    for (int i = 0; i < 2; i++) {
-        const at_path *path = real ? &device[i] : &emulated[i];
+    for (int i = 0; i < NPATHS(coopmat_paths); i++) {
+        const at_path *path = real ? &coopmat_device_paths[i] : &coopmat_paths[i];
         char name[160];
         snprintf(name, sizeof name, "%s, %s, %u splits", what, real ? "real" : "emulated",
                  path->kv_splits);
