@@ -181,11 +181,14 @@ static const at_case fixed_cases[] = {
     {"bf16 magnitude 30",      1, 2, 2,  20,  33, 24,  24, BSHD, true,  false, 0, false, 0.f, BF16, 30.f},
 };
 
-/* Mixed input dtypes (Q has the case's): each tensor is read with its own. */
-static const struct {
+/* A case whose K and V have dtypes of their own (Q has the case's). */
+typedef struct typed_case {
     at_case c;
     vkattn_dtype k_dtype, v_dtype;
-} mixed_cases[] = {
+} typed_case;
+
+/* Mixed input dtypes: each tensor is read with its own. */
+static const typed_case mixed_cases[] = {
     {{"mixed", 2, 4, 2, 19, 23, 32, 32, BHSD, true,  false, 0, false, 0.f, BF16, 1.f}, F16,  F32},
     {{"mixed", 1, 2, 1,  9, 30, 13, 13, BSHD, true,  false, 0, true,  0.f, F32,  1.f}, F32,  BF16},
     {{"mixed", 1, 3, 3, 16, 16, 64, 64, BHSD, false, false, 0, false, 0.f, F16,  1.f}, BF16, F16},
@@ -363,10 +366,7 @@ static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, rng *
     for (size_t i = 0; bf16 && i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
         if (fixed_cases[i].dtype == BF16)
             run_case(env, &fixed_cases[i], coopmat, NPATHS(coopmat_paths), r);
-    static const struct {
-        at_case c;
-        vkattn_dtype k_dtype, v_dtype;
-    } mixed[] = {
+    static const typed_case mixed[] = {
         {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
         {{"f16 Q, bf16 K", 1, 3, 1, 16, 40, 24, 20, BSHD, false, false, 0, true, 0.f, F16, 1.f}, BF16, F16},
     };

@@ -102,6 +102,15 @@ uint32_t attention_variant_bits(const attention_call *c)
            (c->kv_len ? VAR_KV_LEN : 0);
 }
 
+uint32_t attention_bf16_inputs(const attention_call *c)
+{
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    uint32_t bits = 0;
+    for (int i = 0; i < 3; i++)
+        bits |= (uint32_t)(in[i]->dtype == VKATTN_DTYPE_BF16) << i;
+    return bits;
+}
+
 /* A window side that excludes no key of any row is no bound at all (-1): every
  * position lies within |q_offset| + Tq of every key, a packed or paged
  * sequence's own offset (Tk_b - Tq_b) within Tq + Tk. Making such sides -1 keeps

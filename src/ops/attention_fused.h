@@ -25,6 +25,9 @@ enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.gl
     VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12, VAR_MASK_TEXELS4 = 1u << 13,
 };
 uint32_t attention_variant_bits(const attention_call *c);
+/* Bit i set: input i of Q, K, V is bf16 (the rows and coopmat kernels'
+ * BF16_INPUTS). */
+uint32_t attention_bf16_inputs(const attention_call *c);
 /* The variants' bindings of every fused attention kernel (after Q, K, V and O). */
 enum attention_variant_binding {
     ATTENTION_KV_LEN_BINDING = 4, ATTENTION_CU_Q_BINDING, ATTENTION_CU_K_BINDING,

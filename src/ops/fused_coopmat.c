@@ -35,15 +35,6 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST
 };
 
-/* Bit i set: input i of Q, K, V is bf16 (the kernel's BF16_INPUTS). */
-static uint32_t bf16_inputs(const attention_call *c)
-{
-    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    uint32_t bits = 0;
-    for (int i = 0; i < 3; i++)
-        bits |= (uint32_t)(in[i]->dtype == VKATTN_DTYPE_BF16) << i;
-    return bits;
-}
 
 /* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
  * the most of each that fit, in that order. On CPU devices (where only the
@@ -121,7 +112,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                      dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
             return false;
         }
-    uint32_t bf16 = bf16_inputs(c);
+    uint32_t bf16 = attention_bf16_inputs(c);
     if (emulated) {
         if (!ctx->vk.enabled.float16) {
             snprintf(why, why_size, "%s needs shaderFloat16, which %s lacks or the "
@@ -279,7 +270,7 @@ static bool coopmat_emulated_plan(vkattn_context *ctx, const attention_call *c, 
 
 static int coopmat_rank(const vkattn_context *ctx, const attention_call *c)
 {
-    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx, bf16_inputs(c) != 0) ? 4 : 0;
+    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx, attention_bf16_inputs(c) != 0) ? 4 : 0;
 }
 
 static int never(const vkattn_context *ctx, const attention_call *c)
@@ -308,7 +299,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_MK] = plan->shape.k;
     spec[AM_SPEC_SUBGROUP_SIZE] = plan->workgroup / (plan->rows_per_workgroup / plan->shape.m);
     spec[AM_SPEC_STAGES] = plan->stages;
-    spec[AM_SPEC_BF16_INPUTS] = bf16_inputs(c);
+    spec[AM_SPEC_BF16_INPUTS] = attention_bf16_inputs(c);
     spec[AM_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;

@@ -101,13 +101,10 @@ static void rows_specialize(const attention_call *c, const fused_plan *plan, boo
     const attention_dims *d = &c->dims;
     uint32_t *spec = dispatch->key.spec;
     const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    uint32_t bf16_inputs = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         vk_bind_texel_input(dispatch, (uint32_t)i, ATTENTION_QKV_BITS_TEXELS + (uint32_t)i, in[i],
                             plan->vec4);
-        bf16_inputs |= (uint32_t)(in[i]->dtype == VKATTN_DTYPE_BF16) << i;
-    }
-    spec[AR_SPEC_BF16_INPUTS] = bf16_inputs;
+    spec[AR_SPEC_BF16_INPUTS] = attention_bf16_inputs(c);
     dispatch->key.shader = SHADER_ATTENTION_ROWS;
     dispatch->key.spec_count = ATTENTION_SPEC_COUNT;
     spec[AR_SPEC_WORKGROUP] = plan->workgroup;
