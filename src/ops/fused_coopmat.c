@@ -35,7 +35,6 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST
 };
 
-
 /* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
  * the most of each that fit, in that order. On CPU devices (where only the
  * emulated build runs, in tests) one subgroup and small tiles: lavapipe turns
