@@ -35,7 +35,7 @@ DECODE = "1,32,8,1,8192,128"
 # and settings run in this order, the ones a GPU session most needs first: the
 # H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
 # stages and 16-key tiled tiles the defaults, so the settings here are the
-# ones around those.
+# ones around those, and the coopmat kernel's two row blocks a subgroup.
 CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
@@ -45,6 +45,15 @@ CASES = [
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=16"),
         ("coopmat", "coopmat.order=2"),
+    ]),
+    # Two row blocks a subgroup (32 rows: each K and V block loaded from shared
+    # memory feeds two products); at D=128 their registers do not fit.
+    ("prefill f16 D=64", PREFILL_64, "f16", True, 5, [
+        (None, None),
+        ("coopmat", "coopmat.rows=2"),
+        ("coopmat", "coopmat.rows=2,coopmat.keys=32"),
+        ("coopmat", "coopmat.rows=2,coopmat.stages=1"),
+        ("coopmat", "coopmat.subgroups=8"),
     ]),
     ("decode f16", DECODE, "f16", False, 20, [
         (None, None),

@@ -6,16 +6,16 @@
 //
 // A workgroup owns BR packed query rows of one (batch, kv head) problem and one
 // key range (split), as in attention_tiled.comp (packing, key ranges, split
-// records and push constants are the same). Each subgroup owns MM of the rows
-// for the whole key loop: their Q (as f16 operands) and O (f32 accumulators)
-// stay in its matrix registers. Per tile of BC keys:
+// records and push constants are the same). Each subgroup owns RS = MM x
+// ROW_TILES of the rows for the whole key loop: their Q (as f16 operands) and O
+// (f32 accumulators) stay in its matrix registers. Per tile of BC keys:
 //   1. the workgroup stages K and V as f16 in shared memory (zeros past the
 //      block's last key and in the padding of the head dimensions to the matrix
 //      shape): the only two workgroup barriers of the step; with STAGES = 2
 //      from registers loaded while the previous tile computed;
-//   2. each subgroup whose rows may see a key of the tile computes its MM x BC
-//      scores S = Q K^T (K read column-major) and stores them to its slice of
-//      s_tile;
+//   2. each subgroup whose rows may see a key of the tile computes its RS x BC
+//      scores S = Q K^T (K read column-major; each block of K loaded once for
+//      its ROW_TILES row blocks) and stores them to its slice of s_tile;
 //   3. its lanes run the online softmax on the slice (LPR lanes per row): scale,
 //      mask and adjust, the running maximum m and sum l (exp2 domain), and
 //      P = exp2(S - m) as f16 into p_tile. The maximum is raised lazily: only
@@ -36,7 +36,7 @@
 // With COOPMAT_EMULATED the same kernel is built with the matrix operations in
 // plain code (coopmat.glsl), so that everything else is exercised on devices
 // without matrix units (lavapipe in CI). Both builds run with full subgroups of
-// SG_SIZE invocations, one per MM rows (the real one's matrices are
+// SG_SIZE invocations, one per RS rows (the real one's matrices are
 // subgroup-scoped and the driver's shapes are defined for that size); the
 // softmax's lanes per row are specialized for it.
 #extension GL_GOOGLE_include_directive : require
@@ -50,8 +50,8 @@
 #endif
 #include "common.glsl"
 
-layout(local_size_x_id = 0) in;                 // (BR / MM) * SG_SIZE
-layout(constant_id = 1) const uint BR = 64;     // query rows per workgroup, a multiple of MM
+layout(local_size_x_id = 0) in;                 // (BR / RS) * SG_SIZE
+layout(constant_id = 1) const uint BR = 64;     // query rows per workgroup, a multiple of RS
 layout(constant_id = 2) const uint BC = 32;     // keys per tile, a multiple of MM, MN and MK
 layout(constant_id = 3) const uint D = 64;
 layout(constant_id = 4) const uint DV = 64;
@@ -80,12 +80,17 @@ layout(constant_id = 12) const uint BF16_INPUTS = 0;
 // Row blocks in reverse grid order: with CAUSAL the last see the most keys, and
 // a GPU starts workgroups about in grid order (fused_heavy_first).
 layout(constant_id = 13) const bool HEAVY_FIRST = false;
+// Row blocks of MM rows per subgroup: with 2, each K and V block a subgroup
+// loads from shared memory feeds two products instead of one (FlashAttention-2
+// gives a warp 32 rows so), for twice the registers of Q, S, P and O.
+layout(constant_id = 14) const uint ROW_TILES = 1;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
 
 #include "coopmat.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
-const uint SUBGROUPS = BR / MM;
+const uint RS = MM * ROW_TILES;     // a subgroup's rows
+const uint SUBGROUPS = BR / RS;
 // Head sizes padded to the matrix shape and to whole elements of the packed
 // tiles (PACK halves; the lcm, as the shapes need not be powers of 2).
 const uint DPU = MK * PACK / (MK % 8 == 0 ? 8 : MK % 4 == 0 ? 4 : MK % 2 == 0 ? 2 : 1);
@@ -95,8 +100,8 @@ const uint DVP = (DV + DVPU - 1) / DVPU * DVPU;
 const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec4
 // The softmax: LPR lanes per row, each row's columns dealt out to them in chunks;
 // with fewer lanes than rows, a lane takes ROW_PASSES rows.
-const uint LPR = SG_SIZE >= MM ? SG_SIZE / MM : 1;
-const uint ROW_PASSES = SG_SIZE >= MM ? 1 : MM / SG_SIZE;
+const uint LPR = SG_SIZE >= RS ? SG_SIZE / RS : 1;
+const uint ROW_PASSES = SG_SIZE >= RS ? 1 : RS / SG_SIZE;
 const uint ROW_LANES = SG_SIZE / LPR;
 // Row strides of the shared tiles (in halves or floats): 16 bytes past the
 // row's length, which keeps
@@ -110,8 +115,10 @@ const uint PS = BC + 8;     // p_tile (halves)
 // With two stages, a thread's packed elements of a K and of a V tile.
 const uint K_LOADS = (BC * DP / PACK + WG - 1) / WG;
 const uint V_LOADS = (BC * DVP / PACK + WG - 1) / WG;
-// Q is staged through k_tile, QCH rows at a time (whole subgroups' rows).
+// Q is staged through k_tile, QCH rows at a time (whole row blocks).
 const uint QCH = BC / MM * MM;
+// Matrices per row block: Q's operands, S's and O's accumulators, P's operands.
+const uint QA = DP / MK, SA = BC / MN, OA = DVP / MN, PA = BC / MK;
 // A row's maximum is raised only when it grows by more than this (log2).
 const float LAZY_RESCALE = 8.0;
 const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
@@ -152,7 +159,7 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 // store where half-sized elements would take eight, four-way bank conflicted.
 shared uvec4 k_tile[BC * KS / PACK];
 shared uvec4 v_tile[BC * VS / PACK];
-shared float s_tile[BR * SS];       // a slice of MM rows per subgroup
+shared float s_tile[BR * SS];       // a slice of RS rows per subgroup
 shared uvec4 p_tile[BR * PS / PACK];
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
@@ -168,10 +175,11 @@ shared uint k_exponent[K_BF16 ? BC : 4];
 shared float k_factor[K_BF16 ? BC : 4];
 shared uint v_exponent[4];
 
-MATRIX_A(q_a, DP / MK, SUBGROUPS)
-MATRIX_A(p_a, BC / MK, SUBGROUPS)
-MATRIX_ACC(s_acc, BC / MN, SUBGROUPS)
-MATRIX_ACC(o_acc, DVP / MN, SUBGROUPS)
+// Row block m's matrix i of each is at m * (its count per block) + i.
+MATRIX_A(q_a, QA * ROW_TILES, SUBGROUPS)
+MATRIX_A(p_a, PA * ROW_TILES, SUBGROUPS)
+MATRIX_ACC(s_acc, SA * ROW_TILES, SUBGROUPS)
+MATRIX_ACC(o_acc, OA * ROW_TILES, SUBGROUPS)
 
 // One query row of a subgroup, as the lanes running its softmax hold it.
 struct Row {
@@ -337,15 +345,16 @@ uvec4 q_words(Sequence seq, uint b, uint g, uint row, uint rows, uint d)
 // through its s_tile slice.
 void rescale_output(uint slice, uint row0)
 {
-    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
-        ACC_STORE(o_acc, j, s_tile, slice, MN);
-        subgroup_shared_sync();
-        for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE)
-            s_tile[slice + e] *= row_factor[row0 + e / MN];
-        subgroup_shared_sync();
-        ACC_LOAD(o_acc, j, s_tile, slice, MN);
-        subgroup_shared_sync();
-    }
+    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+        MATRIX_UNROLL for (uint j = 0; j < OA; j++) {
+            ACC_STORE(o_acc, m * OA + j, s_tile, slice, MN);
+            subgroup_shared_sync();
+            for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE)
+                s_tile[slice + e] *= row_factor[row0 + m * MM + e / MN];
+            subgroup_shared_sync();
+            ACC_LOAD(o_acc, m * OA + j, s_tile, slice, MN);
+            subgroup_shared_sync();
+        }
 }
 
 void main()
@@ -368,11 +377,11 @@ void main()
     uint block_limit = block_keys.y;
 
     // This subgroup's rows, the keys they may see, and the rows its lanes hold.
-    uint row0 = sub * MM;                   // within the block
+    uint row0 = sub * RS;                   // within the block
     uint slice = row0 * SS;                 // its part of s_tile
     uint p_slice = row0 * PS;               // and of p_tile
     bool has_rows = first + row0 < rows;
-    uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + MM, rows) - 1,
+    uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + RS, rows) - 1,
                                           key_begin, key_end)
                               : uvec2(0);
     Row held[ROW_PASSES];
@@ -389,7 +398,7 @@ void main()
         held[pass].m = NEG_INF;
         held[pass].l = 0.0;
     }
-    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
+    MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
         ACC_ZERO(o_acc, j);
     if (tid < 4) {
         v_nonfinite_tile[tid] = 0;
@@ -420,9 +429,12 @@ void main()
             k_tile[(e / (DP / PACK) * KS + d) / PACK] = words;
         }
         barrier();
-        if (row0 >= c0 && row0 < c0 + QCH)
-            MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
-                A_LOAD(q_a, k, k_tile, (row0 - c0) * KS + k * MK, KS);
+        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++) {
+            uint r0 = row0 + m * MM;    // a row block lies in one chunk or none
+            if (r0 >= c0 && r0 < c0 + QCH)
+                MATRIX_UNROLL for (uint k = 0; k < QA; k++)
+                    A_LOAD(q_a, m * QA + k, k_tile, (r0 - c0) * KS + k * MK, KS);
+        }
     }
     [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
         uint r = row0 + lane / LPR + pass * ROW_LANES;
@@ -498,13 +510,15 @@ void main()
         }
 
         // 2. S = Q K^T for the subgroup's rows.
-        MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
+        MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
             ACC_ZERO(s_acc, c);
-        MATRIX_UNROLL for (uint k = 0; k < DP / MK; k++)
-            MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
-                ACC_MMA(s_acc, c, q_a, k, k_tile, c * MN * KS + k * MK, KS, true);
-        MATRIX_UNROLL for (uint c = 0; c < BC / MN; c++)
-            ACC_STORE(s_acc, c, s_tile, slice + c * MN, SS);
+        MATRIX_UNROLL for (uint k = 0; k < QA; k++)
+            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                ACC_MMA_ROWS(s_acc, c, SA, q_a, k, QA, ROW_TILES, k_tile, c * MN * KS + k * MK, KS,
+                             true)
+        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
         subgroup_shared_sync();
 
         // 3. Online softmax; keys a row may not see (and rows past the
@@ -555,18 +569,20 @@ void main()
         }
         subgroup_shared_sync();
         bool rescale = false;
-        for (uint r = 0; r < MM; r++)
+        for (uint r = 0; r < RS; r++)
             rescale = rescale || row_factor[row0 + r] != 1.0;
         if (rescale)    // the same for the whole subgroup
             rescale_output(slice, row0);
 
         // 4. O += P V.
-        MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
-            A_LOAD(p_a, k, p_tile, p_slice + k * MK, PS);
+        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+            MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+                A_LOAD(p_a, m * PA + k, p_tile, p_slice + m * MM * PS + k * MK, PS);
         if (nonfinite_tile() != t0 + 1) {
-            MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++)
-                MATRIX_UNROLL for (uint k = 0; k < BC / MK; k++)
-                    ACC_MMA(o_acc, j, p_a, k, v_tile, k * MK * VS + j * MN, VS, false);
+            MATRIX_UNROLL for (uint j = 0; j < OA; j++)
+                MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+                    ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
+                                 k * MK * VS + j * MN, VS, false)
         } else {
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
@@ -574,11 +590,11 @@ void main()
             // P is f16 and 0 for masked keys (the block product needs it so),
             // so with a mask a key whose weight rounded to 0 is skipped too,
             // unlike the f32 kernels (key_weight): this kernel's P is rounded.
-            MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
-                ACC_STORE(o_acc, j, s_tile, slice, MN);
+            MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
+                ACC_STORE(o_acc, oj, s_tile, slice, MN);
                 subgroup_shared_sync();
                 for (uint e = lane; e < MM * MN; e += SG_SIZE) {
-                    uint r = e / MN, d = j * MN + e % MN;
+                    uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
                     float acc = s_tile[slice + e];
                     for (uint c = 0; c < BC; c++) {
@@ -591,7 +607,7 @@ void main()
                     s_tile[slice + e] = acc;
                 }
                 subgroup_shared_sync();
-                ACC_LOAD(o_acc, j, s_tile, slice, MN);
+                ACC_LOAD(o_acc, oj, s_tile, slice, MN);
                 subgroup_shared_sync();
             }
         }
@@ -617,11 +633,11 @@ void main()
         }
     }
     subgroup_shared_sync();
-    MATRIX_UNROLL for (uint j = 0; j < DVP / MN; j++) {
-        ACC_STORE(o_acc, j, s_tile, slice, MN);
+    MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
+        ACC_STORE(o_acc, oj, s_tile, slice, MN);
         subgroup_shared_sync();
         for (uint e = lane; e < MM * MN; e += SG_SIZE) {
-            uint r = e / MN, d = j * MN + e % MN, row = first + row0 + r;
+            uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN, row = first + row0 + r;
             if (row >= rows || d >= DV)
                 continue;
             float x = s_tile[slice + e] * row_factor[row0 + r];

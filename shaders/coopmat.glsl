@@ -64,6 +64,10 @@
 //   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
 //                                      NAME[I] += A[AI] * (the MK x MN block of the
 //                                      packed f16 shared array B, as in COOPMAT_MMA)
+//   ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)
+//                                      the same for COUNT row blocks m: NAME[I + m I_STEP]
+//                                      += A[AI + m A_STEP] * that block, which is loaded
+//                                      once for all of them
 //
 // Their f16 sources are packed: uvec4 arrays, PACK halves an element, so that
 // the kernel stages and the matrix units load them 16 bytes at a time
@@ -137,15 +141,15 @@ void subgroup_shared_sync()
     { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = SRC[(OFF) + r_ * (STRIDE) + n_];) }
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE)                                                    \
     { ACC_EACH_(DST[(OFF) + r_ * (STRIDE) + n_] = NAME[ACC_BASE_(NAME, I) + e_];) }
-#define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
-    {                                                                                           \
-        ACC_EACH_(float acc_ = NAME[ACC_BASE_(NAME, I) + e_];                                   \
+#define ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)     \
+    [[unroll]] for (uint m_ = 0; m_ < (COUNT); m_++) {                                          \
+        ACC_EACH_(float acc_ = NAME[ACC_BASE_(NAME, (I) + m_ * (I_STEP)) + e_];                 \
                   [[unroll]] for (uint k_ = 0; k_ < MK; k_++)                                   \
-                      acc_ = fma(float(A[A_BASE_(A, AI) + r_ * MK + k_]),                       \
+                      acc_ = fma(float(A[A_BASE_(A, (AI) + m_ * (A_STEP)) + r_ * MK + k_]),     \
                                  float(PACKED_HALF(B, (B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_ \
                                                                  : (B_OFF) + k_ * (B_STRIDE) + n_)), \
                                  acc_);                                                         \
-                  NAME[ACC_BASE_(NAME, I) + e_] = acc_;)                                        \
+                  NAME[ACC_BASE_(NAME, (I) + m_ * (I_STEP)) + e_] = acc_;)                      \
     }
 #else
 #define MATRIX_A(NAME, COUNT, SUBGROUPS) fcoopmatNV<16, gl_ScopeSubgroup, MM, MK> NAME[COUNT];
@@ -155,10 +159,14 @@ void subgroup_shared_sync()
 #define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)
-#define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
+#define ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)     \
     {                                                                                           \
         fcoopmatNV<16, gl_ScopeSubgroup, MK, MN> b_;                                            \
         coopMatLoadNV(b_, B, (B_OFF) / PACK, (B_STRIDE) / PACK, (B_COLUMNS));                   \
-        NAME[I] = coopMatMulAddNV(A[AI], b_, NAME[I]);                                          \
+        [[unroll]] for (uint m_ = 0; m_ < (COUNT); m_++)                                        \
+            NAME[(I) + m_ * (I_STEP)] =                                                         \
+                coopMatMulAddNV(A[(AI) + m_ * (A_STEP)], b_, NAME[(I) + m_ * (I_STEP)]);        \
     }
 #endif
+#define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
+    ACC_MMA_ROWS(NAME, I, 0, A, AI, 0, 1, B, B_OFF, B_STRIDE, B_COLUMNS)

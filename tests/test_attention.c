@@ -417,21 +417,19 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
-/* Two stages (the tuning knob coopmat.stages=2: the next K and V tiles'
- * loads in registers while a tile computes) on awkward shapes, f16 and bf16
- * (whose tiles' exponents come from those registers), tiled as on a GPU; the
- * emulated build here, and the real kernel where there is one. */
-static void test_coopmat_two_stages(void **state)
+/* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
+ * bf16, tiled as on a GPU with matrices of `shape`; the emulated build here,
+ * and the real kernel where there is one. */
+static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint64_t seed)
 {
-    (void)state;
-    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2,coopmat.stages=2", 1), 0);
+    assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
     test_env *env = test_env_create();
     assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
     vkattn_device_info info;
     if (test_has_float16(env, &info)) {
-        rng r = {29};
+        rng r = {seed};
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
-        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "16x16x16", 1), 0);
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
         static const char *const names[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
                                             "GQA", "D=80 Dv=48", "odd D=5 Dv=7", "odd D=13 bshd",
                                             "kv_len causal GQA", "two rows odd D GQA",
@@ -448,10 +446,38 @@ static void test_coopmat_two_stages(void **state)
                     if (info.cooperative_matrix)
                         run_case(env, &c, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
                 }
+        /* Scores spread wide over many tiles: rows' maxima rise by more than
+         * the lazy rescaling's 2^8 after their first tiles, so O is rescaled. */
+        static const at_case rescaled = {"rescaled O", 1, 3, 1, 40, 300, 24, 20, BHSD, true, false,
+                                         0, false, 0.f, F16, 8.f};
+        run_case(env, &rescaled, coopmat_paths, NPATHS(coopmat_paths), &r);
+        if (info.cooperative_matrix)
+            run_case(env, &rescaled, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
     }
     test_env_destroy(env);
+}
+
+/* Two stages (the tuning knob coopmat.stages=2: the next K and V tiles'
+ * loads in registers while a tile computes; bf16's tiles' exponents come
+ * from those registers). */
+static void test_coopmat_two_stages(void **state)
+{
+    (void)state;
+    run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", 29);
+}
+
+/* Two row blocks a subgroup (the tuning knob coopmat.rows=2: each K and V
+ * block loaded from shared memory feeds both): 32 rows on lavapipe's 8 lanes
+ * (four rows a lane in the softmax), and with 4-row matrices 8 rows (a lane a
+ * row); Q's row blocks staged in different chunks, O rescaled, written and
+ * (test_nonfinite) summed in plain code per block. */
+static void test_coopmat_row_tiles(void **state)
+{
+    (void)state;
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "16x16x16", 37);
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", 41);
 }
 
 /* bf16 inputs far outside f16's range on the coopmat kernels, which convert
@@ -851,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
+        cmocka_unit_test(test_coopmat_row_tiles),
         cmocka_unit_test(test_coopmat_bf16_range),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),

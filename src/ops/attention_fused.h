@@ -68,6 +68,7 @@ typedef struct fused_plan {
     /* coopmat */
     coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
     uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
+    uint32_t row_tiles;           /* matrix-height row blocks per subgroup */
     /* set by the chooser */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
@@ -111,7 +112,8 @@ static inline uint64_t fused_rows(const attention_dims *d)
  * splits without a rebuild. fused_tuning.c says which variants take which. */
 typedef enum fused_knob {
     KNOB_TARGET,    /* every variant: workgroups (decode: subgroups) the key splits aim for */
-    KNOB_ROWS,      /* tiled: query rows per invocation */
+    KNOB_ROWS,      /* tiled: query rows per invocation; coopmat: row blocks of the
+                       matrix height per subgroup */
     KNOB_KEYS,      /* tiled: keys per tile; coopmat: the largest key tile tried */
     KNOB_LANES,     /* tiled: invocations per query row */
     KNOB_WORKGROUP, /* tiled: invocations per workgroup */

@@ -32,10 +32,11 @@
 enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_WORKGROUP = 0, AM_SPEC_BR, AM_SPEC_BC, AM_SPEC_D, AM_SPEC_DV, AM_SPEC_CAUSAL,
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
-    AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST
+    AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES
 };
 
-/* Subgroups per workgroup (each owns MM query rows) and the most keys per tile:
+/* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
+ * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
  * the most of each that fit, in that order. On CPU devices (where only the
  * emulated build runs, in tests) one subgroup and small tiles: lavapipe turns
  * each barrier into a coroutine switch. */
@@ -64,30 +65,31 @@ static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp
     return bytes + (emulated ? 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) : 0);
 }
 
-/* Registers per invocation of the real kernel's matrices (Q and P as f16
- * operands, two per register; O and S as f32 accumulators) and, with two
- * stages or bf16 inputs, of the K and V tiles it loads before staging (16
- * bytes per packed element, the workgroup's wg invocations sharing them). */
-static uint64_t matrix_registers(uint32_t m, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
+/* Registers per invocation of the real kernel's matrices for a subgroup's rs
+ * rows (Q and P as f16 operands, two per register; O and S as f32
+ * accumulators) and, with two stages or bf16 inputs, of the K and V tiles it
+ * loads before staging (16 bytes per packed element, the workgroup's wg
+ * invocations sharing them). */
+static uint64_t matrix_registers(uint32_t rs, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
                                  uint32_t stages, uint32_t bf16, uint32_t wg)
 {
     uint64_t staged = stages == 2 || bf16 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
                                                  div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
                                           : 0;
-    return ((uint64_t)m * (dp + bc) / 2 + (uint64_t)m * (dvp + bc)) / sg + staged;
+    return ((uint64_t)rs * (dp + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged;
 }
 
 /* The most keys per tile (a multiple of every matrix side and of the packing)
  * that fit br rows' tiles in shared memory and, for the real kernel, the
- * matrices in registers; 0 if none does. */
+ * matrices of a subgroup's rs rows in registers; 0 if none does. */
 static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
-                             uint32_t br, uint32_t max_tile, uint32_t dp, uint32_t dvp,
-                             uint32_t stages, uint32_t bf16, bool emulated)
+                             uint32_t rs, uint32_t br, uint32_t max_tile, uint32_t dp,
+                             uint32_t dvp, uint32_t stages, uint32_t bf16, bool emulated)
 {
-    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / s.m * sg;
+    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / rs * sg;
     for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
         if (shared_bytes(br, bc, dp, dvp, bf16, emulated) <= info->shared_memory_bytes &&
-            (emulated || matrix_registers(s.m, sg, bc, dp, dvp, stages, bf16, wg) <=
+            (emulated || matrix_registers(rs, sg, bc, dp, dvp, stages, bf16, wg) <=
                              COOPMAT_MATRIX_REGISTERS))
             return bc;
     return 0;
@@ -149,12 +151,17 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     }
     plan->subgroup_size = required ? sg : 0;
     coopmat_shape s = plan->shape;
-    /* The softmax gives each row sg / M lanes, or each lane M / sg rows. */
-    if (sg % s.m != 0 && s.m % sg != 0) {
-        snprintf(why, why_size, "%s: %u-row matrices and subgroups of %u, neither dividing "
-                 "the other", name, s.m, sg);
+    vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
+    /* A subgroup's rows: row_tiles matrix heights. The softmax gives each row
+     * sg / rs lanes, or each lane rs / sg rows. */
+    uint32_t row_tiles = fused_tuned(ctx, self, KNOB_ROWS, 1), rs = s.m * row_tiles;
+    if (sg % rs != 0 && rs % sg != 0) {
+        snprintf(why, why_size, "%s: %u rows a subgroup (%u-row matrices%s) and subgroups of "
+                 "%u, neither dividing the other", name, rs, s.m,
+                 row_tiles > 1 ? " times the tuning's rows" : "", sg);
         return false;
     }
+    plan->row_tiles = row_tiles;
     /* The real kernel's matrix loads start on a whole packed element. */
     if (!emulated && (s.k % COOPMAT_PACK || s.n % COOPMAT_PACK)) {
         snprintf(why, why_size, "%s: the device's %ux%ux%u matrices; the kernel loads tiles "
@@ -167,13 +174,12 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
     bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
-    vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
     uint32_t max_tile = fused_tuned(ctx, self, KNOB_KEYS,
                                     small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
     /* Decoding: no more subgroups than the problem has rows for. The
      * planner's own count shrinks until the tiles fit; a tuned count is kept
      * or refused (fused_tuning.c). */
-    uint64_t row_blocks = div_up(fused_rows(d), s.m);
+    uint64_t row_blocks = div_up(fused_rows(d), rs);
     uint32_t tuned_subgroups = fused_tuned(ctx, self, KNOB_SUBGROUPS, 0);
     uint32_t subgroups = tuned_subgroups ? tuned_subgroups : small_tiles ? 1 : COOPMAT_SUBGROUPS;
     if (row_blocks < subgroups) {
@@ -181,7 +187,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
             snprintf(why, why_size, "tuning %s.subgroups=%u: %s has %llu query rows per kv "
                      "head here, %llu subgroups' worth of %u", vkattn_fused_variant_name(self),
                      tuned_subgroups, name, (unsigned long long)fused_rows(d),
-                     (unsigned long long)row_blocks, s.m);
+                     (unsigned long long)row_blocks, rs);
             return false;
         }
         subgroups = (uint32_t)row_blocks;
@@ -196,16 +202,17 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * (test_coopmat_two_stages runs two on small tiles). */
     uint32_t tuned_stages = fused_tuned(ctx, self, KNOB_STAGES, 0);
     for (;;) {
-        uint32_t br_try = subgroups * s.m;
+        uint32_t br_try = subgroups * rs;
         if (tuned_stages) {
             plan->stages = tuned_stages;
-            plan->bc = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, tuned_stages, bf16,
-                                    emulated);
+            plan->bc = largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, tuned_stages,
+                                    bf16, emulated);
         } else {
-            uint32_t one = largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 1, bf16, emulated);
+            uint32_t one = largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, 1, bf16,
+                                        emulated);
             uint32_t two = emulated ? 0
-                                    : largest_tile(info, s, sg, br_try, max_tile, dp, dvp, 2, bf16,
-                                                   false);
+                                    : largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, 2,
+                                                   bf16, false);
             plan->stages = two && two >= one ? 2 : 1;
             plan->bc = plan->stages == 2 ? two : one;
         }
@@ -213,12 +220,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
             break;
         subgroups--;
     }
-    uint32_t br = subgroups * s.m;
+    uint32_t br = subgroups * rs;
     if (!plan->bc) {
-        char setting[80] = "";
-        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1)
-            snprintf(setting, sizeof setting, " (%u subgroups, at most %u keys%s: the tuning)",
-                     subgroups, max_tile, plan->stages > 1 ? ", two stages" : "");
+        char setting[96] = "";
+        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
+            row_tiles > 1)
+            snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s: the "
+                     "tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
                  "do not fit in %u bytes of shared memory and %d registers%s", name,
                  (long long)d->D, (long long)d->Dv, s.m, s.n, s.k, info->shared_memory_bytes,
@@ -239,14 +247,15 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
          * softmax, and its elements of every block operation (score and
          * output products, stores, operand loads, a rescaling) and, with
          * bf16 inputs, of the K tile's exponents and factors and the V tile's
-         * reduction; all counted as one. */
-        uint32_t bc = plan->bc, lpr = sg >= s.m ? sg / s.m : 1, passes = sg >= s.m ? 1 : s.m / sg;
+         * reduction; all counted as one. The block operations repeat for
+         * each of a subgroup's row_tiles row blocks. */
+        uint32_t bc = plan->bc, lpr = sg >= rs ? sg / rs : 1, passes = sg >= rs ? 1 : rs / sg;
         uint64_t acc = div_up((uint64_t)s.m * s.n, sg), a = div_up((uint64_t)s.m * s.k, sg);
+        uint64_t blocks = (uint64_t)(dp / s.k + 2) * (bc / s.n) * (acc + 1) +
+                          (uint64_t)(bc / s.k) * (a + 1) +
+                          (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
-                            (uint64_t)(dp / s.k + 2) * (bc / s.n) * (acc + 1) +
-                            (uint64_t)(bc / s.k) * (a + 1) +
-                            (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1) + 8 +
-                            (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
+                            row_tiles * blocks + 8 + (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
@@ -296,10 +305,12 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_MM] = plan->shape.m;
     spec[AM_SPEC_MN] = plan->shape.n;
     spec[AM_SPEC_MK] = plan->shape.k;
-    spec[AM_SPEC_SUBGROUP_SIZE] = plan->workgroup / (plan->rows_per_workgroup / plan->shape.m);
+    spec[AM_SPEC_SUBGROUP_SIZE] =
+        plan->workgroup / (plan->rows_per_workgroup / (plan->shape.m * plan->row_tiles));
     spec[AM_SPEC_STAGES] = plan->stages;
     spec[AM_SPEC_BF16_INPUTS] = attention_bf16_inputs(c);
     spec[AM_SPEC_HEAVY_FIRST] = plan->heavy_first;
+    spec[AM_SPEC_ROW_TILES] = plan->row_tiles;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

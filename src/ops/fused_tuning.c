@@ -25,7 +25,7 @@ static const struct {
     uint32_t min, max;
 } knobs[KNOB_COUNT] = {
     [KNOB_TARGET] = {"target", EVERY_VARIANT, 1, 1u << 20},
-    [KNOB_ROWS] = {"rows", VARIANT_BIT(TILED), 1, 4},
+    [KNOB_ROWS] = {"rows", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 4},
     [KNOB_KEYS] = {"keys", VARIANT_BIT(TILED) | COOPMAT_BOTH, 4, 256},
     [KNOB_LANES] = {"lanes", VARIANT_BIT(TILED), 1, 128},
     [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
