@@ -859,7 +859,7 @@ static void test_tuning(void **state)
         assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
                          VKATTN_ERROR_UNSUPPORTED);
         const char *why = vkattn_last_error(env->gpu);
-        assert_non_null(strstr(why, "(2 subgroups, at most "));
+        assert_non_null(strstr(why, "(2 subgroups of 16 rows, at most "));
         assert_non_null(strstr(why, " keys: the tuning)"));
         pair_destroy(&q);
         pair_destroy(&o);
