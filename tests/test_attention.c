@@ -865,6 +865,28 @@ static void test_tuning(void **state)
         pair_destroy(&o);
     }
     test_env_destroy(env);
+
+    /* Three 4-row blocks a subgroup: 12 rows, which neither divide nor are
+     * divided by a subgroup of 4 to 128 lanes: refused, naming the setting. */
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.rows=3", 1), 0);
+    env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    if (test_has_float16(env, &info)) {
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
+        int64_t shape[4] = {1, 2, 30, 24};
+        q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
+        o = pair_output(env, 4, shape);
+        d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
+        assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
+                         VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu),
+                               "12 rows a subgroup (4-row matrices, tuning "
+                               "coopmat_emulated.rows=3) and subgroups of "));
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        pair_destroy(&q);
+        pair_destroy(&o);
+    }
+    test_env_destroy(env);
 }
 
 int main(void)

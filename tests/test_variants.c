@@ -631,21 +631,24 @@ static void test_nonfinite(void **state)
     };
     nonfinite_sweep(env, paths, NPATHS(paths));
     /* The coopmat kernel's two stages flag a V tile's Inf or NaN as it stores
-     * the tile it loaded during the previous one; with two row blocks of 4
+     * the tile it loaded during the previous one. With two row blocks of 4
      * rows a subgroup its plain-code sum over a V tile that holds one runs
      * per block. */
     static const var_path coopmat[] = {
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
     };
-    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2,coopmat_emulated.rows=2", 1),
-                     0);
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2", 1), 0);
     test_env *staged = test_env_create();
+    nonfinite_sweep(staged, coopmat, NPATHS(coopmat));
+    test_env_destroy(staged);
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.rows=2", 1), 0);
+    test_env *row_tiles = test_env_create();
     assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
-    nonfinite_sweep(staged, coopmat, NPATHS(coopmat));
+    nonfinite_sweep(row_tiles, coopmat, NPATHS(coopmat));
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
-    test_env_destroy(staged);
+    test_env_destroy(row_tiles);
 }
 
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count)

@@ -1,15 +1,16 @@
 /* Fused variants "coopmat" and "coopmat_emulated" (attention_coopmat.comp):
  * Q K^T and P V as f16 x f16 -> f32 products on the matrix units, the online
  * softmax in f32 between them; each subgroup keeps the Q and O of its MM rows
- * in matrix registers for the whole key loop. Good at: f16 and bf16 attention
+ * (or ROW_TILES times MM: the tuning coopmat.rows) in matrix registers for the
+ * whole key loop. Good at: f16 and bf16 attention
  * on GPUs with cooperative matrices, every variant. Needs: f16 or bf16 Q, K
  * and V (each its own; bf16 converted to f16 exactly as it is staged, each
  * group scaled by a power of 2: attention_coopmat.comp's BF16_INPUTS);
  * VK_NV_cooperative_matrix with an f16 shape (the real kernel) or shaderFloat16
  * (the emulated build); full subgroups of a size the pipeline can require (the
  * real kernel: a matrix operation needs every lane of its subgroup) or one the
- * device always gives (the emulated build), whose size a matrix's height
- * divides or is divided by; shared memory for the K, V, S and P tiles;
+ * device always gives (the emulated build), whose size a subgroup's rows
+ * divide or are divided by; shared memory for the K, V, S and P tiles;
  * registers for Q and O.
  *
  * AUTO takes the real kernel on the vendors where its current revision passed
@@ -70,16 +71,19 @@ static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp
 
 /* Registers per invocation of the real kernel's matrices for a subgroup's rs
  * rows (Q and P as f16 operands, two per register; O and S as f32
- * accumulators) and, with two stages or bf16 inputs, of the K and V tiles it
+ * accumulators), with two stages or bf16 inputs of the K and V tiles it
  * loads before staging (16 bytes per packed element, the workgroup's wg
- * invocations sharing them). */
+ * invocations sharing them), and of the softmax's state of the rows a lane
+ * holds beyond its first (about 9 registers a row). */
 static uint64_t matrix_registers(uint32_t rs, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
                                  uint32_t stages, uint32_t bf16, uint32_t wg)
 {
     uint64_t staged = stages == 2 || bf16 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
                                                  div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
                                           : 0;
-    return ((uint64_t)rs * (dp + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged;
+    uint64_t extra_rows = rs > sg ? rs / sg - 1 : 0;
+    return ((uint64_t)rs * (dp + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged +
+           9 * extra_rows;
 }
 
 /* The most keys per tile (a multiple of every matrix side and of the packing)
@@ -159,9 +163,12 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * sg / rs lanes, or each lane rs / sg rows. */
     uint32_t row_tiles = fused_tuned(ctx, self, KNOB_ROWS, 1), rs = s.m * row_tiles;
     if (sg % rs != 0 && rs % sg != 0) {
-        snprintf(why, why_size, "%s: %u rows a subgroup (%u-row matrices%s) and subgroups of "
-                 "%u, neither dividing the other", name, rs, s.m,
-                 row_tiles > 1 ? " times the tuning's rows" : "", sg);
+        char setting[48] = "";
+        if (row_tiles > 1)
+            fused_knob_describe(self, KNOB_ROWS, row_tiles, setting, sizeof setting);
+        snprintf(why, why_size, "%s: %u rows a subgroup (%u-row matrices%s%s) and subgroups of "
+                 "%u, neither dividing the other", name, rs, s.m, row_tiles > 1 ? ", " : "",
+                 setting, sg);
         return false;
     }
     plan->row_tiles = row_tiles;
@@ -250,15 +257,16 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
          * softmax, and its elements of every block operation (score and
          * output products, stores, operand loads, a rescaling) and, with
          * bf16 inputs, of the K tile's exponents and factors and the V tile's
-         * reduction; all counted as one. The block operations repeat for
-         * each of a subgroup's row_tiles row blocks. */
+         * reduction, and the check of the subgroup's rows for a rescaling;
+         * all counted as one. The block operations repeat for each of a
+         * subgroup's row_tiles row blocks. */
         uint32_t bc = plan->bc, lpr = sg >= rs ? sg / rs : 1, passes = sg >= rs ? 1 : rs / sg;
         uint64_t acc = div_up((uint64_t)s.m * s.n, sg), a = div_up((uint64_t)s.m * s.k, sg);
         uint64_t blocks = (uint64_t)(dp / s.k + 2) * (bc / s.n) * (acc + 1) +
                           (uint64_t)(bc / s.k) * (a + 1) +
                           (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
-                            row_tiles * blocks + 8 + (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
+                            row_tiles * blocks + rs + 8 + (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
