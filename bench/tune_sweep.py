@@ -17,6 +17,7 @@ where sdpa.csv from the same run has the case, PyTorch SDPA). Settings past
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -91,8 +92,10 @@ def setting_name(variant, tuning):
 def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
     """One vkattn-bench run; its CSV row (a dict), or a dict with `error`."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as out:
+        # --profile: the library logs each new pipeline's statistics (registers:
+        # whether a setting's tiles spill is half of why it is fast or slow).
         args = [bench, "--op", "attention", "--shape", shape, "--dtype", dtype, "--path", "fused",
-                "--reps", str(reps), "--csv", out.name]
+                "--reps", str(reps), "--csv", out.name, "--profile"]
         if causal:
             args.append("--causal")
         if variant:
@@ -117,7 +120,25 @@ def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
                 '" ignored: ' in line]
     if warnings:
         row["error"] = (row.get("error") or "") + " " + "; ".join(warnings)
+    row.update(kernel_statistics(p.stderr))
     return row
+
+
+def kernel_statistics(stderr):
+    """The registers and shared memory of the setting's attention kernel (the
+    first pipeline statistics line of one that is not the combine pass), where
+    the driver reports them; {} where it does not."""
+    for line in stderr.splitlines():
+        m = re.match(r"vkattn: pipeline statistics: (attention_\w+) \[", line)
+        if not m or m.group(1) == "attention_combine":
+            continue
+        stats = {}
+        for field, name in (("registers", "Register Count"), ("shared_bytes", "Shared Memory Size")):
+            v = re.search(re.escape(name) + r"=(\d+)", line)
+            if v:
+                stats[field] = v.group(1)
+        return stats
+    return {}
 
 
 def sdpa_times(path):
@@ -159,8 +180,9 @@ def write_results(a, cases, results, sdpa, start):
         ref = sdpa.get(case_key(shape, dtype, causal))
         lines += [f"## {label}: {case_name(c)} {dtype}", "",
                   f"Default: {rows[0][0]}" + (f"; PyTorch SDPA {ref:.3f} ms" if ref else "; no SDPA time"),
-                  "", "| setting | ran | ms median | GFLOP/s | GB/s | vs default | % of SDPA | check |",
-                  "|---|---|--:|--:|--:|--:|--:|---|"]
+                  "", "| setting | ran | ms median | GFLOP/s | GB/s | vs default | % of SDPA | "
+                  "registers | check |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|---|"]
         def order(item):
             ms = timed(item[1])
             return (ms is None, ms or 0.0)
@@ -172,6 +194,7 @@ def write_results(a, cases, results, sdpa, start):
                      row.get("gflops", "-") if ms else "-", row.get("gbps", "-") if ms else "-",
                      f"{base / ms:.2f}" if ms and base else "-",
                      f"{100 * ref / ms:.1f}" if ms and ref else "-",
+                     row.get("registers") or "-",
                      "ok" if good else (row.get("error") or "FAILED").strip().replace("|", "/")]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
