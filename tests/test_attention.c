@@ -786,6 +786,25 @@ static void test_coopmat_refusals(void **state)
     pair_destroy(&o);
 }
 
+/* The emulated coopmat kernel forced on Q = K = V of `shape` (f16) is refused
+ * as unsupported, with a message that contains `what` and `also` (unless NULL). */
+static void expect_emulated_coopmat_refused(test_env *env, int64_t shape[4], rng *r,
+                                            const char *what, const char *also)
+{
+    pair q = pair_random(env, F16, 4, shape, r, -1.f, 1.f);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    const char *why = vkattn_last_error(env->gpu);
+    if (!strstr(why, what) || (also && !strstr(why, also)))
+        fail_msg("refused with \"%s\"; expected it to say \"%s\"%s%s", why, what,
+                 also ? " and " : "", also ? also : "");
+    pair_destroy(&q);
+    pair_destroy(&o);
+}
+
 /* Tuned plans (vkattn_context_desc.tuning, VKATTN_TUNE: the knobs a sweep on
  * a GPU turns) give the reference's results on awkward shapes: tiles of 12
  * keys, four rows an invocation, two lanes a row, small workgroups; the decode
@@ -853,16 +872,8 @@ static void test_tuning(void **state)
          * 48 KiB of GPUs, even at 16 keys), and a tuned count is not shrunk to
          * fit. The most keys tried is 16 on CPU devices, 64 on GPUs. */
         int64_t shape[4] = {1, 1, 40, 256};
-        q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
-        o = pair_output(env, 4, shape);
-        d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
-        assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
-                         VKATTN_ERROR_UNSUPPORTED);
-        const char *why = vkattn_last_error(env->gpu);
-        assert_non_null(strstr(why, "(2 subgroups of 16 rows, at most "));
-        assert_non_null(strstr(why, " keys: the tuning)"));
-        pair_destroy(&q);
-        pair_destroy(&o);
+        expect_emulated_coopmat_refused(env, shape, &r, "(2 subgroups of 16 rows, at most ",
+                                        " keys: the tuning)");
     }
     test_env_destroy(env);
 
@@ -874,17 +885,9 @@ static void test_tuning(void **state)
     if (test_has_float16(env, &info)) {
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
         int64_t shape[4] = {1, 2, 30, 24};
-        q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
-        o = pair_output(env, 4, shape);
-        d.fused_variant = VKATTN_FUSED_COOPMAT_EMULATED;
-        assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
-                         VKATTN_ERROR_UNSUPPORTED);
-        assert_non_null(strstr(vkattn_last_error(env->gpu),
-                               "12 rows a subgroup (4-row matrices, tuning "
-                               "coopmat_emulated.rows=3) and subgroups of "));
+        expect_emulated_coopmat_refused(env, shape, &r, "12 rows a subgroup (4-row matrices, "
+                                        "tuning coopmat_emulated.rows=3) and subgroups of ", NULL);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
-        pair_destroy(&q);
-        pair_destroy(&o);
     }
     test_env_destroy(env);
 }
