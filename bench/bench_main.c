@@ -27,14 +27,16 @@ static void run_case(const bench_env *env, const bench_case *c, bench_result *r)
     }
 }
 
-/* The library's warnings and errors (a tuning entry ignored, a fallback taken)
- * and, with --profile, each new pipeline's statistics where the driver reports
- * them (registers, spills: VK_KHR_pipeline_executable_properties). */
+/* The library's warnings and errors (a tuning entry ignored, a fallback taken),
+ * with --profile each new pipeline's statistics where the driver reports them
+ * (registers, spills: VK_KHR_pipeline_executable_properties), and with
+ * VKATTN_COOPMAT_LAYOUT=1 the device's cooperative-matrix layout. */
 static void bench_log_warnings(void *user_data, vkattn_log_level level,
                                vkattn_log_source source, const char *message)
 {
     (void)source, (void)user_data;
-    bool statistics = strncmp(message, "pipeline statistics", 19) == 0;
+    bool statistics = strncmp(message, "pipeline statistics", 19) == 0 ||
+                      strncmp(message, "coopmat layout", 14) == 0;
     if (level >= VKATTN_LOG_WARNING || statistics)
         fprintf(stderr, "vkattn: %s\n", message);
 }

@@ -59,6 +59,11 @@
 //                                      stride STRIDE)
 //   MATRIX_ACC(NAME, COUNT, SUBGROUPS) COUNT f32 MM x MN accumulators
 //   ACC_ZERO(NAME, I)
+//   ACC_ELEMENTS(NAME, I)              how many of accumulator I's elements this
+//                                      invocation holds (the same for every one
+//                                      where MM x MN is a multiple of the subgroup)
+//   ACC_ELEMENT(NAME, I, K)            its element K: which row and column that is
+//                                      is the implementation's (coopmat_layout.comp)
 //   ACC_LOAD(NAME, I, SRC, OFF, STRIDE), ACC_STORE(NAME, I, DST, OFF, STRIDE)
 //                                      from / to f32 shared arrays, row-major
 //   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
@@ -137,6 +142,9 @@ void subgroup_shared_sync()
         BODY                                                                                    \
     }
 #define ACC_ZERO(NAME, I) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = 0.0;) }
+#define ACC_ELEMENTS(NAME, I)                                                                   \
+    ((MM * MN - gl_SubgroupInvocationID + gl_SubgroupSize - 1) / gl_SubgroupSize)
+#define ACC_ELEMENT(NAME, I, K) NAME[ACC_BASE_(NAME, I) + gl_SubgroupInvocationID + (K) * gl_SubgroupSize]
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE)                                                     \
     { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = SRC[(OFF) + r_ * (STRIDE) + n_];) }
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE)                                                    \
@@ -157,6 +165,8 @@ void subgroup_shared_sync()
     coopMatLoadNV(NAME[I], SRC, (OFF) / PACK, (STRIDE) / PACK, false)
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
 #define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
+#define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
+#define ACC_ELEMENT(NAME, I, K) NAME[I][K]
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)
 #define ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)     \

@@ -138,6 +138,8 @@ typedef enum shader_id {
     SHADER_ATTENTION_DECODE,
     SHADER_NARROW,
     SHADER_ZERO,
+    SHADER_COOPMAT_LAYOUT,
+    SHADER_COOPMAT_LAYOUT_EMULATED,
     SHADER_COUNT
 } shader_id;
 
@@ -366,6 +368,10 @@ typedef struct fused_tuning {
 } fused_tuning;
 
 void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
+/* With VKATTN_COOPMAT_LAYOUT=1 in the environment, logs the device's
+ * cooperative-matrix accumulator layout (ops/coopmat_layout_probe.c); a new
+ * Vulkan context calls it. */
+void coopmat_layout_report(vkattn_context *ctx);
 
 struct vkattn_context {
     vkattn_backend backend;

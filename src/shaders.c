@@ -8,6 +8,8 @@
 #include "attention_rows_spv.h"
 #include "attention_scores_spv.h"
 #include "attention_tiled_spv.h"
+#include "coopmat_layout_emulated_spv.h"
+#include "coopmat_layout_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_coopmat_emulated_spv.h"
 #include "matmul_coopmat_spv.h"
@@ -40,6 +42,8 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_DECODE, "attention_decode", attention_decode_spv),
     ENTRY_(SHADER_NARROW, "narrow", narrow_spv),
     ENTRY_(SHADER_ZERO, "zero", zero_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT, "coopmat_layout", coopmat_layout_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT_EMULATED, "coopmat_layout_emulated", coopmat_layout_emulated_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

@@ -118,6 +118,12 @@ bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
  * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (false: malformed, or a size over 64). */
 bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
 bool coopmat_emulated_shape(coopmat_shape *out);
+/* The f32 accumulator layout of an s.m x s.n matrix on the device's matrix
+ * units or in the emulated build (coopmat_layout_probe.c). Needs no
+ * recording in progress: it submits and waits. */
+struct coopmat_layout;
+vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_shape s,
+                                   struct coopmat_layout *out);
 /* Whether AUTO takes the coopmat attention kernel where it runs, for f16 inputs
  * or with some bf16 among them: on vendors it was verified on (so), unless
  * VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */

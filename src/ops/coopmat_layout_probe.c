@@ -1,0 +1,107 @@
+/* Reads a cooperative-matrix accumulator's element layout off the device
+ * (shaders/coopmat_layout.comp; coopmat_layout.h says why a kernel needs it).
+ * For now a diagnostic: with VKATTN_COOPMAT_LAYOUT=1 in the environment a new
+ * context logs (INFO, "coopmat layout: ...") the layout of its device's first
+ * matrix shape, or on devices without matrix units that of the emulated
+ * build (whose layout is the library's own: that run tests the probe), so
+ * that a GPU check records the layout a register-resident softmax would have
+ * to work with before anyone writes one. */
+#include "ops_common.h"
+
+#include "../coopmat_layout.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+enum layout_spec { /* constant_id values in coopmat_layout.comp */
+    LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_COUNT
+};
+
+/* Fills `out` from the cells the kernel wrote (cells[0]: elements an
+ * invocation; then each invocation's elements' row * cols + column). */
+static vkattn_status read_cells(vkattn_context *ctx, const float *cells, coopmat_shape s,
+                                uint32_t lanes, coopmat_layout *out)
+{
+    uint32_t count = s.m * s.n;
+    out->rows = s.m;
+    out->cols = s.n;
+    out->lanes = lanes;
+    out->elements = (uint32_t)cells[0];
+    if (cells[0] != (float)out->elements || (uint64_t)out->elements * lanes != count)
+        return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat layout: the probe reports "
+                        "%g elements an invocation; %u x %u over %u invocations is %u",
+                        cells[0], s.m, s.n, lanes, count / lanes);
+    for (uint32_t i = 0; i < count; i++) {
+        float v = cells[1 + i];
+        if (!(v >= 0.0f && v < (float)count && v == floorf(v)))
+            return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat layout: the probe read "
+                            "%g at invocation %u's element %u, not a cell of the matrix", v,
+                            i / out->elements, i % out->elements);
+        out->cell[i] = (uint32_t)v;
+    }
+    return VKATTN_OK;
+}
+
+vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_shape s,
+                                   coopmat_layout *out)
+{
+    bool required;
+    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    if (!emulated && (!ctx->vk.enabled.coopmat || !required))
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %s has no cooperative "
+                        "matrices with a required subgroup size", ctx->info.name);
+    uint32_t count = s.m * s.n;
+    if (!sg || !count || count > COOPMAT_LAYOUT_MAX_CELLS || count % sg)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %ux%u matrices over "
+                        "subgroups of %u: not a whole number of elements an invocation",
+                        s.m, s.n, sg);
+    vkattn_tensor *t;
+    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {1 + count}};
+    vkattn_status status = vkattn_tensor_create(ctx, &desc, &t);
+    if (status != VKATTN_OK)
+        return status;
+    float *cells = malloc((1 + (size_t)count) * sizeof *cells);
+    vk_dispatch d = {
+        .key = {.shader = emulated ? SHADER_COOPMAT_LAYOUT_EMULATED : SHADER_COOPMAT_LAYOUT,
+                .subgroup_size = required ? sg : 0,
+                .spec_count = LAYOUT_SPEC_COUNT,
+                .spec = {[LAYOUT_SPEC_WORKGROUP] = sg, [LAYOUT_SPEC_MM] = s.m,
+                         [LAYOUT_SPEC_MN] = s.n}},
+        .bindings = {vk_bind(t, true)},
+        .binding_count = 1,
+        .groups = {1, 1, 1},
+    };
+    if (!cells)
+        status = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    else if ((status = vk_cmd_dispatch(ctx, &d)) == VKATTN_OK &&
+             (status = vkattn_tensor_download(t, cells, VKATTN_DTYPE_F32)) == VKATTN_OK)
+        status = read_cells(ctx, cells, s, sg, out);
+    free(cells);
+    vkattn_tensor_destroy(t);
+    return status;
+}
+
+void coopmat_layout_report(vkattn_context *ctx)
+{
+    const char *flag = getenv("VKATTN_COOPMAT_LAYOUT");
+    if (!flag || *flag != '1' || ctx->vk.external)
+        return;
+    coopmat_shape s;
+    bool emulated = !(ctx->vk.enabled.coopmat && coopmat_device_shape(&ctx->vk.enabled, &s));
+    if (emulated && !coopmat_emulated_shape(&s))
+        return;
+    coopmat_layout *layout = malloc(sizeof *layout);
+    if (!layout)
+        return;
+    char line[900];
+    vkattn_status status = coopmat_layout_probe(ctx, emulated, s, layout);
+    if (status == VKATTN_OK) {
+        coopmat_layout_describe(layout, line, sizeof line);
+        ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout%s: %s", emulated ? " (emulated build)" : "",
+                line);
+    } else {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat layout: not read: %s", ctx->last_error);
+        ctx->last_error[0] = '\0';
+    }
+    free(layout);
+}
