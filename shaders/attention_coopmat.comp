@@ -21,7 +21,11 @@
 //      P = exp2(S - m) as f16 into p_tile. The maximum is raised lazily: only
 //      when a row's grows by more than 2^LAZY_RESCALE (FlashAttention-3's
 //      trick), so P stays below 2^LAZY_RESCALE and O is rescaled (through
-//      shared memory: the matrix layout in registers is opaque) only then;
+//      shared memory: the matrix layout in registers is opaque) only then.
+//      With ROW_CLUSTER (a layout the host read off the device) the softmax
+//      runs on the score accumulators' own elements instead, rows reduced
+//      over clusters of lanes, O rescaled in its registers, and P converted
+//      to f16 operands in registers: no trip through shared memory;
 //   4. O += P V from the subgroup's P and the shared V tile.
 // The output is written through the subgroup's s_tile slice, a block at a time.
 // MM, MN, MK are a shape from the device's cooperative-matrix properties.
@@ -85,6 +89,19 @@ layout(constant_id = 13) const bool HEAVY_FIRST = false;
 // gives a warp 32 rows so), for twice the registers of Q, S, P and O.
 layout(constant_id = 14) const uint ROW_TILES = 1;
 // constant_id 15: VARIANTS (attention_variants.glsl), kv_len among them
+// The softmax on the score accumulators' elements where they are (0: through
+// s_tile and p_tile). The host reads the accumulator layout off the device
+// (coopmat_layout.comp) and specializes this only where each row's elements
+// lie in ROW_CLUSTER aligned neighbouring lanes, each lane holding LANE_ROWS
+// rows (its row slots), element k of every lane in slot SLOT_TABLE bits
+// 2k..2k+1 (the emulated build lays its accumulators out so: coopmat.glsl's
+// ACC_CLUSTER, slot k % LANE_ROWS). Which row and column an element is each
+// lane reads at the start from a matrix of cell indices (where_acc). Needs
+// MN == MK: a score block becomes a P operand as it is.
+layout(constant_id = 16) const uint ROW_CLUSTER = 0;
+layout(constant_id = 17) const uint LANE_ROWS = 1;
+layout(constant_id = 18) const uint SLOT_TABLE = 0;
+#define ACC_CLUSTER ROW_CLUSTER
 
 #include "coopmat.glsl"
 
@@ -119,6 +136,10 @@ const uint V_LOADS = (BC * DVP / PACK + WG - 1) / WG;
 const uint QCH = BC / MM * MM;
 // Matrices per row block: Q's operands, S's and O's accumulators, P's operands.
 const uint QA = DP / MK, SA = BC / MN, OA = DVP / MN, PA = BC / MK;
+const bool REG_SOFTMAX = ROW_CLUSTER > 0u;
+// Rows a lane keeps the softmax state of: its row slots of each row block, or
+// the rows it runs the shared-memory softmax for.
+const uint HELD = REG_SOFTMAX ? ROW_TILES * LANE_ROWS : ROW_PASSES;
 // A row's maximum is raised only when it grows by more than this (log2).
 const float LAZY_RESCALE = 8.0;
 const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
@@ -180,6 +201,7 @@ MATRIX_A(q_a, QA * ROW_TILES, SUBGROUPS)
 MATRIX_A(p_a, PA * ROW_TILES, SUBGROUPS)
 MATRIX_ACC(s_acc, SA * ROW_TILES, SUBGROUPS)
 MATRIX_ACC(o_acc, OA * ROW_TILES, SUBGROUPS)
+MATRIX_ACC(where_acc, 1, SUBGROUPS)  // ROW_CLUSTER: each element's cell index r * MN + c
 
 // One query row of a subgroup, as the lanes running its softmax hold it.
 struct Row {
@@ -357,6 +379,98 @@ void rescale_output(uint slice, uint row0)
         }
 }
 
+// Score s of key t0 + c for held row w (bf16 factors undone), scaled to the
+// exp2 domain and adjusted by the variants; -inf where the row may not see the
+// key (and for rows past the problem).
+float tile_score(float s, Row w, uint b, uint t0, uint c)
+{
+    uint j = t0 + c;
+    if (Q_BF16 || K_BF16)
+        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
+    s *= p.scale_log2e;
+    return j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos) : NEG_INF;
+}
+
+// Row w's running maximum after a tile whose largest score is step_max,
+// raised lazily: only when it grows by more than 2^LAZY_RESCALE (O is still 0
+// while it is -inf: no rescaling then). Returns the shift the tile's weights
+// are taken at; alpha rescales the row's O and sum.
+float next_max(Row w, float step_max, out float alpha, out float m)
+{
+    float m_new = max(w.m, step_max);
+    bool raise = w.m == NEG_INF || m_new > w.m + LAZY_RESCALE;
+    alpha = w.m != NEG_INF && raise ? exp2(w.m - m_new) : 1.0;
+    m = raise ? m_new : w.m;
+    return m == NEG_INF ? 0.0 : m;
+}
+
+// Whether x holds in any lane of the subgroup.
+bool subgroup_any_true(bool x)
+{
+    float f = x ? 1.0 : 0.0;
+    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+        f = max(f, subgroupShuffleXor(f, offset));
+    return f > 0.0;
+}
+
+// ROW_CLUSTER: the row slot of this lane's element k of an accumulator.
+uint slot_of(uint k)
+{
+#ifdef COOPMAT_EMULATED
+    return k % LANE_ROWS;
+#else
+    return (SLOT_TABLE >> (2u * k)) & 3u;
+#endif
+}
+
+// The row (within its row block) and column of this lane's element k.
+uvec2 element_cell(uint k)
+{
+    uint cell = uint(ACC_ELEMENT(where_acc, 0, k));
+    return uvec2(cell / MN, cell % MN);
+}
+
+// The row (within its row block) of this lane's row slot s.
+uint slot_row(uint s)
+{
+    uint row = 0;
+    for (uint k = 0; k < ACC_ELEMENTS(where_acc, 0); k++)
+        if (slot_of(k) == s)
+            row = element_cell(k).x;
+    return row;
+}
+
+// Runs BODY for each of this lane's elements K of row slot S of an
+// accumulator (no comma outside parentheses in BODY).
+#ifdef COOPMAT_EMULATED
+#define FOR_SLOT_ELEMENTS(S, K, BODY)                                                           \
+    for (uint t_ = 0; t_ < acc_elements() / LANE_ROWS; t_++) {                                  \
+        uint K = t_ * LANE_ROWS + (S);                                                          \
+        BODY                                                                                    \
+    }
+#else
+#define FOR_SLOT_ELEMENTS(S, K, BODY)                                                           \
+    [[unroll]] for (uint K = 0; K < uint(where_acc[0].length()); K++)                           \
+        if (slot_of(K) == (S)) {                                                                \
+            BODY                                                                                \
+        }
+#endif
+
+// The largest (MAX) or the sum of x over the lanes of this lane's row
+// cluster (ROW_CLUSTER aligned neighbours).
+float cluster_max(float x)
+{
+    for (uint offset = 1; offset < ROW_CLUSTER; offset *= 2)
+        x = max(x, subgroupShuffleXor(x, offset));
+    return x;
+}
+float cluster_sum(float x)
+{
+    for (uint offset = 1; offset < ROW_CLUSTER; offset *= 2)
+        x += subgroupShuffleXor(x, offset);
+    return x;
+}
+
 void main()
 {
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
@@ -384,9 +498,24 @@ void main()
     uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + RS, rows) - 1,
                                           key_begin, key_end)
                               : uvec2(0);
-    Row held[ROW_PASSES];
-    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
-        uint row = first + row0 + lane / LPR + pass * ROW_LANES;
+    if (REG_SOFTMAX) {  // where each element of an accumulator is
+        for (uint e = lane; e < MM * MN; e += SG_SIZE)
+            s_tile[slice + e] = float(e);
+        subgroup_shared_sync();
+        ACC_LOAD(where_acc, 0, s_tile, slice, MN);
+        subgroup_shared_sync();
+    }
+    // The rows whose softmax state this lane keeps: its row slots of each row
+    // block, or its rows of the shared-memory softmax.
+    uint held_rows[HELD];
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+        held_rows[pass] = REG_SOFTMAX ? row0 + pass / LANE_ROWS * MM + slot_row(pass % LANE_ROWS)
+                                      : row0 + lane / LPR + pass * ROW_LANES;
+    // The lane that writes a held row's results (one of those that share it).
+    bool row_writer = REG_SOFTMAX ? lane % ROW_CLUSTER == 0 : lane % LPR == 0;
+    Row held[HELD];
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+        uint row = first + held_rows[pass];
         uint r = min(row, rows - 1);
         held[pass].h = g * p.group + r / seq.Tq;
         held[pass].i = r % seq.Tq;
@@ -436,10 +565,8 @@ void main()
                     A_LOAD(q_a, m * QA + k, k_tile, (r0 - c0) * KS + k * MK, KS);
         }
     }
-    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
-        uint r = row0 + lane / LPR + pass * ROW_LANES;
-        held[pass].q_factor = Q_BF16 ? pow2(bf16_shift(q_exponent[r])) : 1.0;
-    }
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+        held[pass].q_factor = Q_BF16 ? pow2(bf16_shift(q_exponent[held_rows[pass]])) : 1.0;
 
     uint k_base = b * p.k_sb + g * p.k_sh;
     uint v_base = b * p.v_sb + g * p.v_sh;
@@ -516,13 +643,51 @@ void main()
             MATRIX_UNROLL for (uint c = 0; c < SA; c++)
                 ACC_MMA_ROWS(s_acc, c, SA, q_a, k, QA, ROW_TILES, k_tile, c * MN * KS + k * MK, KS,
                              true)
+        if (REG_SOFTMAX) {
+            // 3. Online softmax on the score accumulators' own elements; keys a
+            // row may not see (and rows past the problem) get weight exactly 0.
+            float factors[HELD];
+            bool any_factor = false;
+            [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+                uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
+                Row w = held[pass];
+                float step_max = NEG_INF;
+                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                    FOR_SLOT_ELEMENTS(s, k,
+                        float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), w, b, t0,
+                                             c * MN + element_cell(k).y);
+                        ACC_ELEMENT(s_acc, m * SA + c, k) = x;
+                        step_max = max(step_max, x);)
+                float alpha, row_max;
+                float shift = next_max(w, cluster_max(step_max), alpha, row_max);
+                float sum = 0.0;
+                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                    FOR_SLOT_ELEMENTS(s, k,
+                        float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift);
+                        ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
+                        sum += weight;)
+                held[pass].l = w.l * alpha + cluster_sum(sum);
+                held[pass].m = row_max;
+                factors[pass] = alpha * unit_factor;
+                any_factor = any_factor || factors[pass] != 1.0;
+            }
+            if (subgroup_any_true(any_factor))  // O rescaled in its registers
+                [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+                    MATRIX_UNROLL for (uint j = 0; j < OA; j++)
+                        FOR_SLOT_ELEMENTS(pass % LANE_ROWS, k,
+                            ACC_ELEMENT(o_acc, pass / LANE_ROWS * OA + j, k) *= factors[pass];)
+            // P as f16 operands, from the registers it is in.
+            MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                    A_FROM_ACC(p_a, m * PA + c, s_acc, m * SA + c);
+        } else {
         MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
             MATRIX_UNROLL for (uint c = 0; c < SA; c++)
                 ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
         subgroup_shared_sync();
 
-        // 3. Online softmax; keys a row may not see (and rows past the
-        // problem) get weight exactly 0.
+        // 3. Online softmax through s_tile and p_tile; keys a row may not see
+        // (and rows past the problem) get weight exactly 0.
         [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
             uint r = row0 + lane / LPR + pass * ROW_LANES;
             Row w = held[pass];
@@ -531,24 +696,14 @@ void main()
             float step_max = NEG_INF;
             for (uint q = lane % LPR; q < BC / PACK; q += LPR)
                 for (uint c = q * PACK; c < q * PACK + PACK; c++) {
-                    uint j = t0 + c;
-                    float s = s_tile[r * SS + c];
-                    if (Q_BF16 || K_BF16)
-                        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
-                    s *= p.scale_log2e;
-                    s = j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos)
-                                                 : NEG_INF;
+                    float s = tile_score(s_tile[r * SS + c], w, b, t0, c);
                     s_tile[r * SS + c] = s;
                     step_max = max(step_max, s);
                 }
             for (uint offset = 1; offset < LPR; offset *= 2)
                 step_max = max(step_max, subgroupShuffleXor(step_max, offset));
-            // O is still 0 while m is -inf: no rescaling then.
-            float m_new = max(w.m, step_max);
-            bool raise = w.m == NEG_INF || m_new > w.m + LAZY_RESCALE;
-            float alpha = w.m != NEG_INF && raise ? exp2(w.m - m_new) : 1.0;
-            float m = raise ? m_new : w.m;
-            float shift = m == NEG_INF ? 0.0 : m;
+            float alpha, m;
+            float shift = next_max(w, step_max, alpha, m);
             float sum = 0.0;
             for (uint q = lane % LPR; q < BC / PACK; q += LPR) {
                 uvec4 words;
@@ -574,15 +729,40 @@ void main()
         if (rescale)    // the same for the whole subgroup
             rescale_output(slice, row0);
 
-        // 4. O += P V.
         MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
             MATRIX_UNROLL for (uint k = 0; k < PA; k++)
                 A_LOAD(p_a, m * PA + k, p_tile, p_slice + m * MM * PS + k * MK, PS);
+        }
+
+        // 4. O += P V.
         if (nonfinite_tile() != t0 + 1) {
             MATRIX_UNROLL for (uint j = 0; j < OA; j++)
                 MATRIX_UNROLL for (uint k = 0; k < PA; k++)
                     ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
                                  k * MK * VS + j * MN, VS, false)
+        } else if (REG_SOFTMAX) {
+            // As below, O in its registers, P (rounded to f16 as the products
+            // take it) from the subgroup's slice of s_tile.
+            MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                    ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
+            subgroup_shared_sync();
+            MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++)
+                for (uint k = 0; k < ACC_ELEMENTS(o_acc, oj); k++) {
+                    uvec2 cell = element_cell(k);
+                    uint r = oj / OA * MM + cell.x, d = oj % OA * MN + cell.y;
+                    uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
+                    float acc = ACC_ELEMENT(o_acc, oj, k);
+                    for (uint c = 0; c < BC; c++) {
+                        float weight = float(float16_t(s_tile[slice + r * SS + c]));
+                        bool used = t0 + c >= keys.x && t0 + c < keys.y &&
+                                    (!KEYWISE_MASK || weight != 0.0);
+                        if (used)
+                            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
+                    }
+                    ACC_ELEMENT(o_acc, oj, k) = acc;
+                }
+            subgroup_shared_sync();
         } else {
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
@@ -620,13 +800,13 @@ void main()
     // O's unit is applied after it (their product could underflow).
     float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
     subgroup_shared_sync();
-    [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
-        uint r = row0 + lane / LPR + pass * ROW_LANES;
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+        uint r = held_rows[pass];
         uint row = first + r;
         Row w = held[pass];
-        if (lane % LPR == 0)
+        if (row_writer)
             row_factor[r] = SPLIT ? 1.0 : output_scale(w.m, w.l, w.h);
-        if (SPLIT && lane % LPR == 0 && row < rows) {
+        if (SPLIT && row_writer && row < rows) {
             uint record = partial_record(b * p.Hkv + g, split, row);
             o32[p.ml_offset + 2 * record] = w.m;
             o32[p.ml_offset + 2 * record + 1] = w.l;

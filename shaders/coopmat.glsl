@@ -64,6 +64,7 @@
 //                                      where MM x MN is a multiple of the subgroup)
 //   ACC_ELEMENT(NAME, I, K)            its element K: which row and column that is
 //                                      is the implementation's (coopmat_layout.comp)
+//   A_FROM_ACC(A, AI, ACC, I)          operand AI = accumulator I in f16 (MK == MN)
 //   ACC_LOAD(NAME, I, SRC, OFF, STRIDE), ACC_STORE(NAME, I, DST, OFF, STRIDE)
 //                                      from / to f32 shared arrays, row-major
 //   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
@@ -136,15 +137,44 @@ void subgroup_shared_sync()
             NAME[A_BASE_(NAME, I) + e_] = PACKED_HALF(SRC, (OFF) + e_ / MK * (STRIDE) + e_ % MK);\
         subgroup_shared_sync();                                                                 \
     }
+// Which cell (row-major) of an emulated accumulator is this invocation's
+// element k. ACC_CLUSTER 0: cell lane + k * lanes (neighbouring lanes,
+// neighbouring cells: the cheapest on a CPU). ACC_CLUSTER = C: each row's
+// cells in C aligned neighbouring invocations, MM * C / lanes rows a lane,
+// element k = t * (rows a lane) + s in the lane's row slot s (row lane / C +
+// lanes / C * s, column lane % C + C * t): the shape of NVIDIA's mma
+// fragments, which a softmax in registers needs (attention_coopmat.comp's
+// ROW_CLUSTER; the includer defines ACC_CLUSTER before this file).
+#ifndef ACC_CLUSTER
+#define ACC_CLUSTER 0u
+#endif
+uint acc_cell(uint k)
+{
+    uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+    if (ACC_CLUSTER == 0u)
+        return lane + k * lanes;
+    uint rows = MM * ACC_CLUSTER / lanes, s = k % rows, t = k / rows;
+    return (lane / ACC_CLUSTER + lanes / ACC_CLUSTER * s) * MN + lane % ACC_CLUSTER + ACC_CLUSTER * t;
+}
+uint acc_elements()
+{
+    return (MM * MN - gl_SubgroupInvocationID + gl_SubgroupSize - 1) / gl_SubgroupSize;
+}
 #define ACC_EACH_(BODY)                                                                         \
-    for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MN; e_ += gl_SubgroupSize) {              \
-        uint r_ = e_ / MN, n_ = e_ % MN;                                                        \
+    for (uint k_ = 0; k_ < acc_elements(); k_++) {                                              \
+        uint e_ = acc_cell(k_), r_ = e_ / MN, n_ = e_ % MN;                                     \
         BODY                                                                                    \
     }
 #define ACC_ZERO(NAME, I) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = 0.0;) }
-#define ACC_ELEMENTS(NAME, I)                                                                   \
-    ((MM * MN - gl_SubgroupInvocationID + gl_SubgroupSize - 1) / gl_SubgroupSize)
-#define ACC_ELEMENT(NAME, I, K) NAME[ACC_BASE_(NAME, I) + gl_SubgroupInvocationID + (K) * gl_SubgroupSize]
+#define ACC_ELEMENTS(NAME, I) acc_elements()
+#define ACC_ELEMENT(NAME, I, K) NAME[ACC_BASE_(NAME, I) + acc_cell(K)]
+// A's operand AI = accumulator I converted to f16 (MK == MN).
+#define A_FROM_ACC(A, AI, ACC, I)                                                               \
+    {                                                                                           \
+        subgroup_shared_sync(); /* lanes may still be reading the operand it replaces */        \
+        ACC_EACH_(A[A_BASE_(A, AI) + r_ * MK + n_] = float16_t(ACC[ACC_BASE_(ACC, I) + e_]);)   \
+        subgroup_shared_sync();                                                                 \
+    }
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE)                                                     \
     { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = SRC[(OFF) + r_ * (STRIDE) + n_];) }
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE)                                                    \
@@ -167,6 +197,7 @@ void subgroup_shared_sync()
 #define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
 #define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
 #define ACC_ELEMENT(NAME, I, K) NAME[I][K]
+#define A_FROM_ACC(A, AI, ACC, I) A[AI] = fcoopmatNV<16, gl_ScopeSubgroup, MM, MK>(ACC[I])
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)
 #define ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)     \

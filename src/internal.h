@@ -161,7 +161,7 @@ const shader_code *shader_get(shader_id id);
  * Keep in sync with TEXEL_BINDING in shaders/common.glsl. */
 #define VKATTN_MAX_BINDINGS 12
 #define VKATTN_TEXEL_BINDING_BASE 12
-#define VKATTN_MAX_SPEC_CONSTANTS 16
+#define VKATTN_MAX_SPEC_CONSTANTS 20
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
 typedef struct pipeline_key {
@@ -264,6 +264,11 @@ typedef struct vk_state {
     uint32_t timestamp_valid_bits;
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
     device_caps caps;       /* what the physical device offers */
+    /* The matrix units' f32 accumulator layout as a softmax in registers needs
+     * it (coopmat_register_layout): read once, when a plan first asks. */
+    int coopmat_layout_read;            /* 0 not yet, 1 usable (below), -1 not */
+    uint32_t coopmat_row_cluster, coopmat_lane_rows, coopmat_slot_table;
+    char coopmat_layout_why[200];       /* -1: why not */
     device_caps enabled;    /* what is enabled on the VkDevice (adopted: none of the
                                features; subgroup_min/max still describe the device) */
     /* Kernels read through texel views and pick the CPU-friendly variants: on
@@ -362,7 +367,7 @@ void profile_collect(vkattn_context *ctx);
  * VKATTN_TUNE (src/ops/fused_tuning.c): [variant][knob], 0 where the planner
  * chooses. Fixed when the context is created. */
 #define TUNING_VARIANTS 8
-#define TUNING_KNOBS 8
+#define TUNING_KNOBS 9
 typedef struct fused_tuning {
     uint32_t value[TUNING_VARIANTS][TUNING_KNOBS];
 } fused_tuning;

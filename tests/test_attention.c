@@ -480,6 +480,21 @@ static void test_coopmat_row_tiles(void **state)
     run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", 41);
 }
 
+/* The softmax in registers (the tuning knob coopmat.softmax=2): on the score
+ * accumulators' own elements, rows reduced over clusters of lanes, O rescaled
+ * in its registers, P converted in registers. The emulated build lays its
+ * accumulators out in clusters for it (16x16 on lavapipe's 8 lanes: 2 lanes a
+ * row, 4 rows a lane; 4x16x16: 2 lanes a row, 1 row a lane), also with two
+ * row blocks a subgroup; the real kernel where the device's layout allows. */
+static void test_coopmat_register_softmax(void **state)
+{
+    (void)state;
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "16x16x16", 43);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "4x16x16", 47);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat_emulated.rows=2,coopmat.softmax=2,"
+                            "coopmat.rows=2", "16x16x16", 53);
+}
+
 /* bf16 inputs far outside f16's range on the coopmat kernels, which convert
  * them exactly by dividing each Q row, each key of K and each V tile by a power
  * of 2: Q near 2^20 (past f16's 65504), K near 2^-20 (f16's subnormals), each
@@ -941,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
         cmocka_unit_test(test_coopmat_row_tiles),
+        cmocka_unit_test(test_coopmat_register_softmax),
         cmocka_unit_test(test_coopmat_layout_probe),
         cmocka_unit_test(test_coopmat_bf16_range),
         cmocka_unit_test(test_choice),

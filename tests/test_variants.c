@@ -446,9 +446,11 @@ static void test_layout_variants(void **state)
  * f16 as it is staged; three splits only, as the variants' code is the same):
  * the emulated build, and the real one where the device has matrix units (a
  * GPU check; none in CI). */
-static void test_coopmat_variants(void **state)
+/* Every score and layout variant case on the coopmat kernels: in f16 on the
+ * emulated kernel's paths from `first` (1 and 3 splits) and the real kernel's
+ * where there is one, in bf16 on one path. */
+static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
 {
-    test_env *env = *state;
     vkattn_device_info info;
     if (!test_has_float16(env, &info))
         return;
@@ -461,7 +463,6 @@ static void test_coopmat_variants(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
     };
     const var_path *paths = info.cooperative_matrix ? real : emulated;
-    rng r = {23};
     for (int layout = 0; layout < 2; layout++) {
         const var_case *cases = layout ? layout_cases : score_cases;
         size_t count = layout ? sizeof layout_cases / sizeof layout_cases[0]
@@ -469,13 +470,33 @@ static void test_coopmat_variants(void **state)
         for (size_t i = 0; i < count; i++) {
             var_case c = cases[i];
             c.dtype = F16;
-            run_var_case(env, &c, emulated, NPATHS(emulated), &r);
+            run_var_case(env, &c, &emulated[first], NPATHS(emulated) - first, r);
             if (paths != emulated)
-                run_var_case(env, &c, paths, NPATHS(real), &r);
+                run_var_case(env, &c, paths, NPATHS(real), r);
             c.dtype = BF16;
-            run_var_case(env, &c, &paths[1], 1, &r);
+            run_var_case(env, &c, &paths[1], 1, r);
         }
     }
+}
+
+static void test_coopmat_variants(void **state)
+{
+    rng r = {23};
+    run_coopmat_variant_cases(*state, 0, &r);
+}
+
+/* The same with the softmax in registers (coopmat.softmax=2): each variant's
+ * score adjustment on the accumulators' elements; 3 splits in the emulated
+ * build. */
+static void test_coopmat_register_variants(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.softmax=2,coopmat.softmax=2", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    rng r = {59};
+    run_coopmat_variant_cases(env, 1, &r);
+    test_env_destroy(env);
 }
 
 /* A window of W keys at T: long enough that only the window's tiles are read. */
@@ -631,9 +652,10 @@ static void test_nonfinite(void **state)
     };
     nonfinite_sweep(env, paths, NPATHS(paths));
     /* The coopmat kernel's two stages flag a V tile's Inf or NaN as it stores
-     * the tile it loaded during the previous one. With two row blocks of 4
-     * rows a subgroup its plain-code sum over a V tile that holds one runs
-     * per block. */
+     * the tile it loaded during the previous one. With the softmax in
+     * registers its plain-code sum over a V tile that holds one updates O in
+     * its registers; with two row blocks of 4 rows a subgroup it runs per
+     * block. */
     static const var_path coopmat[] = {
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
@@ -642,6 +664,10 @@ static void test_nonfinite(void **state)
     test_env *staged = test_env_create();
     nonfinite_sweep(staged, coopmat, NPATHS(coopmat));
     test_env_destroy(staged);
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.softmax=2", 1), 0);
+    test_env *in_registers = test_env_create();
+    nonfinite_sweep(in_registers, coopmat, NPATHS(coopmat));
+    test_env_destroy(in_registers);
     assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.rows=2", 1), 0);
     test_env *row_tiles = test_env_create();
     assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
@@ -836,6 +862,7 @@ int main(void)
         cmocka_unit_test(test_score_variants),
         cmocka_unit_test(test_layout_variants),
         cmocka_unit_test(test_coopmat_variants),
+        cmocka_unit_test(test_coopmat_register_variants),
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
         cmocka_unit_test(test_nonfinite),

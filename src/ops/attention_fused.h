@@ -15,9 +15,9 @@
 
 /* Every fused attention kernel and the combine pass take the call's variants as
  * one bit set in specialization constant 15 (shaders/attention_variants.glsl);
- * their own constants come first. */
+ * their own constants come first (the coopmat kernel's also after it). */
 #define ATTENTION_VARIANTS_SPEC_ID 15
-#define ATTENTION_SPEC_COUNT 16
+#define ATTENTION_SPEC_COUNT 19
 enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.glsl */
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
@@ -69,6 +69,9 @@ typedef struct fused_plan {
     coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
     uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
     uint32_t row_tiles;           /* matrix-height row blocks per subgroup */
+    /* softmax in registers (0: through shared memory): the lanes that share
+     * a row, the rows a lane holds, each element's row slot (2 bits each) */
+    uint32_t row_cluster, lane_rows, slot_table;
     /* set by the chooser */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
@@ -123,6 +126,8 @@ typedef enum fused_knob {
                        next tile into registers while this one computes */
     KNOB_ORDER,     /* tiled, coopmat, causal: 1 launches the row blocks that see
                        the most keys first, 2 in order (fused_heavy_first) */
+    KNOB_SOFTMAX,   /* coopmat: 1 runs the softmax through shared memory, 2 on the
+                       score accumulators' elements in registers */
     KNOB_COUNT
 } fused_knob;
 _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");

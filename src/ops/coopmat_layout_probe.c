@@ -11,6 +11,7 @@
 #include "../coopmat_layout.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 enum layout_spec { /* constant_id values in coopmat_layout.comp */
@@ -104,4 +105,111 @@ void coopmat_layout_report(vkattn_context *ctx)
         ctx->last_error[0] = '\0';
     }
     free(layout);
+}
+
+/* The row slot of each element (its row's place among the lane's rows, in the
+ * order the elements first reach them), packed 2 bits an element, where it is
+ * the same for every lane; false where it is not, or does not fit. */
+static bool slot_table(const coopmat_layout *l, uint32_t lane_rows, uint32_t *out)
+{
+    if (l->elements > 16 || lane_rows > 4)
+        return false;
+    uint32_t table = 0;
+    for (uint32_t lane = 0; lane < l->lanes; lane++) {
+        uint32_t rows[4], count = 0, lane_table = 0;
+        for (uint32_t k = 0; k < l->elements; k++) {
+            uint32_t r = l->cell[lane * l->elements + k] / l->cols, s = 0;
+            while (s < count && rows[s] != r)
+                s++;
+            if (s == count) {
+                if (count == lane_rows)
+                    return false;
+                rows[count++] = r;
+            }
+            lane_table |= s << (2 * k);
+        }
+        if (lane > 0 && lane_table != table)
+            return false;
+        table = lane_table;
+    }
+    *out = table;
+    return true;
+}
+
+/* Reads the device's layout into the context (coopmat_layout_read). */
+static void read_device_layout(vkattn_context *ctx, coopmat_shape s)
+{
+    vk_state *vk = &ctx->vk;
+    coopmat_layout *layout = malloc(sizeof *layout);
+    vkattn_status status = layout ? coopmat_layout_probe(ctx, false, s, layout)
+                                  : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vk->coopmat_layout_read = -1;
+    if (status != VKATTN_OK) {
+        snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
+                 "its accumulator layout could not be read: %.150s", ctx->last_error);
+        ctx->last_error[0] = '\0';
+    } else {
+        coopmat_layout_traits t = coopmat_layout_analyze(layout);
+        uint32_t table;
+        if (!t.bijective || !t.row_lanes)
+            snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
+                     "its %ux%u accumulators do not keep each row in an aligned group of lanes",
+                     s.m, s.n);
+        else if (!slot_table(layout, t.lane_rows, &table))
+            snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
+                     "its %ux%u accumulators hold %u elements and %u rows a lane, not in the "
+                     "same places in every lane (the kernel takes at most 16 and 4)", s.m, s.n,
+                     layout->elements, t.lane_rows);
+        else {
+            vk->coopmat_layout_read = 1;
+            vk->coopmat_row_cluster = t.row_lanes;
+            vk->coopmat_lane_rows = t.lane_rows;
+            vk->coopmat_slot_table = table;
+        }
+    }
+    free(layout);
+}
+
+bool coopmat_register_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t sg,
+                             uint32_t *row_cluster, uint32_t *lane_rows, uint32_t *slot_table_out,
+                             char *why, size_t why_size)
+{
+    if (s.n != s.k) {
+        snprintf(why, why_size, "%ux%ux%u matrices: a score block becomes a P operand as it is "
+                 "only where N == K", s.m, s.n, s.k);
+        return false;
+    }
+    if (emulated) {
+        /* The emulated build lays its accumulators out as asked (coopmat.glsl's
+         * ACC_CLUSTER): the smallest cluster of at least 2 lanes (so that the
+         * clustered reductions run) giving each lane 1 to 4 rows. */
+        for (uint32_t c = 2; c <= sg; c *= 2)
+            if (s.m * c % sg == 0 && s.n % c == 0 && s.m * c / sg >= 1 && s.m * c / sg <= 4) {
+                *row_cluster = c;
+                *lane_rows = s.m * c / sg;
+                *slot_table_out = 0;
+                return true;
+            }
+        snprintf(why, why_size, "%ux%u accumulators on %u lanes: no cluster gives a lane 1 to 4 "
+                 "rows", s.m, s.n, sg);
+        return false;
+    }
+    vk_state *vk = &ctx->vk;
+    if (!vk->coopmat_layout_read) {
+        if (vk->external) {
+            snprintf(why, why_size, "the accumulator layout is read by a submission of its own, "
+                     "not while recording into an application's command buffer (run one call "
+                     "outside a recording first)");
+            return false;
+        }
+        read_device_layout(ctx, s);
+    }
+    if (vk->coopmat_layout_read < 0) {
+        snprintf(why, why_size, "%s", vk->coopmat_layout_why);
+        return false;
+    }
+    *row_cluster = vk->coopmat_row_cluster;
+    *lane_rows = vk->coopmat_lane_rows;
+    *slot_table_out = vk->coopmat_slot_table;
+    return true;
 }

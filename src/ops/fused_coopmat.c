@@ -33,8 +33,11 @@
 enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_WORKGROUP = 0, AM_SPEC_BR, AM_SPEC_BC, AM_SPEC_D, AM_SPEC_DV, AM_SPEC_CAUSAL,
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
-    AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES
+    AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
+    /* 15: ATTENTION_VARIANTS_SPEC_ID */
+    AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE
 };
+_Static_assert(AM_SPEC_SLOT_TABLE < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -56,48 +59,65 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
 /* The kernel's f16 tiles are packed (COOPMAT_PACK, ops_common.h): head sizes
  * are padded to whole elements and tiles hold whole elements of keys. */
 
+/* What a tile size must fit around: the device, its matrix shape, the
+ * subgroup and its rows, the padded head sizes and the kernel's options. */
+typedef struct tile_fit {
+    const vkattn_device_info *info;
+    coopmat_shape s;
+    uint32_t sg, rs;       /* lanes and rows a subgroup */
+    uint32_t dp, dvp;      /* head sizes padded to the matrices and the packing */
+    uint32_t bf16;         /* attention_bf16_inputs */
+    bool emulated;
+    uint32_t held_rows;    /* rows a lane keeps the softmax state of */
+    bool register_softmax; /* ROW_CLUSTER: an index matrix beside the others */
+} tile_fit;
+
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
  * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag, and
  * the exponents and factors of bf16 inputs (16-byte stubs without). */
-static uint64_t shared_bytes(uint32_t br, uint32_t bc, uint32_t dp, uint32_t dvp, uint32_t bf16,
-                             bool emulated)
+static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
 {
+    uint32_t dp = f->dp, dvp = f->dvp;
     uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + 4ull * br * (bc + 4) + 2ull * br * (bc + 8) +
                      4ull * br + 16;
-    bytes += (bf16 & 1 ? 4ull * br : 16) + (bf16 & 2 ? 8ull * bc : 32) + 16;
-    /* The emulated build keeps its matrices there. */
-    return bytes + (emulated ? 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) : 0);
+    bytes += (f->bf16 & 1 ? 4ull * br : 16) + (f->bf16 & 2 ? 8ull * bc : 32) + 16;
+    if (!f->emulated)
+        return bytes;
+    /* The emulated build keeps its matrices there: Q, P, S, O and a subgroup's
+     * index matrix (allocated with or without a softmax in registers). */
+    return bytes + 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) +
+           4ull * (br / f->rs) * f->s.m * f->s.n;
 }
 
 /* Registers per invocation of the real kernel's matrices for a subgroup's rs
  * rows (Q and P as f16 operands, two per register; O and S as f32
  * accumulators), with two stages or bf16 inputs of the K and V tiles it
  * loads before staging (16 bytes per packed element, the workgroup's wg
- * invocations sharing them), and of the softmax's state of the rows a lane
- * holds beyond its first (about 9 registers a row). */
-static uint64_t matrix_registers(uint32_t rs, uint32_t sg, uint32_t bc, uint32_t dp, uint32_t dvp,
-                                 uint32_t stages, uint32_t bf16, uint32_t wg)
+ * invocations sharing them), of the softmax's state of the rows a lane
+ * holds beyond its first (about 10 registers a row) and, with the softmax in
+ * registers, of the index matrix. */
+static uint64_t matrix_registers(const tile_fit *f, uint32_t bc, uint32_t stages, uint32_t wg)
 {
-    uint64_t staged = stages == 2 || bf16 ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
-                                                 div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
-                                          : 0;
-    uint64_t extra_rows = rs > sg ? rs / sg - 1 : 0;
+    uint32_t rs = f->rs, sg = f->sg, dp = f->dp, dvp = f->dvp;
+    uint64_t staged = stages == 2 || f->bf16
+                          ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
+                                 div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
+                          : 0;
+    uint64_t index = f->register_softmax ? (uint64_t)f->s.m * f->s.n / sg : 0;
     return ((uint64_t)rs * (dp + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged +
-           9 * extra_rows;
+           10 * (f->held_rows - 1) + index;
 }
 
 /* The most keys per tile (a multiple of every matrix side and of the packing)
  * that fit br rows' tiles in shared memory and, for the real kernel, the
- * matrices of a subgroup's rs rows in registers; 0 if none does. */
-static uint32_t largest_tile(const vkattn_device_info *info, coopmat_shape s, uint32_t sg,
-                             uint32_t rs, uint32_t br, uint32_t max_tile, uint32_t dp,
-                             uint32_t dvp, uint32_t stages, uint32_t bf16, bool emulated)
+ * matrices of a subgroup's rows in registers; 0 if none does. */
+static uint32_t largest_tile(const tile_fit *f, uint32_t br, uint32_t max_tile, uint32_t stages)
 {
-    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / rs * sg;
+    coopmat_shape s = f->s;
+    uint32_t unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK), wg = br / f->rs * f->sg;
     for (uint32_t bc = max_tile / unit * unit; bc >= unit; bc -= unit)
-        if (shared_bytes(br, bc, dp, dvp, bf16, emulated) <= info->shared_memory_bytes &&
-            (emulated || matrix_registers(rs, sg, bc, dp, dvp, stages, bf16, wg) <=
-                             COOPMAT_MATRIX_REGISTERS))
+        if (shared_bytes(f, br, bc) <= f->info->shared_memory_bytes &&
+            (f->emulated || matrix_registers(f, bc, stages, wg) <= COOPMAT_MATRIX_REGISTERS))
             return bc;
     return 0;
 }
@@ -172,6 +192,22 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         return false;
     }
     plan->row_tiles = row_tiles;
+    /* The softmax on the score accumulators' elements in registers, where
+     * their layout allows (tuned for now: untimed on a GPU). */
+    plan->row_cluster = 0;
+    plan->lane_rows = 1;
+    plan->slot_table = 0;
+    uint32_t softmax = fused_tuned(ctx, self, KNOB_SOFTMAX, 1);
+    if (softmax == 2) {
+        char because[240];
+        if (!coopmat_register_layout(ctx, emulated, s, sg, &plan->row_cluster, &plan->lane_rows,
+                                     &plan->slot_table, because, sizeof because)) {
+            char setting[48];
+            fused_knob_describe(self, KNOB_SOFTMAX, softmax, setting, sizeof setting);
+            snprintf(why, why_size, "%s: %s: %s", setting, name, because);
+            return false;
+        }
+    }
     /* The real kernel's matrix loads start on a whole packed element. */
     if (!emulated && (s.k % COOPMAT_PACK || s.n % COOPMAT_PACK)) {
         snprintf(why, why_size, "%s: the device's %ux%ux%u matrices; the kernel loads tiles "
@@ -211,18 +247,20 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * whose compile of GPU-sized tiles with two stages takes minutes
      * (test_coopmat_two_stages runs two on small tiles). */
     uint32_t tuned_stages = fused_tuned(ctx, self, KNOB_STAGES, 0);
+    tile_fit fit = {
+        .info = info, .s = s, .sg = sg, .rs = rs, .dp = dp, .dvp = dvp, .bf16 = bf16,
+        .emulated = emulated,
+        .held_rows = plan->row_cluster ? row_tiles * plan->lane_rows : rs > sg ? rs / sg : 1,
+        .register_softmax = plan->row_cluster != 0,
+    };
     for (;;) {
         uint32_t br_try = subgroups * rs;
         if (tuned_stages) {
             plan->stages = tuned_stages;
-            plan->bc = largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, tuned_stages,
-                                    bf16, emulated);
+            plan->bc = largest_tile(&fit, br_try, max_tile, tuned_stages);
         } else {
-            uint32_t one = largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, 1, bf16,
-                                        emulated);
-            uint32_t two = emulated ? 0
-                                    : largest_tile(info, s, sg, rs, br_try, max_tile, dp, dvp, 2,
-                                                   bf16, false);
+            uint32_t one = largest_tile(&fit, br_try, max_tile, 1);
+            uint32_t two = emulated ? 0 : largest_tile(&fit, br_try, max_tile, 2);
             plan->stages = two && two >= one ? 2 : 1;
             plan->bc = plan->stages == 2 ? two : one;
         }
@@ -234,7 +272,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     if (!plan->bc) {
         char setting[96] = "";
         if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
-            row_tiles > 1)
+            row_tiles > 1 || plan->row_cluster)
             snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s: the "
                      "tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
@@ -259,7 +297,9 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
          * bf16 inputs, of the K tile's exponents and factors and the V tile's
          * reduction, and the check of the subgroup's rows for a rescaling;
          * all counted as one. The block operations repeat for each of a
-         * subgroup's row_tiles row blocks. */
+         * subgroup's row_tiles row blocks. With the softmax in registers, each
+         * held row walks its elements of the score blocks twice and of the
+         * output blocks once, and the score blocks become P operands. */
         uint32_t bc = plan->bc, lpr = sg >= rs ? sg / rs : 1, passes = sg >= rs ? 1 : rs / sg;
         uint64_t acc = div_up((uint64_t)s.m * s.n, sg), a = div_up((uint64_t)s.m * s.k, sg);
         uint64_t blocks = (uint64_t)(dp / s.k + 2) * (bc / s.n) * (acc + 1) +
@@ -267,6 +307,10 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                           (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
                             row_tiles * blocks + rs + 8 + (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
+        if (plan->row_cluster)
+            per_tile += (uint64_t)row_tiles * plan->lane_rows * (2 * (bc / s.n) + dvp / s.n) *
+                            (acc / plan->lane_rows + 1) +
+                        (uint64_t)row_tiles * (bc / s.n) * (acc + 1);
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
@@ -322,6 +366,9 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_BF16_INPUTS] = attention_bf16_inputs(c);
     spec[AM_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[AM_SPEC_ROW_TILES] = plan->row_tiles;
+    spec[AM_SPEC_ROW_CLUSTER] = plan->row_cluster;
+    spec[AM_SPEC_LANE_ROWS] = plan->lane_rows;
+    spec[AM_SPEC_SLOT_TABLE] = plan->slot_table;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

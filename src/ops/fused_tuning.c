@@ -32,6 +32,7 @@ static const struct {
     [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH, 1, 16},
     [KNOB_STAGES] = {"stages", COOPMAT_BOTH, 1, 2},
     [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 2},
+    [KNOB_SOFTMAX] = {"softmax", COOPMAT_BOTH, 1, 2},
 };
 _Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
 
