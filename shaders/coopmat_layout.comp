@@ -23,6 +23,10 @@
 layout(local_size_x_id = 0) in;             // one subgroup
 layout(constant_id = 1) const uint MM = 16;
 layout(constant_id = 2) const uint MN = 16;
+// The emulated build's accumulators in clusters of this many lanes (0: its
+// plain layout; coopmat.glsl's ACC_CLUSTER); the matrix units' ignore it.
+layout(constant_id = 3) const uint CLUSTER = 0;
+#define ACC_CLUSTER CLUSTER
 const uint MK = 16;                         // coopmat.glsl's third side: unused here
 
 #include "coopmat.glsl"

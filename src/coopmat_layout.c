@@ -85,6 +85,32 @@ coopmat_layout_traits coopmat_layout_analyze(const coopmat_layout *layout)
     return t;
 }
 
+bool coopmat_layout_slot_table(const coopmat_layout *l, uint32_t lane_rows, uint32_t *out)
+{
+    if (l->elements > 16 || lane_rows > 4)
+        return false;
+    uint32_t table = 0;
+    for (uint32_t lane = 0; lane < l->lanes; lane++) {
+        uint32_t rows[4], count = 0, lane_table = 0;
+        for (uint32_t k = 0; k < l->elements; k++) {
+            uint32_t r = l->cell[lane * l->elements + k] / l->cols, s = 0;
+            while (s < count && rows[s] != r)
+                s++;
+            if (s == count) {
+                if (count == lane_rows)
+                    return false;
+                rows[count++] = r;
+            }
+            lane_table |= s << (2 * k);
+        }
+        if (lane > 0 && lane_table != table)
+            return false;
+        table = lane_table;
+    }
+    *out = table;
+    return true;
+}
+
 void coopmat_layout_describe(const coopmat_layout *layout, char *out, size_t size)
 {
     coopmat_layout_traits t = coopmat_layout_analyze(layout);

@@ -40,6 +40,13 @@ typedef struct coopmat_layout_traits {
  * not bijective. */
 coopmat_layout_traits coopmat_layout_analyze(const coopmat_layout *layout);
 
+/* Each element's row slot (its row's place among the lane's rows, in the
+ * order the lane's elements first reach them), 2 bits an element (element k
+ * at bits 2k, 2k + 1), where it is the same in every lane: the
+ * attention kernel's SLOT_TABLE. False where it differs between lanes or does
+ * not fit (more than 16 elements or 4 rows a lane). */
+bool coopmat_layout_slot_table(const coopmat_layout *layout, uint32_t lane_rows, uint32_t *out);
+
 /* One line: the shape, the traits and the (row, column) of each element of
  * the first row group's invocations (the pattern the rest repeat; four at
  * most), cut to `size`. */

@@ -187,6 +187,16 @@ typedef struct coopmat_shape {
 } coopmat_shape;
 #define VKATTN_MAX_COOPMAT_SHAPES 8
 
+/* How a softmax in registers finds its rows in an f32 accumulator
+ * (attention_coopmat.comp's ROW_CLUSTER, LANE_ROWS, SLOT_TABLE). */
+typedef struct coopmat_register_layout_state {
+    int read;                   /* 0 not yet, 1 usable (below), -1 not */
+    coopmat_shape shape;        /* read for this shape and subgroup size */
+    uint32_t sg;
+    uint32_t row_cluster, lane_rows, slot_table;
+    char why[200];              /* -1: why not */
+} coopmat_register_layout_state;
+
 /* What a device offers beyond core Vulkan 1.1 that kernels can use
  * (device_caps.c). */
 typedef struct device_caps {
@@ -264,11 +274,10 @@ typedef struct vk_state {
     uint32_t timestamp_valid_bits;
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
     device_caps caps;       /* what the physical device offers */
-    /* The matrix units' f32 accumulator layout as a softmax in registers needs
-     * it (coopmat_register_layout): read once, when a plan first asks. */
-    int coopmat_layout_read;            /* 0 not yet, 1 usable (below), -1 not */
-    uint32_t coopmat_row_cluster, coopmat_lane_rows, coopmat_slot_table;
-    char coopmat_layout_why[200];       /* -1: why not */
+    /* The f32 accumulator layout as a softmax in registers needs it
+     * (coopmat_register_layout), read once when a plan first asks: [0] the
+     * matrix units', [1] the emulated build's. */
+    coopmat_register_layout_state coopmat_layouts[2];
     device_caps enabled;    /* what is enabled on the VkDevice (adopted: none of the
                                features; subgroup_min/max still describe the device) */
     /* Kernels read through texel views and pick the CPU-friendly variants: on

@@ -455,6 +455,9 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint6
             run_case(env, &rescaled, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+        /* The softmax in registers read the layout it works with. */
+        if (strstr(tuning, "softmax=2"))
+            assert_non_null(strstr(env->gpu_log.coopmat_layout, "for the softmax in registers: "));
     }
     test_env_destroy(env);
 }

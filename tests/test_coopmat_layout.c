@@ -59,6 +59,22 @@ static void test_nvidia_like(void **state)
     assert_non_null(strstr(line, "; invocation 3: (0,6) (0,7) (8,6) (8,7) (0,14) (0,15) (8,14) "
                                  "(8,15)"));
     assert_null(strstr(line, "invocation 4"));
+    /* Slots: elements 0, 1, 4, 5 in the lane's first row, 2, 3, 6, 7 in its
+     * second, in every lane. */
+    uint32_t table = 0;
+    assert_true(coopmat_layout_slot_table(l, t.lane_rows, &table));
+    assert_int_equal(table, 0x5050);
+    assert_false(coopmat_layout_slot_table(l, 1, &table)); /* two rows do not fit in one */
+    /* Lanes 4 to 7 with their first row in elements 0 to 3: still grouped,
+     * but the slots differ between groups. */
+    for (uint32_t lane = 4; lane < 8; lane++)
+        for (uint32_t k = 0; k < 8; k++)
+            set_cell(l, lane, k, 1 + 8 * (k / 4), 2 * (lane % 4) + k % 2 + 8 * (k / 2 % 2));
+    assert_true(coopmat_layout_analyze(l).bijective);
+    assert_int_equal(coopmat_layout_analyze(l).row_lanes, 4);
+    assert_false(coopmat_layout_slot_table(l, 2, &table));
+    free(l);
+    l = nvidia_like();
     /* Swap two elements of one lane across rows: lanes 0..3 no longer hold
      * the same row at element index 0, and no grouping fits. */
     uint32_t a = l->cell[0];
@@ -88,6 +104,30 @@ static void test_emulated(void **state)
         assert_true(t.bijective);
         assert_int_equal(t.row_lanes, cases[i].row_lanes);
         assert_int_equal(t.lane_rows, cases[i].lane_rows);
+        free(l);
+    }
+}
+
+/* The emulated build laid out in clusters (coopmat.glsl's acc_cell with
+ * ACC_CLUSTER = C): row lane / C + lanes / C * s, column lane % C + C * t for
+ * element t * rows + s. */
+static void test_emulated_clusters(void **state)
+{
+    (void)state;
+    static const struct { uint32_t rows, lanes, cluster; } cases[] = {
+        {16, 8, 2}, {4, 8, 2}, {16, 32, 2}, {16, 4, 4}, {8, 16, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t c = cases[i].cluster, lanes = cases[i].lanes;
+        coopmat_layout *l = layout_new(cases[i].rows, 16, lanes);
+        uint32_t rows = cases[i].rows * c / lanes;
+        for (uint32_t lane = 0; lane < lanes; lane++)
+            for (uint32_t k = 0; k < l->elements; k++)
+                set_cell(l, lane, k, lane / c + lanes / c * (k % rows), lane % c + c * (k / rows));
+        coopmat_layout_traits t = coopmat_layout_analyze(l);
+        assert_true(t.bijective);
+        assert_int_equal(t.row_lanes, c);
+        assert_int_equal(t.lane_rows, rows);
         free(l);
     }
 }
@@ -169,6 +209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvidia_like),  cmocka_unit_test(test_emulated),
+        cmocka_unit_test(test_emulated_clusters),
         cmocka_unit_test(test_row_per_lane), cmocka_unit_test(test_shuffled),
         cmocka_unit_test(test_not_a_layout), cmocka_unit_test(test_describe_cut),
     };

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 
 enum layout_spec { /* constant_id values in coopmat_layout.comp */
-    LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_COUNT
+    LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_CLUSTER,
+    LAYOUT_SPEC_COUNT
 };
 
 /* Fills `out` from the cells the kernel wrote (cells[0]: elements an
@@ -44,7 +45,7 @@ static vkattn_status read_cells(vkattn_context *ctx, const float *cells, coopmat
 }
 
 vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_shape s,
-                                   coopmat_layout *out)
+                                   uint32_t cluster, coopmat_layout *out)
 {
     bool required;
     uint32_t sg = kernel_subgroup_size(ctx, &required);
@@ -67,7 +68,7 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
                 .subgroup_size = required ? sg : 0,
                 .spec_count = LAYOUT_SPEC_COUNT,
                 .spec = {[LAYOUT_SPEC_WORKGROUP] = sg, [LAYOUT_SPEC_MM] = s.m,
-                         [LAYOUT_SPEC_MN] = s.n}},
+                         [LAYOUT_SPEC_MN] = s.n, [LAYOUT_SPEC_CLUSTER] = cluster}},
         .bindings = {vk_bind(t, true)},
         .binding_count = 1,
         .groups = {1, 1, 1},
@@ -95,7 +96,7 @@ void coopmat_layout_report(vkattn_context *ctx)
     if (!layout)
         return;
     char line[900];
-    vkattn_status status = coopmat_layout_probe(ctx, emulated, s, layout);
+    vkattn_status status = coopmat_layout_probe(ctx, emulated, s, 0, layout);
     if (status == VKATTN_OK) {
         coopmat_layout_describe(layout, line, sizeof line);
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout%s: %s", emulated ? " (emulated build)" : "",
@@ -107,65 +108,44 @@ void coopmat_layout_report(vkattn_context *ctx)
     free(layout);
 }
 
-/* The row slot of each element (its row's place among the lane's rows, in the
- * order the elements first reach them), packed 2 bits an element, where it is
- * the same for every lane; false where it is not, or does not fit. */
-static bool slot_table(const coopmat_layout *l, uint32_t lane_rows, uint32_t *out)
+/* Reads the layout into `state`: the matrix units' or the emulated build's
+ * laid out in clusters of `cluster` lanes. */
+static void read_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t cluster,
+                        coopmat_register_layout_state *state)
 {
-    if (l->elements > 16 || lane_rows > 4)
-        return false;
-    uint32_t table = 0;
-    for (uint32_t lane = 0; lane < l->lanes; lane++) {
-        uint32_t rows[4], count = 0, lane_table = 0;
-        for (uint32_t k = 0; k < l->elements; k++) {
-            uint32_t r = l->cell[lane * l->elements + k] / l->cols, s = 0;
-            while (s < count && rows[s] != r)
-                s++;
-            if (s == count) {
-                if (count == lane_rows)
-                    return false;
-                rows[count++] = r;
-            }
-            lane_table |= s << (2 * k);
-        }
-        if (lane > 0 && lane_table != table)
-            return false;
-        table = lane_table;
-    }
-    *out = table;
-    return true;
-}
-
-/* Reads the device's layout into the context (coopmat_layout_read). */
-static void read_device_layout(vkattn_context *ctx, coopmat_shape s)
-{
-    vk_state *vk = &ctx->vk;
     coopmat_layout *layout = malloc(sizeof *layout);
-    vkattn_status status = layout ? coopmat_layout_probe(ctx, false, s, layout)
+    vkattn_status status = layout ? coopmat_layout_probe(ctx, emulated, s, cluster, layout)
                                   : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    vk->coopmat_layout_read = -1;
+    state->read = -1;
     if (status != VKATTN_OK) {
-        snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
-                 "its accumulator layout could not be read: %.150s", ctx->last_error);
+        snprintf(state->why, sizeof state->why, "the accumulator layout could not be read: %.150s",
+                 ctx->last_error);
         ctx->last_error[0] = '\0';
-    } else {
-        coopmat_layout_traits t = coopmat_layout_analyze(layout);
-        uint32_t table;
-        if (!t.bijective || !t.row_lanes)
-            snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
-                     "its %ux%u accumulators do not keep each row in an aligned group of lanes",
-                     s.m, s.n);
-        else if (!slot_table(layout, t.lane_rows, &table))
-            snprintf(vk->coopmat_layout_why, sizeof vk->coopmat_layout_why,
-                     "its %ux%u accumulators hold %u elements and %u rows a lane, not in the "
-                     "same places in every lane (the kernel takes at most 16 and 4)", s.m, s.n,
-                     layout->elements, t.lane_rows);
-        else {
-            vk->coopmat_layout_read = 1;
-            vk->coopmat_row_cluster = t.row_lanes;
-            vk->coopmat_lane_rows = t.lane_rows;
-            vk->coopmat_slot_table = table;
-        }
+        free(layout);
+        return;
+    }
+    coopmat_layout_traits t = coopmat_layout_analyze(layout);
+    uint32_t table = 0;
+    if (!t.bijective || !t.row_lanes)
+        snprintf(state->why, sizeof state->why, "%ux%u accumulators do not keep each row in an "
+                 "aligned group of lanes", s.m, s.n);
+    else if (emulated && (t.row_lanes != cluster || t.lane_rows != s.m * cluster / layout->lanes))
+        snprintf(state->why, sizeof state->why, "the emulated build's %ux%u accumulators in "
+                 "clusters of %u lanes read as clusters of %u, %u rows a lane", s.m, s.n, cluster,
+                 t.row_lanes, t.lane_rows);
+    else if (!emulated && !coopmat_layout_slot_table(layout, t.lane_rows, &table))
+        snprintf(state->why, sizeof state->why, "%ux%u accumulators hold %u elements and %u rows "
+                 "a lane, not in the same places in every lane (the kernel takes at most 16 and "
+                 "4)", s.m, s.n, layout->elements, t.lane_rows);
+    else {
+        state->read = 1;
+        state->row_cluster = t.row_lanes;
+        state->lane_rows = t.lane_rows;
+        state->slot_table = table; /* the emulated build's slots: k % lane_rows */
+        ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout%s for the softmax in registers: %ux%u "
+                "accumulators, each row in %u lanes, %u row%s a lane, row slots 0x%08x",
+                emulated ? " (emulated build)" : "", s.m, s.n, t.row_lanes, t.lane_rows,
+                t.lane_rows > 1 ? "s" : "", table);
     }
     free(layout);
 }
@@ -179,37 +159,42 @@ bool coopmat_register_layout(vkattn_context *ctx, bool emulated, coopmat_shape s
                  "only where N == K", s.m, s.n, s.k);
         return false;
     }
-    if (emulated) {
-        /* The emulated build lays its accumulators out as asked (coopmat.glsl's
-         * ACC_CLUSTER): the smallest cluster of at least 2 lanes (so that the
-         * clustered reductions run) giving each lane 1 to 4 rows. */
-        for (uint32_t c = 2; c <= sg; c *= 2)
-            if (s.m * c % sg == 0 && s.n % c == 0 && s.m * c / sg >= 1 && s.m * c / sg <= 4) {
-                *row_cluster = c;
-                *lane_rows = s.m * c / sg;
-                *slot_table_out = 0;
-                return true;
-            }
+    /* The emulated build lays its accumulators out as asked (coopmat.glsl's
+     * ACC_CLUSTER): the smallest cluster of at least 2 lanes (so that the
+     * clustered reductions run) giving each lane 1 to 4 rows. It is read back
+     * like the device's, so that the probe and this path run where no device
+     * has matrix units. */
+    uint32_t cluster = 0;
+    for (uint32_t c = 2; emulated && !cluster && c <= sg; c *= 2)
+        if (s.m * c % sg == 0 && s.n % c == 0 && s.m * c / sg >= 1 && s.m * c / sg <= 4)
+            cluster = c;
+    if (emulated && !cluster) {
         snprintf(why, why_size, "%ux%u accumulators on %u lanes: no cluster gives a lane 1 to 4 "
                  "rows", s.m, s.n, sg);
         return false;
     }
-    vk_state *vk = &ctx->vk;
-    if (!vk->coopmat_layout_read) {
-        if (vk->external) {
+    /* Kept for the shape and subgroup size it was read for (the emulated
+     * build's shape may change between calls: VKATTN_COOPMAT_EMULATED_SHAPE). */
+    coopmat_register_layout_state *state = &ctx->vk.coopmat_layouts[emulated];
+    if (state->read && (state->shape.m != s.m || state->shape.n != s.n || state->sg != sg))
+        state->read = 0;
+    if (!state->read) {
+        if (ctx->vk.external) {
             snprintf(why, why_size, "the accumulator layout is read by a submission of its own, "
                      "not while recording into an application's command buffer (run one call "
                      "outside a recording first)");
             return false;
         }
-        read_device_layout(ctx, s);
+        read_layout(ctx, emulated, s, cluster, state);
+        state->shape = s;
+        state->sg = sg;
     }
-    if (vk->coopmat_layout_read < 0) {
-        snprintf(why, why_size, "%s", vk->coopmat_layout_why);
+    if (state->read < 0) {
+        snprintf(why, why_size, "%s", state->why);
         return false;
     }
-    *row_cluster = vk->coopmat_row_cluster;
-    *lane_rows = vk->coopmat_lane_rows;
-    *slot_table_out = vk->coopmat_slot_table;
+    *row_cluster = state->row_cluster;
+    *lane_rows = state->lane_rows;
+    *slot_table_out = state->slot_table;
     return true;
 }

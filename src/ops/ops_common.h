@@ -119,11 +119,13 @@ bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
 bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
 bool coopmat_emulated_shape(coopmat_shape *out);
 /* The f32 accumulator layout of an s.m x s.n matrix on the device's matrix
- * units or in the emulated build (coopmat_layout_probe.c). Needs no
- * recording in progress: it submits and waits. */
+ * units or in the emulated build (its accumulators in clusters of `cluster`
+ * lanes, 0: its plain layout; coopmat.glsl's ACC_CLUSTER), read by a kernel
+ * (coopmat_layout_probe.c). Needs no recording in progress: it submits and
+ * waits. */
 struct coopmat_layout;
 vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_shape s,
-                                   struct coopmat_layout *out);
+                                   uint32_t cluster, struct coopmat_layout *out);
 /* How a softmax in registers finds its rows in s.m x s.n f32 accumulators on
  * subgroups of sg (attention_coopmat.comp's ROW_CLUSTER, LANE_ROWS,
  * SLOT_TABLE): the emulated build's by construction, the device's read once
