@@ -36,10 +36,15 @@ DECODE = "1,32,8,1,8192,128"
 # and settings run in this order, the ones a GPU session most needs first: the
 # H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
 # stages and 16-key tiled tiles the defaults, so the settings here are the
-# ones around those, and the coopmat kernel's two row blocks a subgroup.
+# ones around those, and the coopmat kernel's softmax in registers and two row
+# blocks a subgroup (2026-11-26, not yet timed).
 CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
+        # The softmax on the score accumulators in registers (the device's
+        # layout permitting): no trip of S and P through shared memory.
+        ("coopmat", "coopmat.softmax=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.keys=32"),
         ("coopmat", "coopmat.stages=1"),
         ("coopmat", "coopmat.keys=16"),
         ("coopmat", "coopmat.subgroups=8"),
@@ -51,6 +56,8 @@ CASES = [
     # memory feeds two products); at D=128 their registers do not fit.
     ("prefill f16 D=64", PREFILL_64, "f16", True, 5, [
         (None, None),
+        ("coopmat", "coopmat.softmax=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.rows=2"),
         ("coopmat", "coopmat.rows=2"),
         ("coopmat", "coopmat.rows=2,coopmat.keys=32"),
         ("coopmat", "coopmat.rows=2,coopmat.stages=1"),
