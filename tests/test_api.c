@@ -736,6 +736,67 @@ static void test_tuning_entries(void **state)
     assert_int_equal(log.validation, 0);
 }
 
+/* The cooperative-matrix accumulator layout read off the device
+ * (VKATTN_COOPMAT_LAYOUT=1: a new context logs it): on a GPU with matrix units
+ * its own (printed for the record; the analysis is test_coopmat_layout's),
+ * elsewhere the emulated build's, whose layout is known: element k of lane l
+ * is element l + k * lanes of the 16x16 matrix. Each element once either way,
+ * validation on. */
+static void test_coopmat_layout_probe(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("VKATTN_COOPMAT_LAYOUT", "1", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_LAYOUT"), 0);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    const char *line = env->gpu_log.coopmat_layout;
+    if (info.cooperative_matrix) {
+        assert_non_null(strstr(line, "coopmat layout: "));
+        assert_non_null(strstr(line, " f32 accumulator on "));
+        assert_null(strstr(line, "not each element once"));
+    } else {
+        const char *prefix = "coopmat layout (emulated build): 16x16 f32 accumulator on ";
+        unsigned lanes = 0;
+        assert_int_equal(strncmp(line, prefix, strlen(prefix)), 0);
+        assert_int_equal(sscanf(line + strlen(prefix), "%u", &lanes), 1);
+        assert_true(lanes >= 4 && lanes <= 128);
+        /* Every row's elements lie in one run of 16 of the matrix's, which
+         * 16 neighbouring lanes (or all, with fewer) hold. */
+        char expected[200];
+        snprintf(expected, sizeof expected, "%s%u invocations, %u elements each; a row in %u "
+                 "neighbouring invocations (aligned)", prefix, lanes, 256 / lanes,
+                 lanes < 16 ? lanes : 16);
+        if (!strstr(line, expected))
+            fail_msg("logged \"%s\"; expected \"%s\"", line, expected);
+        assert_non_null(strstr(line, "; invocation 0: (0,0) "));
+    }
+    test_env_destroy(env);
+
+    /* The softmax in registers reads the layout through the planner, during
+     * an attention call (a submission of its own before the call records). */
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.softmax=2", 1), 0);
+    env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    if (test_has_float16(env, &info)) {
+        rng r = {61};
+        int64_t shape[4] = {1, 2, 19, 24};
+        pair q = pair_random(env, VKATTN_DTYPE_F16, 4, shape, &r, -1.f, 1.f);
+        pair o = pair_output(env, 4, shape);
+        vkattn_attention_desc d = {.causal = true, .path = VKATTN_PATH_FUSED,
+                                   .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu), VKATTN_OK);
+        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s", vkattn_last_error(env->gpu));
+        expect_close("softmax in registers", &o, 2e-3, 0.0, NULL);
+        assert_non_null(strstr(env->gpu_log.coopmat_layout, "for the softmax in registers: "));
+        pair_destroy(&q);
+        pair_destroy(&o);
+    }
+    test_env_destroy(env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -745,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_op_arguments),
         cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
         cmocka_unit_test(test_profile),   cmocka_unit_test(test_tuning_entries),
+        cmocka_unit_test(test_coopmat_layout_probe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

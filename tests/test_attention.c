@@ -804,44 +804,6 @@ static void test_coopmat_refusals(void **state)
     pair_destroy(&o);
 }
 
-/* The cooperative-matrix accumulator layout read off the device
- * (VKATTN_COOPMAT_LAYOUT=1: a new context logs it): on a GPU with matrix units
- * its own (printed for the record; the analysis is test_coopmat_layout's),
- * elsewhere the emulated build's, whose layout is known: element k of lane l
- * is element l + k * lanes of the 16x16 matrix. Each element once either way,
- * validation on. */
-static void test_coopmat_layout_probe(void **state)
-{
-    (void)state;
-    assert_int_equal(setenv("VKATTN_COOPMAT_LAYOUT", "1", 1), 0);
-    test_env *env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_COOPMAT_LAYOUT"), 0);
-    vkattn_device_info info;
-    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
-    const char *line = env->gpu_log.coopmat_layout;
-    if (info.cooperative_matrix) {
-        assert_non_null(strstr(line, "coopmat layout: "));
-        assert_non_null(strstr(line, " f32 accumulator on "));
-        assert_null(strstr(line, "not each element once"));
-    } else {
-        const char *prefix = "coopmat layout (emulated build): 16x16 f32 accumulator on ";
-        unsigned lanes = 0;
-        assert_int_equal(strncmp(line, prefix, strlen(prefix)), 0);
-        assert_int_equal(sscanf(line + strlen(prefix), "%u", &lanes), 1);
-        assert_true(lanes >= 4 && lanes <= 128);
-        /* Every row's elements lie in one run of 16 of the matrix's, which
-         * 16 neighbouring lanes (or all, with fewer) hold. */
-        char expected[200];
-        snprintf(expected, sizeof expected, "%s%u invocations, %u elements each; a row in %u "
-                 "neighbouring invocations (aligned)", prefix, lanes, 256 / lanes,
-                 lanes < 16 ? lanes : 16);
-        if (!strstr(line, expected))
-            fail_msg("logged \"%s\"; expected \"%s\"", line, expected);
-        assert_non_null(strstr(line, "; invocation 0: (0,0) "));
-    }
-    test_env_destroy(env);
-}
-
 /* The emulated coopmat kernel forced on Q = K = V of `shape` (f16) is refused
  * as unsupported, with a message that contains `what` and `also` (unless NULL). */
 static void expect_emulated_coopmat_refused(test_env *env, int64_t shape[4], rng *r,
@@ -960,7 +922,6 @@ int main(void)
         cmocka_unit_test(test_coopmat_two_stages),
         cmocka_unit_test(test_coopmat_row_tiles),
         cmocka_unit_test(test_coopmat_register_softmax),
-        cmocka_unit_test(test_coopmat_layout_probe),
         cmocka_unit_test(test_coopmat_bf16_range),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
