@@ -183,12 +183,16 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * sg / rs lanes, or each lane rs / sg rows. */
     uint32_t row_tiles = fused_tuned(ctx, self, KNOB_ROWS, 1), rs = s.m * row_tiles;
     if (sg % rs != 0 && rs % sg != 0) {
-        char setting[48] = "";
-        if (row_tiles > 1)
+        char rows[96];
+        snprintf(rows, sizeof rows, "%u-row matrices", s.m);
+        if (row_tiles > 1) {
+            char setting[48];
             fused_knob_describe(self, KNOB_ROWS, row_tiles, setting, sizeof setting);
-        snprintf(why, why_size, "%s: %u rows a subgroup (%u-row matrices%s%s) and subgroups of "
-                 "%u, neither dividing the other", name, rs, s.m, row_tiles > 1 ? ", " : "",
-                 setting, sg);
+            snprintf(rows, sizeof rows, "%u rows a subgroup (%u-row matrices, %s)", rs, s.m,
+                     setting);
+        }
+        snprintf(why, why_size, "%s: %s and subgroups of %u, neither dividing the other", name,
+                 rows, sg);
         return false;
     }
     plan->row_tiles = row_tiles;
