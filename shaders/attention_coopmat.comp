@@ -404,6 +404,23 @@ float next_max(Row w, float step_max, out float alpha, out float m)
     return m == NEG_INF ? 0.0 : m;
 }
 
+// acc plus P V over the tile's keys `keys` (those a row may see) for output
+// column d, in plain code: P of the row from p_tile at half p_at, or with the
+// softmax in registers from s_tile at p_at (f32 weights, rounded to f16 as
+// the block products take them). A tile whose V holds an Inf or NaN is summed
+// so (see the caller).
+float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at)
+{
+    for (uint c = 0; c < BC; c++) {
+        float weight = REG_SOFTMAX ? float(float16_t(s_tile[p_at + c]))
+                                   : float(PACKED_HALF(p_tile, p_at + c));
+        bool used = t0 + c >= keys.x && t0 + c < keys.y && (!KEYWISE_MASK || weight != 0.0);
+        if (used)
+            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
+    }
+    return acc;
+}
+
 // Whether x holds in any lane of the subgroup.
 bool subgroup_any_true(bool x)
 {
@@ -752,15 +769,8 @@ void main()
                     uvec2 cell = element_cell(k);
                     uint r = oj / OA * MM + cell.x, d = oj % OA * MN + cell.y;
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
-                    float acc = ACC_ELEMENT(o_acc, oj, k);
-                    for (uint c = 0; c < BC; c++) {
-                        float weight = float(float16_t(s_tile[slice + r * SS + c]));
-                        bool used = t0 + c >= keys.x && t0 + c < keys.y &&
-                                    (!KEYWISE_MASK || weight != 0.0);
-                        if (used)
-                            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
-                    }
-                    ACC_ELEMENT(o_acc, oj, k) = acc;
+                    ACC_ELEMENT(o_acc, oj, k) =
+                        plain_pv(ACC_ELEMENT(o_acc, oj, k), t0, keys, d, slice + r * SS);
                 }
             subgroup_shared_sync();
         } else {
@@ -776,15 +786,8 @@ void main()
                 for (uint e = lane; e < MM * MN; e += SG_SIZE) {
                     uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
-                    float acc = s_tile[slice + e];
-                    for (uint c = 0; c < BC; c++) {
-                        float weight = float(PACKED_HALF(p_tile, p_slice + r * PS + c));
-                        bool used = t0 + c >= keys.x && t0 + c < keys.y &&
-                                    (!KEYWISE_MASK || weight != 0.0);
-                        if (used)
-                            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
-                    }
-                    s_tile[slice + e] = acc;
+                    s_tile[slice + e] =
+                        plain_pv(s_tile[slice + e], t0, keys, d, p_slice + r * PS);
                 }
                 subgroup_shared_sync();
                 ACC_LOAD(o_acc, oj, s_tile, slice, MN);
