@@ -451,7 +451,7 @@ uvec2 element_cell(uint k)
 uint slot_row(uint s)
 {
     uint row = 0;
-    for (uint k = 0; k < ACC_ELEMENTS(where_acc, 0); k++)
+    MATRIX_UNROLL for (uint k = 0; k < ACC_ELEMENTS(where_acc, 0); k++)
         if (slot_of(k) == s)
             row = element_cell(k).x;
     return row;
@@ -765,7 +765,7 @@ void main()
                     ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
             subgroup_shared_sync();
             MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++)
-                for (uint k = 0; k < ACC_ELEMENTS(o_acc, oj); k++) {
+                MATRIX_UNROLL for (uint k = 0; k < ACC_ELEMENTS(o_acc, oj); k++) {
                     uvec2 cell = element_cell(k);
                     uint r = oj / OA * MM + cell.x, d = oj % OA * MN + cell.y;
                     uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);

@@ -85,7 +85,7 @@
 // seen by the subgroup's other invocations after subgroup_shared_sync().
 //
 // The emulated build keeps both kinds in shared memory, a set per subgroup.
-// Accumulator element e belongs to lane e % gl_SubgroupSize in every operation,
+// Accumulator element e belongs to one lane (acc_cell) in every operation,
 // so accumulators need no synchronisation among themselves; an A operand's
 // rows are read by every lane, so A_LOAD begins and ends with
 // subgroup_shared_sync(). Not

@@ -190,9 +190,8 @@ typedef struct coopmat_shape {
 /* How a softmax in registers finds its rows in an f32 accumulator
  * (attention_coopmat.comp's ROW_CLUSTER, LANE_ROWS, SLOT_TABLE). */
 typedef struct coopmat_register_layout_state {
-    int read;                   /* 0 not yet, 1 usable (below), -1 not */
-    coopmat_shape shape;        /* read for this shape and subgroup size */
-    uint32_t sg;
+    int read;                   /* 0 not read, 1 usable (below), -1 not */
+    coopmat_shape shape;        /* read for this shape */
     uint32_t row_cluster, lane_rows, slot_table;
     char why[200];              /* -1: why not */
 } coopmat_register_layout_state;
@@ -275,8 +274,8 @@ typedef struct vk_state {
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
     device_caps caps;       /* what the physical device offers */
     /* The f32 accumulator layout as a softmax in registers needs it
-     * (coopmat_register_layout), read once when a plan first asks: [0] the
-     * matrix units', [1] the emulated build's. */
+     * (coopmat_register_layout), read as the context starts where its tuning
+     * asks: [0] the matrix units', [1] the emulated build's (a check). */
     coopmat_register_layout_state coopmat_layouts[2];
     device_caps enabled;    /* what is enabled on the VkDevice (adopted: none of the
                                features; subgroup_min/max still describe the device) */
@@ -386,6 +385,10 @@ void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
  * cooperative-matrix accumulator layout (ops/coopmat_layout_probe.c); a new
  * Vulkan context calls it. */
 void coopmat_layout_report(vkattn_context *ctx);
+/* Where the context's tuning asks for the coopmat kernel's softmax in
+ * registers, reads the accumulator layout it needs (a submission of its own:
+ * a new Vulkan context calls it, so that no attention call submits). */
+void coopmat_register_layout_init(vkattn_context *ctx);
 
 struct vkattn_context {
     vkattn_backend backend;

@@ -773,8 +773,9 @@ static void test_coopmat_layout_probe(void **state)
     }
     test_env_destroy(env);
 
-    /* The softmax in registers reads the layout through the planner, during
-     * an attention call (a submission of its own before the call records). */
+    /* A context whose tuning asks for the softmax in registers reads the
+     * layout it needs as it starts (the emulated build's, a check of the
+     * probe), and an attention call by that path is correct. */
     assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.softmax=2", 1), 0);
     env = test_env_create();
     assert_int_equal(unsetenv("VKATTN_TUNE"), 0);

@@ -1,12 +1,14 @@
 /* Reads a cooperative-matrix accumulator's element layout off the device
- * (shaders/coopmat_layout.comp; coopmat_layout.h says why a kernel needs it).
- * For now a diagnostic: with VKATTN_COOPMAT_LAYOUT=1 in the environment a new
- * context logs (INFO, "coopmat layout: ...") the layout of its device's first
- * matrix shape, or on devices without matrix units that of the emulated
- * build (whose layout is the library's own: that run tests the probe), so
- * that a GPU check records the layout a register-resident softmax would have
- * to work with before anyone writes one. */
-#include "ops_common.h"
+ * (shaders/coopmat_layout.comp; coopmat_layout.h says why a kernel needs it),
+ * once, as a context starts: for the coopmat attention kernel's softmax in
+ * registers where the context's tuning asks for it (coopmat.softmax=2), so that
+ * no attention call submits work of its own (nor vkattn_attention_choose
+ * records any, nor a recording into an application's command buffer meets a
+ * layout not yet read), and as a diagnostic with VKATTN_COOPMAT_LAYOUT=1 in the
+ * environment: the context logs (INFO, "coopmat layout: ...") its device's
+ * layout, or where it has no matrix units the emulated build's (the library's
+ * own: that run tests the probe). */
+#include "attention_fused.h"
 
 #include "../coopmat_layout.h"
 
@@ -28,11 +30,13 @@ static vkattn_status read_cells(vkattn_context *ctx, const float *cells, coopmat
     out->rows = s.m;
     out->cols = s.n;
     out->lanes = lanes;
-    out->elements = (uint32_t)cells[0];
-    if (cells[0] != (float)out->elements || (uint64_t)out->elements * lanes != count)
+    float elements = cells[0];
+    if (!(elements >= 1.0f && elements <= (float)count && elements == floorf(elements)) ||
+        (uint64_t)elements * lanes != count)
         return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat layout: the probe reports "
                         "%g elements an invocation; %u x %u over %u invocations is %u",
-                        cells[0], s.m, s.n, lanes, count / lanes);
+                        elements, s.m, s.n, lanes, count / lanes);
+    out->elements = (uint32_t)elements;
     for (uint32_t i = 0; i < count; i++) {
         float v = cells[1 + i];
         if (!(v >= 0.0f && v < (float)count && v == floorf(v)))
@@ -74,7 +78,8 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
         .groups = {1, 1, 1},
     };
     if (!cells)
-        status = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+        status = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat layout: %u cells",
+                          count);
     else if ((status = vk_cmd_dispatch(ctx, &d)) == VKATTN_OK &&
              (status = vkattn_tensor_download(t, cells, VKATTN_DTYPE_F32)) == VKATTN_OK)
         status = read_cells(ctx, cells, s, sg, out);
@@ -108,15 +113,29 @@ void coopmat_layout_report(vkattn_context *ctx)
     free(layout);
 }
 
+/* Whether element k of every lane is in the row of its element k % rows (the
+ * emulated build's slots, attention_coopmat.comp's slot_of). */
+static bool slots_repeat(const coopmat_layout *l, uint32_t rows)
+{
+    for (uint32_t i = 0; i < l->lanes * l->elements; i++) {
+        uint32_t lane = i / l->elements, k = i % l->elements;
+        if (l->cell[i] / l->cols != l->cell[lane * l->elements + k % rows] / l->cols)
+            return false;
+    }
+    return true;
+}
+
 /* Reads the layout into `state`: the matrix units' or the emulated build's
  * laid out in clusters of `cluster` lanes. */
 static void read_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t cluster,
                         coopmat_register_layout_state *state)
 {
     coopmat_layout *layout = malloc(sizeof *layout);
-    vkattn_status status = layout ? coopmat_layout_probe(ctx, emulated, s, cluster, layout)
-                                  : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    vkattn_status status =
+        layout ? coopmat_layout_probe(ctx, emulated, s, cluster, layout)
+               : ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat layout: no memory");
     state->read = -1;
+    state->shape = s;
     if (status != VKATTN_OK) {
         snprintf(state->why, sizeof state->why, "the accumulator layout could not be read: %.150s",
                  ctx->last_error);
@@ -129,10 +148,11 @@ static void read_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uin
     if (!t.bijective || !t.row_lanes)
         snprintf(state->why, sizeof state->why, "%ux%u accumulators do not keep each row in an "
                  "aligned group of lanes", s.m, s.n);
-    else if (emulated && (t.row_lanes != cluster || t.lane_rows != s.m * cluster / layout->lanes))
+    else if (emulated && (t.row_lanes != cluster || t.lane_rows != s.m * cluster / layout->lanes ||
+                          !slots_repeat(layout, t.lane_rows)))
         snprintf(state->why, sizeof state->why, "the emulated build's %ux%u accumulators in "
-                 "clusters of %u lanes read as clusters of %u, %u rows a lane", s.m, s.n, cluster,
-                 t.row_lanes, t.lane_rows);
+                 "clusters of %u lanes read as clusters of %u, %u rows a lane (or not in slot "
+                 "k %% rows)", s.m, s.n, cluster, t.row_lanes, t.lane_rows);
     else if (!emulated && !coopmat_layout_slot_table(layout, t.lane_rows, &table))
         snprintf(state->why, sizeof state->why, "%ux%u accumulators hold %u elements and %u rows "
                  "a lane, not in the same places in every lane (the kernel takes at most 16 and "
@@ -150,51 +170,67 @@ static void read_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uin
     free(layout);
 }
 
-bool coopmat_register_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t sg,
-                             uint32_t *row_cluster, uint32_t *lane_rows, uint32_t *slot_table_out,
-                             char *why, size_t why_size)
+/* The emulated build's cluster for s.m x s.n accumulators on sg lanes (its
+ * layout is the library's: coopmat.glsl's ACC_CLUSTER): the smallest of at
+ * least 2 lanes (so that the clustered reductions run) giving each lane 1 to 4
+ * rows; 0 if none does. */
+static uint32_t emulated_cluster(coopmat_shape s, uint32_t sg)
+{
+    for (uint32_t c = 2; c <= sg; c *= 2)
+        if (s.m * c % sg == 0 && s.n % c == 0 && s.m * c / sg >= 1 && s.m * c / sg <= 4)
+            return c;
+    return 0;
+}
+
+void coopmat_register_layout_init(vkattn_context *ctx)
+{
+    bool required;
+    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    coopmat_shape s;
+    if (fused_tuned(ctx, VKATTN_FUSED_COOPMAT, KNOB_SOFTMAX, 1) == 2 && ctx->vk.enabled.coopmat &&
+        coopmat_device_shape(&ctx->vk.enabled, &s))
+        read_layout(ctx, false, s, 0, &ctx->vk.coopmat_layouts[0]);
+    /* The emulated build's layout is known by construction; read back here for
+     * the shape of the moment, it tests the probe and this path. */
+    if (fused_tuned(ctx, VKATTN_FUSED_COOPMAT_EMULATED, KNOB_SOFTMAX, 1) == 2 &&
+        coopmat_emulated_shape(&s) && s.n == s.k && emulated_cluster(s, sg))
+        read_layout(ctx, true, s, emulated_cluster(s, sg), &ctx->vk.coopmat_layouts[1]);
+    for (int i = 0; i < 2; i++)
+        if (ctx->vk.coopmat_layouts[i].read < 0)
+            ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat layout%s: no softmax in registers: %s",
+                    i ? " (emulated build)" : "", ctx->vk.coopmat_layouts[i].why);
+}
+
+bool coopmat_register_layout(const vkattn_context *ctx, bool emulated, coopmat_shape s,
+                             uint32_t sg, uint32_t *row_cluster, uint32_t *lane_rows,
+                             uint32_t *slot_table_out, char *why, size_t why_size)
 {
     if (s.n != s.k) {
         snprintf(why, why_size, "%ux%ux%u matrices: a score block becomes a P operand as it is "
                  "only where N == K", s.m, s.n, s.k);
         return false;
     }
-    /* The emulated build lays its accumulators out as asked (coopmat.glsl's
-     * ACC_CLUSTER): the smallest cluster of at least 2 lanes (so that the
-     * clustered reductions run) giving each lane 1 to 4 rows. It is read back
-     * like the device's, so that the probe and this path run where no device
-     * has matrix units. */
-    uint32_t cluster = 0;
-    for (uint32_t c = 2; emulated && !cluster && c <= sg; c *= 2)
-        if (s.m * c % sg == 0 && s.n % c == 0 && s.m * c / sg >= 1 && s.m * c / sg <= 4)
-            cluster = c;
-    if (emulated && !cluster) {
-        snprintf(why, why_size, "%ux%u accumulators on %u lanes: no cluster gives a lane 1 to 4 "
-                 "rows", s.m, s.n, sg);
-        return false;
-    }
-    /* Kept for the shape and subgroup size it was read for (the emulated
-     * build's shape may change between calls: VKATTN_COOPMAT_EMULATED_SHAPE). */
-    coopmat_register_layout_state *state = &ctx->vk.coopmat_layouts[emulated];
-    if (state->read && (state->shape.m != s.m || state->shape.n != s.n || state->sg != sg))
-        state->read = 0;
-    if (!state->read) {
-        if (ctx->vk.external) {
-            snprintf(why, why_size, "the accumulator layout is read by a submission of its own, "
-                     "not while recording into an application's command buffer (run one call "
-                     "outside a recording first)");
+    if (emulated) {
+        uint32_t cluster = emulated_cluster(s, sg);
+        if (!cluster) {
+            snprintf(why, why_size, "%ux%u accumulators on %u lanes: no cluster gives a lane 1 "
+                     "to 4 rows", s.m, s.n, sg);
             return false;
         }
-        read_layout(ctx, emulated, s, cluster, state);
-        state->shape = s;
-        state->sg = sg;
+        *row_cluster = cluster;
+        *lane_rows = s.m * cluster / sg;
+        *slot_table_out = 0; /* slot k % lane_rows */
+        return true;
     }
-    if (state->read < 0) {
-        snprintf(why, why_size, "%s", state->why);
-        return false;
+    const coopmat_register_layout_state *state = &ctx->vk.coopmat_layouts[0];
+    if (state->read > 0 && state->shape.m == s.m && state->shape.n == s.n) {
+        *row_cluster = state->row_cluster;
+        *lane_rows = state->lane_rows;
+        *slot_table_out = state->slot_table;
+        return true;
     }
-    *row_cluster = state->row_cluster;
-    *lane_rows = state->lane_rows;
-    *slot_table_out = state->slot_table;
-    return true;
+    snprintf(why, why_size, "%s", state->read < 0 ? state->why
+                                                  : "the device's accumulator layout was not "
+                                                    "read as the context started");
+    return false;
 }

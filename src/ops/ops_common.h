@@ -128,12 +128,12 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
                                    uint32_t cluster, struct coopmat_layout *out);
 /* How a softmax in registers finds its rows in s.m x s.n f32 accumulators on
  * subgroups of sg (attention_coopmat.comp's ROW_CLUSTER, LANE_ROWS,
- * SLOT_TABLE): the emulated build's by construction, the device's read once
- * (coopmat_layout_probe) and kept in the context. False, with the reason, where
- * the layout is not one it can use or cannot be read now. */
-bool coopmat_register_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t sg,
-                             uint32_t *row_cluster, uint32_t *lane_rows, uint32_t *slot_table,
-                             char *why, size_t why_size);
+ * SLOT_TABLE): the emulated build's by construction, the device's as the
+ * context read it when it started (coopmat_register_layout_init). False, with
+ * the reason, where the layout is not one it can use or was not read. */
+bool coopmat_register_layout(const vkattn_context *ctx, bool emulated, coopmat_shape s,
+                             uint32_t sg, uint32_t *row_cluster, uint32_t *lane_rows,
+                             uint32_t *slot_table, char *why, size_t why_size);
 /* Whether AUTO takes the coopmat attention kernel where it runs, for f16 inputs
  * or with some bf16 among them: on vendors it was verified on (so), unless
  * VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
