@@ -418,9 +418,11 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
 }
 
 /* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
- * bf16, tiled as on a GPU with matrices of `shape`; the emulated build here,
- * and the real kernel where there is one. */
-static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint64_t seed)
+ * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
+ * real kernel too where there is one and `real` (its own shape is the
+ * device's: callers that vary `shape` run it once). */
+static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool real,
+                                    uint64_t seed)
 {
     assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
     test_env *env = test_env_create();
@@ -443,7 +445,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint6
                         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude;
                     }
                     run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
-                    if (info.cooperative_matrix)
+                    if (real && info.cooperative_matrix)
                         run_case(env, &c, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
                 }
         /* Scores spread wide over many tiles: rows' maxima rise by more than
@@ -451,7 +453,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint6
         static const at_case rescaled = {"rescaled O", 1, 3, 1, 40, 300, 24, 20, BHSD, true, false,
                                          0, false, 0.f, F16, 8.f};
         run_case(env, &rescaled, coopmat_paths, NPATHS(coopmat_paths), &r);
-        if (info.cooperative_matrix)
+        if (real && info.cooperative_matrix)
             run_case(env, &rescaled, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
@@ -468,7 +470,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, uint6
 static void test_coopmat_two_stages(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", 29);
+    run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", true, 29);
 }
 
 /* Two row blocks a subgroup (the tuning knob coopmat.rows=2: each K and V
@@ -479,8 +481,8 @@ static void test_coopmat_two_stages(void **state)
 static void test_coopmat_row_tiles(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "16x16x16", 37);
-    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", 41);
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "16x16x16", true, 37);
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", false, 41);
 }
 
 /* The softmax in registers (the tuning knob coopmat.softmax=2): on the score
@@ -492,10 +494,10 @@ static void test_coopmat_row_tiles(void **state)
 static void test_coopmat_register_softmax(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "16x16x16", 43);
-    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "4x16x16", 47);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "16x16x16", true, 43);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "4x16x16", false, 47);
     run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat_emulated.rows=2,coopmat.softmax=2,"
-                            "coopmat.rows=2", "16x16x16", 53);
+                            "coopmat.rows=2", "16x16x16", true, 53);
 }
 
 /* bf16 inputs far outside f16's range on the coopmat kernels, which convert
