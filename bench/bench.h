@@ -91,6 +91,9 @@ typedef struct bench_result {
     char note[96];          /* the kernel that ran and how it was verified:
                                "ran tiled x4; rows 0-15,..." */
     char error[320];        /* why the case could not run */
+    double base_ms_median;  /* paired with a baseline (bench_time_paired): its median, */
+    double base_ratio;      /* and the median of the pairs' ratios; else 0 */
+    const char *base_name;  /* the baseline: "plain" */
     char kernels[192];      /* with --profile: each kernel's GPU time per timed run,
                                "attention_decode 21.3 us, attention_combine 4.1 us" */
 } bench_result;
@@ -105,6 +108,7 @@ typedef struct bench_env {
 /* ---- bench_args.c -------------------------------------------------------- */
 
 #define BENCH_MAX_SHAPES 32
+#define BENCH_MAX_WITH 12
 
 typedef struct bench_cli {
     bench_options opt;
@@ -126,6 +130,9 @@ typedef struct bench_cli {
     int64_t shapes[BENCH_MAX_SHAPES][7];   /* B,H,Hkv,Tq,Tk,D,Dv */
     vkattn_fused_variant fused_variant;    /* --variant: forced on --shape cases */
     uint32_t kv_splits;                    /* --splits: of --shape cases (0: chosen) */
+    int with_count;                        /* --with: each --shape case once per entry */
+    bench_att_variant with[BENCH_MAX_WITH];
+    int64_t with_param[BENCH_MAX_WITH];
     const char *tuning;                    /* --tune: vkattn_context_desc.tuning */
     const char *json_path, *csv_path;
     long soak;                  /* --soak N: N mixed calls instead of the sweep */
@@ -200,6 +207,16 @@ typedef vkattn_status (*bench_record_fn)(vkattn_context *ctx, void *user);
  * timer_end); fills ms_median, ms_min and reps. */
 vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
                          void *user, bench_result *r);
+
+/* As bench_time, but each timed run of `record` is paired with one of
+ * `base_record` (A B, then B A, alternately) within the same budget: fills
+ * ms_median, ms_min and reps (pairs) of the case, base_ms_median, and
+ * base_ratio, the median of the pairs' time ratios. A ratio of runs taken
+ * side by side stays put where the host's speed drifts (a shared machine's
+ * memory bandwidth) and two medians timed seconds apart do not. */
+vkattn_status bench_time_paired(vkattn_context *ctx, const bench_options *opt,
+                                bench_record_fn record, void *user, bench_record_fn base_record,
+                                void *base_user, bench_result *r);
 
 /* Up to three blocks of at most BENCH_BLOCK_ROWS contiguous rows out of `rows`
  * (start, middle, end), or one block of all rows when that is no more. */

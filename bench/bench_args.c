@@ -27,6 +27,13 @@ static void usage(FILE *f)
         "                       \"variant.knob=N,...\" (vkattn_context_desc.tuning, the same\n"
         "                       as VKATTN_TUNE; knobs in README.md; bench/tune_sweep.py)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
+        "  --with LIST          run each --shape case once per entry, in this order:\n"
+        "                       plain (none), window=W (left W keys; right W too unless\n"
+        "                       --causal), softcap (30), sinks, alibi, mask, varlen\n"
+        "                       (B sequences of lengths 1..Tq), paged=BS (a shuffled\n"
+        "                       paged cache of BS-token blocks), bshd (the contiguous\n"
+        "                       cache in the paged one's layout), kv=f16|bf16 (K and V\n"
+        "                       of that dtype); e.g. --with plain,bshd,paged=16\n"
         "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
         "                       given. The CPU reference reads the same rounded inputs\n"
         "  --out-dtype f32|f16|bf16\n"
@@ -48,7 +55,8 @@ static void usage(FILE *f)
         "                       bf16 KV cache), head sizes 80 and 96, larger\n"
         "                       matmuls, and each attention variant (window, paged,\n"
         "                       varlen, softcap, sinks, ALiBi, mask) beside the plain\n"
-        "                       case it extends, and a decode from a contiguous cache\n"
+        "                       case it extends (and timed in turn with it: a ratio\n"
+        "                       line), and a decode from a contiguous cache\n"
         "                       in the paged one's layout (BSHD), and an f16 prefill into\n"
         "                       f16 O (--quick has a windowed\n"
         "                       prefill and those two decodes)\n"
@@ -156,6 +164,65 @@ static int parse_shape(const char *text, int64_t out[7])
     return 0;
 }
 
+/* One --with entry: a variant's name, with its parameter after '='. */
+static int parse_with_entry(const char *e, bench_att_variant *av, int64_t *param)
+{
+    static const struct { const char *name; bench_att_variant av; bool takes; } names[] = {
+        {"plain", AV_NONE, false},    {"none", AV_NONE, false},
+        {"window", AV_WINDOW, true},  {"softcap", AV_SOFTCAP, false},
+        {"sinks", AV_SINKS, false},   {"alibi", AV_ALIBI, false},
+        {"mask", AV_MASK, false},     {"varlen", AV_VARLEN, false},
+        {"paged", AV_PAGED, true},    {"bshd", AV_TOKEN_MAJOR, false},
+        {"kv", AV_KV_DTYPE, true},
+    };
+    const char *eq = strchr(e, '=');
+    size_t len = eq ? (size_t)(eq - e) : strlen(e);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i].name) != len || strncmp(e, names[i].name, len))
+            continue;
+        if (names[i].takes != (eq != NULL))
+            return bad(names[i].takes ? "--with: '%s' needs a value (window=W, paged=BS, kv=f16)"
+                                      : "--with: '%s' takes no value",
+                       e);
+        *av = names[i].av, *param = 0;
+        long long n;
+        if (names[i].av == AV_KV_DTYPE) {
+            if (!strcmp(eq + 1, "f16")) *param = VKATTN_DTYPE_F16;
+            else if (!strcmp(eq + 1, "bf16")) *param = VKATTN_DTYPE_BF16;
+            else if (!strcmp(eq + 1, "f32")) *param = VKATTN_DTYPE_F32;
+            else return bad("--with: kv takes f32, f16 or bf16, not '%s'", eq + 1);
+        } else if (names[i].av == AV_WINDOW) {
+            if (!parse_int(eq + 1, 0, 1ll << 30, &n))
+                return bad("--with: window takes a left size of keys >= 0, not '%s'", eq + 1);
+            *param = n;
+        } else if (names[i].av == AV_PAGED) {
+            if (!parse_int(eq + 1, 1, 256, &n))
+                return bad("--with: paged takes a block size from 1 to 256, not '%s'", eq + 1);
+            *param = n;
+        }
+        return 0;
+    }
+    return bad("--with takes plain, window=W, softcap, sinks, alibi, mask, varlen, paged=BS, "
+               "bshd or kv=DTYPE, not '%s'", e);
+}
+
+static int parse_with(const char *list, bench_cli *c)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf)
+        return bad("--with list too long: '%s'", list);
+    strcpy(buf, list);
+    for (char *e = strtok(buf, ","); e; e = strtok(NULL, ",")) {
+        if (c->with_count == BENCH_MAX_WITH)
+            return bad("--with: at most 12 entries in all, '%s' is one more", e);
+        int rc = parse_with_entry(e, &c->with[c->with_count], &c->with_param[c->with_count]);
+        if (rc)
+            return rc;
+        c->with_count++;
+    }
+    return c->with_count ? 0 : bad("--with needs a variant name%s", "");
+}
+
 /* An option with a value. */
 static int value_option(bench_cli *c, const char *a, const char *v)
 {
@@ -187,6 +254,8 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         c->q_offset = n;
     } else if (!strcmp(a, "--op")) {
         return parse_ops(v, &c->op_mask);
+    } else if (!strcmp(a, "--with")) {
+        return parse_with(v, c);
     } else if (!strcmp(a, "--shape")) {
         if (c->shape_count == BENCH_MAX_SHAPES)
             return bad("at most 32 --shape options%s", "");
@@ -270,8 +339,8 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
                 return rc;
         }
     }
-    if ((c->fused_variant || c->kv_splits) && !c->shape_count)
-        return bad("--variant and --splits apply to --shape cases%s", "");
+    if ((c->fused_variant || c->kv_splits || c->with_count) && !c->shape_count)
+        return bad("--variant, --splits and --with apply to --shape cases%s", "");
     /* Timed runs of one case take about this long at most (see bench_time). */
     c->opt.budget_ms = c->full ? 4000.0 : 1500.0;
     return 0;

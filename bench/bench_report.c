@@ -43,10 +43,11 @@ const char *bench_variant_name(const bench_case *c)
                      c->variant ? " " : "", splits);
             return name;
         }
-        if (!out[0])
+        snprintf(name, sizeof name, "%s%s", out, bench_att_variant_name(c));
+        if (!name[0])
             return "-";
-        out[strlen(out) - 1] = '\0';
-        return out;
+        name[strlen(name) - 1] = '\0'; /* each part ends in a space */
+        return name;
     }
     default:
         return "-";
@@ -133,7 +134,8 @@ void bench_report_begin(const bench_report *rep)
         fprintf(rep->csv,
                 "op,path,variant,backend,device,driver,dtype,shape,B,H,Hkv,Tq,Tk,D,Dv,causal,"
                 "q_offset,kv_splits,reps,timing,ms_median,ms_min,gflops,gbps,pct_peak,"
-                "max_abs_err,tolerance,verified,ok,note,error,kernels\n");
+                "max_abs_err,tolerance,verified,ok,note,error,kernels,base,base_ms_median,"
+                "base_ratio\n");
 }
 
 /* Writes s as a JSON string body (quotes and control characters escaped). */
@@ -211,6 +213,10 @@ static void table_row(const bench_report *rep, const bench_case *c, const bench_
                 r->max_abs_err, r->note);
     if (r->kernels[0])
         fprintf(rep->table, "    per run: %s\n", r->kernels);
+    if (r->base_ratio > 0.0)
+        fprintf(rep->table, "    x%.3f the %s case's time (median of %d runs of each, taken in turn; "
+                            "%s %.3f ms)\n",
+                r->base_ratio, r->base_name, r->reps, r->base_name, r->base_ms_median);
     fflush(rep->table);
 }
 
@@ -253,6 +259,12 @@ static void json_row(const bench_report *rep, const bench_case *c, const bench_r
     json_string(j, r->error);
     fprintf(j, ",\"kernels\":");
     json_string(j, r->kernels);
+    fprintf(j, ",\"base\":");
+    json_string(j, r->base_ratio > 0.0 ? r->base_name : "");
+    fprintf(j, ",\"base_ms_median\":");
+    json_number(j, "%.6f", r->base_ratio > 0.0 ? r->base_ms_median : NAN);
+    fprintf(j, ",\"base_ratio\":");
+    json_number(j, "%.4f", r->base_ratio > 0.0 ? r->base_ratio : NAN);
     fprintf(j, "}\n");
     fflush(j);
 }
@@ -282,6 +294,12 @@ static void csv_row(const bench_report *rep, const bench_case *c, const bench_re
     csv_string(v, r->error);
     fputc(',', v);
     csv_string(v, r->kernels);
+    fputc(',', v);
+    csv_string(v, r->base_ratio > 0.0 ? r->base_name : "");
+    if (r->base_ratio > 0.0)
+        fprintf(v, ",%.6f,%.4f", r->base_ms_median, r->base_ratio);
+    else
+        fprintf(v, ",,");
     fputc('\n', v);
     fflush(v);
 }

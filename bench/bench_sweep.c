@@ -233,14 +233,22 @@ int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
             .q_offset = cli->q_offset, .dtype = cli->dtype_given ? cli->dtype : F32,
             .out_dtype = cli->out_dtype,
         };
-        c.path = PATH_FUSED;
         c.variant = (int)cli->fused_variant;
         c.kv_splits = cli->kv_splits;
-        add(cli, c, out, capacity, &n);
-        if (cli->fused_variant || cli->kv_splits)
-            continue; /* the fused kernel's settings: no unfused twin */
-        c.path = PATH_UNFUSED;
-        add(cli, c, out, capacity, &n); /* the same as the first under --path */
+        int withs = cli->with_count ? cli->with_count : 1;
+        for (int w = 0; w < withs; w++) {
+            c.att_variant = cli->with_count ? cli->with[w] : AV_NONE;
+            c.param = cli->with_count ? cli->with_param[w] : 0;
+            c.path = PATH_FUSED;
+            add(cli, c, out, capacity, &n);
+            /* the fused kernel's settings, or a variant only the fused path runs
+             * (vkattn_attention refuses packed and paged sequences unfused) */
+            if (cli->fused_variant || cli->kv_splits || c.att_variant == AV_VARLEN ||
+                c.att_variant == AV_PAGED)
+                continue; /* no unfused twin */
+            c.path = PATH_UNFUSED;
+            add(cli, c, out, capacity, &n); /* the same as the first under --path */
+        }
     }
     return n;
 }

@@ -73,8 +73,10 @@ static vkattn_status kernel_times(vkattn_context *ctx, int reps, char *buf, size
     return s;
 }
 
-vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
-                         void *user, bench_result *r)
+/* Untimed runs: the first compiles; on a GPU more follow until opt->warmup_ms
+ * have passed, so that its clocks leave idle. */
+static vkattn_status warm_up(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
+                             void *user)
 {
     vkattn_status s = VKATTN_OK;
     double ms = 0.0;
@@ -104,24 +106,52 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
             batch = runs < 1.0 ? 1 : runs > BENCH_WARMUP_MAX_BATCH ? BENCH_WARMUP_MAX_BATCH : (int)runs;
         }
     }
+    return VKATTN_OK;
+}
+
+/* One timed run, synchronised before it. */
+static vkattn_status timed_run(vkattn_context *ctx, bench_record_fn record, void *user, double *ms)
+{
+    vkattn_status s;
+    if ((s = vkattn_synchronize(ctx)) || (s = vkattn_timer_begin(ctx)) ||
+        (s = record(ctx, user)) || (s = vkattn_timer_end(ctx, ms)))
+        return s;
+    return VKATTN_OK;
+}
+
+/* The median of n sorted values. */
+static double sorted_median(const double *v, int n)
+{
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Exactly --reps runs (or pairs) when given; otherwise up to --reps, stopping
+ * once another would take the case past its time budget (wall clock), but
+ * never fewer than 2, so that median and minimum mean something. */
+static bool another_run(const bench_options *opt, int done, double start, double last_s)
+{
+    if (done >= opt->reps)
+        return false;
+    return opt->reps_given || done < 2 || (bench_now_s() - start + last_s) * 1e3 <= opt->budget_ms;
+}
+
+vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_record_fn record,
+                         void *user, bench_result *r)
+{
+    vkattn_status s = warm_up(ctx, opt, record, user);
+    if (s)
+        return s;
     uint32_t kernels = 0;
     if (opt->profile && (s = vkattn_profile_read(ctx, NULL, 0, &kernels, true)))
         return s; /* only the timed runs count */
     double *times = calloc((size_t)opt->reps, sizeof *times);
     if (!times)
         return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
-    /* Exactly --reps runs when given; otherwise up to --reps, stopping once
-     * another run would take the case past its time budget (wall clock), but
-     * never fewer than 2, so that median and minimum mean something. */
     double start = bench_now_s(), last_s = 0.0;
     int reps = 0;
-    while (reps < opt->reps) {
-        if (!opt->reps_given && reps >= 2 &&
-            (bench_now_s() - start + last_s) * 1e3 > opt->budget_ms)
-            break;
+    while (another_run(opt, reps, start, last_s)) {
         double before = bench_now_s();
-        if ((s = vkattn_synchronize(ctx)) || (s = vkattn_timer_begin(ctx)) ||
-            (s = record(ctx, user)) || (s = vkattn_timer_end(ctx, &times[reps])))
+        if ((s = timed_run(ctx, record, user, &times[reps])))
             goto done;
         last_s = bench_now_s() - before;
         reps++;
@@ -129,11 +159,50 @@ vkattn_status bench_time(vkattn_context *ctx, const bench_options *opt, bench_re
     qsort(times, (size_t)reps, sizeof *times, cmp_double);
     r->reps = reps;
     r->ms_min = times[0];
-    r->ms_median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+    r->ms_median = sorted_median(times, reps);
     if (opt->profile)
         s = kernel_times(ctx, reps, r->kernels, sizeof r->kernels);
 done:
     free(times);
+    return s;
+}
+
+vkattn_status bench_time_paired(vkattn_context *ctx, const bench_options *opt,
+                                bench_record_fn record, void *user, bench_record_fn base_record,
+                                void *base_user, bench_result *r)
+{
+    vkattn_status s;
+    if ((s = warm_up(ctx, opt, base_record, base_user)) || (s = warm_up(ctx, opt, record, user)))
+        return s;
+    /* times, the base's times, and each pair's ratio */
+    double *all = calloc(3 * (size_t)opt->reps, sizeof *all);
+    if (!all)
+        return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+    double *times = all, *base = all + opt->reps, *ratio = all + 2 * opt->reps;
+    double start = bench_now_s(), last_s = 0.0;
+    int pairs = 0;
+    while (another_run(opt, pairs, start, last_s)) {
+        double before = bench_now_s();
+        /* A B, then B A: neither always runs just after the other */
+        bool base_first = pairs % 2 == 1;
+        if ((base_first && (s = timed_run(ctx, base_record, base_user, &base[pairs]))) ||
+            (s = timed_run(ctx, record, user, &times[pairs])) ||
+            (!base_first && (s = timed_run(ctx, base_record, base_user, &base[pairs]))))
+            goto done;
+        ratio[pairs] = base[pairs] > 0.0 ? times[pairs] / base[pairs] : NAN;
+        last_s = bench_now_s() - before;
+        pairs++;
+    }
+    qsort(times, (size_t)pairs, sizeof *times, cmp_double);
+    qsort(base, (size_t)pairs, sizeof *base, cmp_double);
+    qsort(ratio, (size_t)pairs, sizeof *ratio, cmp_double);
+    r->reps = pairs;
+    r->ms_min = times[0];
+    r->ms_median = sorted_median(times, pairs);
+    r->base_ms_median = sorted_median(base, pairs);
+    r->base_ratio = sorted_median(ratio, pairs);
+done:
+    free(all);
     return s;
 }
 

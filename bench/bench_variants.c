@@ -253,7 +253,7 @@ static void verify(const bench_env *env, const bench_case *c, const variant_data
 void bench_run_attention_variant(const bench_env *env, const bench_case *c, bench_result *r)
 {
     variant_data d = {0};
-    variant_inputs run = {0};
+    variant_inputs run = {0}, plain = {0};
     vkattn_context *ctx = c->path == PATH_REFERENCE ? env->cpu : env->main;
     float *o = NULL;
     vkattn_status s = VKATTN_ERROR_OUT_OF_HOST_MEMORY;
@@ -262,8 +262,27 @@ void bench_run_attention_variant(const bench_env *env, const bench_case *c, benc
     r->flops = 2.0 * (double)(c->D + c->Dv) * (double)c->H * d.pairs;
     r->bytes = (double)d.qn * bench_dtype_bytes(c->dtype) +
                (double)(d.kn + d.vn) * bench_dtype_bytes(kv_dtype(c)) + (double)d.on * 4.0;
-    if ((s = make_inputs(ctx, c, &d, bench_api_path(c->path), &run)) ||
-        (s = bench_time(ctx, &env->opt, record, &run, r)))
+    if ((s = make_inputs(ctx, c, &d, bench_api_path(c->path), &run)))
+        goto done;
+    /* Timed beside the plain case it extends, run for run, where that is
+     * meaningful: not for the CPU reference, nor under --profile (whose kernel
+     * times would mix the two). */
+    bool paired = c->att_variant != AV_NONE && c->path != PATH_REFERENCE && !env->opt.profile;
+    if (paired) {
+        bench_case plain_case = *c;
+        plain_case.att_variant = AV_NONE, plain_case.param = 0;
+        variant_data plain_data = {0};
+        s = make_data(&plain_case, &plain_data)
+                ? make_inputs(ctx, &plain_case, &plain_data, bench_api_path(c->path), &plain)
+                : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+        free_data(&plain_data);
+        if (!s)
+            s = bench_time_paired(ctx, &env->opt, record, &run, record, &plain, r);
+        r->base_name = "plain";
+    } else {
+        s = bench_time(ctx, &env->opt, record, &run, r);
+    }
+    if (s)
         goto done;
     if (c->path == PATH_REFERENCE) {
         snprintf(r->note, sizeof r->note, "is the reference");
@@ -276,6 +295,7 @@ done:
     if (s)
         bench_fail(r, ctx, s, "attention");
     bench_tensors_release(&run.ts);
+    bench_tensors_release(&plain.ts);
     free_data(&d);
     free(o);
 }
