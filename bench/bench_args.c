@@ -124,22 +124,41 @@ static bool parse_int(const char *s, long long lo, long long hi, long long *out)
     return true;
 }
 
-static int parse_ops(const char *list, unsigned *mask)
+/* Calls `entry` on each comma-separated entry of an option's list, stopping at
+ * the first non-zero return; "--op list too long" and the like past 255 bytes. */
+static int each_entry(const char *option, const char *list, int (*entry)(const char *, void *),
+                      void *user)
 {
     char buf[256];
-    if (strlen(list) >= sizeof buf)
-        return bad("--op list too long: '%s'", list);
+    if (strlen(list) >= sizeof buf) {
+        fprintf(stderr, "vkattn-bench: %s list too long: '%s' (see --help)\n", option, list);
+        return 2;
+    }
     strcpy(buf, list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int op = 0;
-        while (op < OP_COUNT && strcmp(tok, bench_op_name((bench_op)op)))
-            op++;
-        if (op == OP_COUNT)
-            return bad("--op takes attention, mha, matmul, softmax or head_transpose, not '%s'",
-                       tok);
-        *mask |= 1u << op;
+        int rc = entry(tok, user);
+        if (rc)
+            return rc;
     }
-    return *mask ? 0 : bad("--op needs an op name%s", "");
+    return 0;
+}
+
+static int op_entry(const char *tok, void *user)
+{
+    unsigned *mask = user;
+    int op = 0;
+    while (op < OP_COUNT && strcmp(tok, bench_op_name((bench_op)op)))
+        op++;
+    if (op == OP_COUNT)
+        return bad("--op takes attention, mha, matmul, softmax or head_transpose, not '%s'", tok);
+    *mask |= 1u << op;
+    return 0;
+}
+
+static int parse_ops(const char *list, unsigned *mask)
+{
+    int rc = each_entry("--op", list, op_entry, mask);
+    return rc ? rc : *mask ? 0 : bad("--op needs an op name%s", "");
 }
 
 static int parse_shape(const char *text, int64_t out[7])
@@ -206,21 +225,21 @@ static int parse_with_entry(const char *e, bench_att_variant *av, int64_t *param
                "bshd or kv=DTYPE, not '%s'", e);
 }
 
+static int with_entry(const char *e, void *user)
+{
+    bench_cli *c = user;
+    if (c->with_count == BENCH_MAX_WITH)
+        return bad("--with: at most 12 entries in all, '%s' is one more", e);
+    int rc = parse_with_entry(e, &c->with[c->with_count], &c->with_param[c->with_count]);
+    if (!rc)
+        c->with_count++;
+    return rc;
+}
+
 static int parse_with(const char *list, bench_cli *c)
 {
-    char buf[256];
-    if (strlen(list) >= sizeof buf)
-        return bad("--with list too long: '%s'", list);
-    strcpy(buf, list);
-    for (char *e = strtok(buf, ","); e; e = strtok(NULL, ",")) {
-        if (c->with_count == BENCH_MAX_WITH)
-            return bad("--with: at most 12 entries in all, '%s' is one more", e);
-        int rc = parse_with_entry(e, &c->with[c->with_count], &c->with_param[c->with_count]);
-        if (rc)
-            return rc;
-        c->with_count++;
-    }
-    return c->with_count ? 0 : bad("--with needs a variant name%s", "");
+    int rc = each_entry("--with", list, with_entry, c);
+    return rc ? rc : c->with_count ? 0 : bad("--with needs a variant name%s", "");
 }
 
 /* An option with a value. */
