@@ -11,6 +11,16 @@
 // invocation holds) to cells[0]. Built also with COOPMAT_EMULATED, whose
 // matrices live in shared memory (coopmat.glsl): the host's analysis is tested
 // on that build's layout where no device has matrix units.
+//
+// A kernel that reads the layout of a loaded matrix (its cell indices) and
+// applies it to products, and that converts a product to an f16 operand
+// element by element, assumes what the extension does not promise: that a
+// product's accumulator is laid out as a loaded one, and that the conversion
+// keeps each element in its cell. With PRODUCT (MK == MN, cells exact in f16)
+// the probe checks both on the device: it writes, after the loaded table, the
+// same table of the product (index matrix in f16) x (identity), which must be
+// the loaded one; then the loaded accumulator converted to an f16 operand
+// times the identity, stored row-major, which must hold r * MN + c at (r, c).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -27,25 +37,61 @@ layout(constant_id = 2) const uint MN = 16;
 // plain layout; coopmat.glsl's ACC_CLUSTER); the matrix units' ignore it.
 layout(constant_id = 3) const uint CLUSTER = 0;
 #define ACC_CLUSTER CLUSTER
-const uint MK = 16;                         // coopmat.glsl's third side: unused here
+layout(constant_id = 4) const uint MK = 16;  // the operands' inner side
+layout(constant_id = 5) const bool PRODUCT = false;
 
 #include "coopmat.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Cells { float cells[]; };
 
 shared float indices[MM * MN];
-MATRIX_ACC(probe, 1, 1)
+shared float converted[MM * MN];
+// The index matrix in f16 (MM x MK) and the identity (MK x MN), packed
+shared uvec4 index_halves[(MM * MK + PACK - 1) / PACK];
+shared uvec4 identity_halves[(MK * MN + PACK - 1) / PACK];
+MATRIX_ACC(probe, 3, 1)    // loaded; the product; the converted operand's product
+MATRIX_A(operand, 2, 1)    // the index matrix; the loaded accumulator in f16
+
+// Half i of a packed array whose element e is value(e), two halves a word.
+#define FILL_HALVES(ARRAY, COUNT, VALUE)                                                         \
+    for (uint w_ = gl_SubgroupInvocationID; w_ < ARRAY.length() * 4u; w_ += gl_SubgroupSize) { \
+        uint e0_ = 2u * w_, e1_ = e0_ + 1u;                                                      \
+        float v0_ = e0_ < (COUNT) ? VALUE(e0_) : 0.0, v1_ = e1_ < (COUNT) ? VALUE(e1_) : 0.0;    \
+        ARRAY[w_ / 4u][w_ % 4u] = packHalf2x16(vec2(v0_, v1_));                                   \
+    }
+#define INDEX_VALUE(E) float((E) / MK * MN + (E) % MK)
+#define IDENTITY_VALUE(E) ((E) / MN == (E) % MN ? 1.0 : 0.0)
+
+// This invocation's elements of accumulator I at cells[first + lane * n + k].
+#define WRITE_ELEMENTS(I, FIRST)                                                                \
+    MATRIX_UNROLL for (uint k = 0; k < n; k++)                                                  \
+        cells[(FIRST) + lane * n + k] = ACC_ELEMENT(probe, I, k);
 
 void main()
 {
-    uint lane = gl_SubgroupInvocationID;
-    for (uint e = lane; e < MM * MN; e += gl_SubgroupSize)
+    uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+    for (uint e = lane; e < MM * MN; e += lanes)
         indices[e] = float(e);     // exact: MM * MN <= 2^24
     subgroup_shared_sync();
     ACC_LOAD(probe, 0, indices, 0, MN);
     uint n = ACC_ELEMENTS(probe, 0);
     if (lane == 0)
         cells[0] = float(n);
-    for (uint k = 0; k < n; k++)
-        cells[1 + lane * n + k] = ACC_ELEMENT(probe, 0, k);
+    WRITE_ELEMENTS(0, 1)
+    if (!PRODUCT)
+        return;
+    FILL_HALVES(index_halves, MM * MK, INDEX_VALUE)
+    FILL_HALVES(identity_halves, MK * MN, IDENTITY_VALUE)
+    subgroup_shared_sync();
+    A_LOAD(operand, 0, index_halves, 0, MK);
+    ACC_ZERO(probe, 1);
+    ACC_MMA(probe, 1, operand, 0, identity_halves, 0, MN, false);
+    WRITE_ELEMENTS(1, 1 + MM * MN)
+    A_FROM_ACC(operand, 1, probe, 0);
+    ACC_ZERO(probe, 2);
+    ACC_MMA(probe, 2, operand, 1, identity_halves, 0, MN, false);
+    ACC_STORE(probe, 2, converted, 0, MN);
+    subgroup_shared_sync();
+    for (uint e = lane; e < MM * MN; e += lanes)
+        cells[1 + 2 * MM * MN + e] = converted[e];
 }

@@ -17,9 +17,39 @@
 #include <stdlib.h>
 
 enum layout_spec { /* constant_id values in coopmat_layout.comp */
-    LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_CLUSTER,
-    LAYOUT_SPEC_COUNT
+    LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_CLUSTER, LAYOUT_SPEC_MK,
+    LAYOUT_SPEC_PRODUCT, LAYOUT_SPEC_COUNT
 };
+
+/* Whether the probe also checks products and the f16 conversion: where a
+ * product block can become an operand (N == K) and every cell index is an
+ * integer f16 holds exactly. */
+static bool probes_products(coopmat_shape s)
+{
+    return s.n == s.k && s.m * s.n <= 2048;
+}
+
+/* The product's table must be the loaded one, and the converted operand's
+ * product must hold each cell's own index: what the softmax in registers
+ * assumes of the matrix units (coopmat_layout.comp). */
+static vkattn_status check_products(vkattn_context *ctx, const float *cells,
+                                    const coopmat_layout *out)
+{
+    uint32_t count = out->rows * out->cols;
+    const float *product = cells + 1 + count, *converted = cells + 1 + 2 * count;
+    for (uint32_t i = 0; i < count; i++)
+        if (product[i] != (float)out->cell[i])
+            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: a product's "
+                            "accumulator is laid out unlike a loaded one (invocation %u's "
+                            "element %u: cell %g, loaded %u)", i / out->elements,
+                            i % out->elements, product[i], out->cell[i]);
+    for (uint32_t e = 0; e < count; e++)
+        if (converted[e] != (float)e)
+            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: an accumulator "
+                            "converted to an f16 operand moves its elements (row %u column "
+                            "%u holds %g)", e / out->cols, e % out->cols, converted[e]);
+    return VKATTN_OK;
+}
 
 /* Fills `out` from the cells the kernel wrote (cells[0]: elements an
  * invocation; then each invocation's elements' row * cols + column). */
@@ -61,18 +91,21 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %ux%u matrices over "
                         "subgroups of %u: not a whole number of elements an invocation",
                         s.m, s.n, sg);
+    bool product = probes_products(s);
+    uint32_t written = 1 + (product ? 3 : 1) * count;
     vkattn_tensor *t;
-    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {1 + count}};
+    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {written}};
     vkattn_status status = vkattn_tensor_create(ctx, &desc, &t);
     if (status != VKATTN_OK)
         return status;
-    float *cells = malloc((1 + (size_t)count) * sizeof *cells);
+    float *cells = malloc((size_t)written * sizeof *cells);
     vk_dispatch d = {
         .key = {.shader = emulated ? SHADER_COOPMAT_LAYOUT_EMULATED : SHADER_COOPMAT_LAYOUT,
                 .subgroup_size = required ? sg : 0,
                 .spec_count = LAYOUT_SPEC_COUNT,
                 .spec = {[LAYOUT_SPEC_WORKGROUP] = sg, [LAYOUT_SPEC_MM] = s.m,
-                         [LAYOUT_SPEC_MN] = s.n, [LAYOUT_SPEC_CLUSTER] = cluster}},
+                         [LAYOUT_SPEC_MN] = s.n, [LAYOUT_SPEC_CLUSTER] = cluster,
+                         [LAYOUT_SPEC_MK] = s.k, [LAYOUT_SPEC_PRODUCT] = product}},
         .bindings = {vk_bind(t, true)},
         .binding_count = 1,
         .groups = {1, 1, 1},
@@ -81,8 +114,9 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
         status = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat layout: %u cells",
                           count);
     else if ((status = vk_cmd_dispatch(ctx, &d)) == VKATTN_OK &&
-             (status = vkattn_tensor_download(t, cells, VKATTN_DTYPE_F32)) == VKATTN_OK)
-        status = read_cells(ctx, cells, s, sg, out);
+             (status = vkattn_tensor_download(t, cells, VKATTN_DTYPE_F32)) == VKATTN_OK &&
+             (status = read_cells(ctx, cells, s, sg, out)) == VKATTN_OK && product)
+        status = check_products(ctx, cells, out);
     free(cells);
     vkattn_tensor_destroy(t);
     return status;
