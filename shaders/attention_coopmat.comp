@@ -412,8 +412,7 @@ float next_max(Row w, float step_max, out float alpha, out float m)
 float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at)
 {
     for (uint c = 0; c < BC; c++) {
-        float weight = REG_SOFTMAX ? float(float16_t(s_tile[p_at + c]))
-                                   : float(PACKED_HALF(p_tile, p_at + c));
+        float weight = float(PACKED_HALF(p_tile, p_at + c));
         bool used = t0 + c >= keys.x && t0 + c < keys.y && (!KEYWISE_MASK || weight != 0.0);
         if (used)
             acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
@@ -757,22 +756,6 @@ void main()
                 MATRIX_UNROLL for (uint k = 0; k < PA; k++)
                     ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
                                  k * MK * VS + j * MN, VS, false)
-        } else if (REG_SOFTMAX) {
-            // As below, O in its registers, P (rounded to f16 as the products
-            // take it) from the subgroup's slice of s_tile.
-            MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
-            subgroup_shared_sync();
-            MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++)
-                MATRIX_UNROLL for (uint k = 0; k < ACC_ELEMENTS(o_acc, oj); k++) {
-                    uvec2 cell = element_cell(k);
-                    uint r = oj / OA * MM + cell.x, d = oj % OA * MN + cell.y;
-                    uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
-                    ACC_ELEMENT(o_acc, oj, k) =
-                        plain_pv(ACC_ELEMENT(o_acc, oj, k), t0, keys, d, slice + r * SS);
-                }
-            subgroup_shared_sync();
         } else {
             // An Inf or NaN in this V tile: the block product would multiply it by
             // the zero weights of rows that may not see its key (0 * NaN = NaN).
@@ -780,6 +763,24 @@ void main()
             // P is f16 and 0 for masked keys (the block product needs it so),
             // so with a mask a key whose weight rounded to 0 is skipped too,
             // unlike the f32 kernels (key_weight): this kernel's P is rounded.
+            if (REG_SOFTMAX) {
+                // P leaves its registers for the subgroup's rows of p_tile, in
+                // f16 as the products take it (the constructor's rounding), so
+                // that one plain code serves both softmax modes: as rolled
+                // loops, not an inlined copy per element of O.
+                MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                    MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                        ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
+                subgroup_shared_sync();
+                for (uint e = lane; e < RS * BC / 2; e += SG_SIZE) {
+                    uint r = e / (BC / 2), c = 2 * (e % (BC / 2));
+                    uint word = (p_slice + r * PS + c) / 2;
+                    f16vec2 pair = f16vec2(float16_t(s_tile[slice + r * SS + c]),
+                                           float16_t(s_tile[slice + r * SS + c + 1]));
+                    p_tile[word / 4][word % 4] = packFloat2x16(pair);
+                }
+                subgroup_shared_sync();
+            }
             MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
                 ACC_STORE(o_acc, oj, s_tile, slice, MN);
                 subgroup_shared_sync();

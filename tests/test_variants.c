@@ -668,13 +668,20 @@ static void test_nonfinite(void **state)
     test_env *in_registers = test_env_create();
     nonfinite_sweep(in_registers, coopmat, NPATHS(coopmat));
     test_env_destroy(in_registers);
-    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.rows=2", 1), 0);
-    test_env *row_tiles = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
-    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
-    nonfinite_sweep(row_tiles, coopmat, NPATHS(coopmat));
-    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
-    test_env_destroy(row_tiles);
+    /* Two row blocks a subgroup, with the softmax in shared memory and in
+     * registers (whose P then leaves its registers for the plain code, both
+     * blocks' rows). */
+    static const char *row_tilings[] = {"coopmat_emulated.rows=2",
+                                        "coopmat_emulated.rows=2,coopmat_emulated.softmax=2"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(setenv("VKATTN_TUNE", row_tilings[i], 1), 0);
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
+        test_env *row_tiles = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        nonfinite_sweep(row_tiles, coopmat, NPATHS(coopmat));
+        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+        test_env_destroy(row_tiles);
+    }
 }
 
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count)
