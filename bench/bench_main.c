@@ -36,7 +36,8 @@ static void bench_log_warnings(void *user_data, vkattn_log_level level,
 {
     (void)source, (void)user_data;
     bool statistics = strncmp(message, "pipeline statistics", 19) == 0 ||
-                      strncmp(message, "coopmat layout", 14) == 0;
+                      strncmp(message, "coopmat layout", 14) == 0 ||
+                      strncmp(message, "coopmat peak", 12) == 0;
     if (level >= VKATTN_LOG_WARNING || statistics)
         fprintf(stderr, "vkattn: %s\n", message);
 }

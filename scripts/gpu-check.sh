@@ -227,13 +227,15 @@ check() {
   # kept out of the timed run above).
   say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5"
   # With the device's cooperative-matrix accumulator layout (which row and
-  # column each invocation's elements are), logged once as the context starts.
+  # column each invocation's elements are) and the matrix units' measured rate
+  # through the extension (the coopmat kernels' ceiling), logged once as the
+  # context starts.
   # shellcheck disable=SC2086
-  VKATTN_COOPMAT_LAYOUT=1 timeout 40 "$build_abs/vkattn-bench" $bench_args --profile --no-verify \
+  VKATTN_COOPMAT_LAYOUT=1 VKATTN_COOPMAT_PEAK=1 timeout 40 "$build_abs/vkattn-bench" $bench_args --profile --no-verify \
       --reps 5 > "$out/profile.txt" 2>&1 ||
     say "profile: exit status $? (profile.txt has what ran)"
   grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
-  grep -E '^vkattn: coopmat layout' "$out/profile.txt"
+  grep -E '^vkattn: coopmat (layout|peak)' "$out/profile.txt"
   # Each pipeline's registers and spills, where the driver reports them (the
   # whole lines are in profile.txt).
   grep -E '^vkattn: pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30

@@ -72,6 +72,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
             ctx_log(ctx, VKATTN_LOG_INFO, "running on %s (%s %s)", ctx->info.name,
                     ctx->info.driver_name, ctx->info.driver_info);
             coopmat_layout_report(ctx);
+            coopmat_peak_report(ctx);
             coopmat_register_layout_init(ctx);
             *out = ctx;
             return VKATTN_OK;

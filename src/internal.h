@@ -140,6 +140,8 @@ typedef enum shader_id {
     SHADER_ZERO,
     SHADER_COOPMAT_LAYOUT,
     SHADER_COOPMAT_LAYOUT_EMULATED,
+    SHADER_COOPMAT_PEAK,
+    SHADER_COOPMAT_PEAK_EMULATED,
     SHADER_COUNT
 } shader_id;
 
@@ -385,6 +387,10 @@ void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
  * cooperative-matrix accumulator layout (ops/coopmat_layout_probe.c); a new
  * Vulkan context calls it. */
 void coopmat_layout_report(vkattn_context *ctx);
+/* With VKATTN_COOPMAT_PEAK=1 in the environment, logs the rate of the matrix
+ * units' products through the extension (ops/coopmat_peak.c); a new Vulkan
+ * context calls it. */
+void coopmat_peak_report(vkattn_context *ctx);
 /* Where the context's tuning asks for the coopmat kernel's softmax in
  * registers, reads the accumulator layout it needs (a submission of its own:
  * a new Vulkan context calls it, so that no attention call submits). */

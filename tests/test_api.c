@@ -742,6 +742,31 @@ static void test_tuning_entries(void **state)
  * elsewhere the emulated build's, whose layout is known: element k of lane l
  * is element l + k * lanes of the 16x16 matrix. Each element once either way,
  * validation on. */
+/* VKATTN_COOPMAT_PEAK=1: the context logs the matrix units' rate, or where
+ * there are none the emulated build's run of the same kernel, whose results
+ * the library checks (every accumulator element, every invocation's sum). */
+static void test_coopmat_peak_probe(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("VKATTN_COOPMAT_PEAK", "1", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_PEAK"), 0);
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    const char *line = env->gpu_log.coopmat_peak;
+    if (!strstr(line, "; results checked"))
+        fail_msg("logged \"%s\"", line);
+    if (info.cooperative_matrix) {
+        assert_non_null(strstr(line, "TFLOP/s with B in registers, "));
+    } else {
+        const char *prefix = "coopmat peak (emulated build): 16x16x16 f16 products into f32, ";
+        assert_int_equal(strncmp(line, prefix, strlen(prefix)), 0);
+        assert_null(strstr(line, "B in registers"));
+    }
+    assert_non_null(strstr(line, " TFLOP/s with B from shared memory for two products;"));
+    test_env_destroy(env);
+}
+
 static void test_coopmat_layout_probe(void **state)
 {
     (void)state;
@@ -808,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_timer_and_listing), cmocka_unit_test(test_memory_modes),
         cmocka_unit_test(test_profile),   cmocka_unit_test(test_tuning_entries),
         cmocka_unit_test(test_coopmat_layout_probe),
+        cmocka_unit_test(test_coopmat_peak_probe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

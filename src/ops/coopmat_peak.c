@@ -1,0 +1,156 @@
+/* The matrix units' rate through VK_NV_cooperative_matrix on this device
+ * (shaders/coopmat_peak.comp says what each variant feeds them), logged as a
+ * context starts with VKATTN_COOPMAT_PEAK=1 in the environment: the ceiling
+ * against which the coopmat kernels' figures read, measured rather than taken
+ * from a datasheet (a datasheet's rate assumes Hopper's warpgroup
+ * instructions, which this extension does not reach). Where the device has no
+ * matrix units the emulated build runs instead, a few rounds: that tests the
+ * kernel and the check of its results, its rate means nothing. A diagnostic:
+ * every failure is a warning, never an error of the context. */
+#include "attention_fused.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum peak_spec { /* constant_id values in coopmat_peak.comp */
+    PEAK_SPEC_WORKGROUP = 0, PEAK_SPEC_MM, PEAK_SPEC_MN, PEAK_SPEC_MK, PEAK_SPEC_SUBGROUPS,
+    PEAK_SPEC_ITERS, PEAK_SPEC_LOADS, PEAK_SPEC_COUNT
+};
+
+#define PEAK_CHAINS 8      /* coopmat_peak.comp's CHAINS */
+#define PEAK_TIMED_RUNS 5
+#define PEAK_VARIANTS 3    /* LOADS = 0, 1, 2 */
+
+typedef struct peak_setup {
+    coopmat_shape s;
+    bool emulated;
+    uint32_t sg, subgroups, iters, groups;
+} peak_setup;
+
+static const char *const peak_variant_names[PEAK_VARIANTS] = {
+    "B in registers", "B from shared memory for each product",
+    "B from shared memory for two products"};
+
+static uint64_t result_count(const peak_setup *p)
+{
+    return (uint64_t)p->subgroups * PEAK_CHAINS * p->s.m * p->s.n +
+           (uint64_t)p->groups * p->sg * p->subgroups;
+}
+
+/* Every stored accumulator element ITERS * MK / 256, every invocation's sum
+ * CHAINS times that. */
+static vkattn_status check_results(vkattn_context *ctx, const peak_setup *p, const float *r,
+                                   uint32_t loads)
+{
+    float element = (float)p->iters * (float)p->s.k / 256.0f;
+    uint64_t full = (uint64_t)p->subgroups * PEAK_CHAINS * p->s.m * p->s.n;
+    for (uint64_t i = 0; i < result_count(p); i++) {
+        float want = i < full ? element : element * PEAK_CHAINS;
+        if (r[i] != want)
+            return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat peak: %s: result %llu is "
+                            "%g, not %g", peak_variant_names[loads], (unsigned long long)i,
+                            r[i], want);
+    }
+    return VKATTN_OK;
+}
+
+/* One variant: a compiling run, then PEAK_TIMED_RUNS timed; the median's
+ * rate into *tflops, the last run's results checked. */
+static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkattn_tensor *out,
+                                 float *host, uint32_t loads, double *tflops)
+{
+    vk_dispatch d = {
+        .key = {.shader = p->emulated ? SHADER_COOPMAT_PEAK_EMULATED : SHADER_COOPMAT_PEAK,
+                .subgroup_size = p->sg,
+                .spec_count = PEAK_SPEC_COUNT,
+                .spec = {[PEAK_SPEC_WORKGROUP] = p->sg * p->subgroups, [PEAK_SPEC_MM] = p->s.m,
+                         [PEAK_SPEC_MN] = p->s.n, [PEAK_SPEC_MK] = p->s.k,
+                         [PEAK_SPEC_SUBGROUPS] = p->subgroups, [PEAK_SPEC_ITERS] = p->iters,
+                         [PEAK_SPEC_LOADS] = loads}},
+        .bindings = {vk_bind(out, true)},
+        .binding_count = 1,
+        .groups = {p->groups, 1, 1},
+    };
+    double ms[PEAK_TIMED_RUNS];
+    vkattn_status s = vk_cmd_dispatch(ctx, &d);
+    for (int i = 0; s == VKATTN_OK && i < PEAK_TIMED_RUNS; i++)
+        if ((s = vkattn_timer_begin(ctx)) == VKATTN_OK && (s = vk_cmd_dispatch(ctx, &d)) == VKATTN_OK)
+            s = vkattn_timer_end(ctx, &ms[i]);
+    if (s == VKATTN_OK && (s = vkattn_tensor_download(out, host, VKATTN_DTYPE_F32)) == VKATTN_OK)
+        s = check_results(ctx, p, host, loads);
+    if (s != VKATTN_OK)
+        return s;
+    for (int i = 1; i < PEAK_TIMED_RUNS; i++) /* insertion sort: the median */
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            double t = ms[j];
+            ms[j] = ms[j - 1], ms[j - 1] = t;
+        }
+    double flops = 2.0 * p->s.m * p->s.n * p->s.k * PEAK_CHAINS * (double)p->iters *
+                   p->subgroups * p->groups;
+    double median = ms[PEAK_TIMED_RUNS / 2];
+    *tflops = median > 0.0 ? flops / (median * 1e-3) * 1e-12 : 0.0;
+    return VKATTN_OK;
+}
+
+static vkattn_status measure(vkattn_context *ctx, const peak_setup *p, double tflops[3])
+{
+    uint64_t n = result_count(p);
+    vkattn_tensor *out;
+    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)n}};
+    vkattn_status s = vkattn_tensor_create(ctx, &desc, &out);
+    if (s != VKATTN_OK)
+        return s;
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat peak: %llu results",
+                     (unsigned long long)n);
+    /* The emulated build has no B in registers: its variant 0 is not run. */
+    for (uint32_t loads = p->emulated ? 1 : 0; s == VKATTN_OK && loads < PEAK_VARIANTS; loads++)
+        s = run_variant(ctx, p, out, host, loads, &tflops[loads]);
+    free(host);
+    vkattn_tensor_destroy(out);
+    return s;
+}
+
+void coopmat_peak_report(vkattn_context *ctx)
+{
+    const char *flag = getenv("VKATTN_COOPMAT_PEAK");
+    if (!flag || *flag != '1' || ctx->vk.external)
+        return;
+    bool required;
+    peak_setup p = {.sg = kernel_subgroup_size(ctx, &required)};
+    p.emulated = !(ctx->vk.enabled.coopmat && required &&
+                   coopmat_device_shape(&ctx->vk.enabled, &p.s));
+    if (p.emulated && !coopmat_emulated_shape(&p.s))
+        return;
+    /* On the matrix units: enough workgroups to fill a large GPU several times
+     * over, a millisecond or so of products. Emulated (shared memory for every
+     * matrix, 32 KiB on lavapipe): one subgroup a workgroup, a few rounds. */
+    p.subgroups = p.emulated ? 1 : 4;
+    p.iters = p.emulated ? 2 : 1024;
+    p.groups = p.emulated ? 2 : 1024;
+    const char *build = p.emulated ? " (emulated build)" : "";
+    double tflops[PEAK_VARIANTS] = {0};
+    vkattn_status s = VKATTN_OK;
+    if (!p.sg || p.s.n % 8 || p.s.k % 8)
+        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat peak: %ux%ux%u matrices: N and K "
+                     "must be multiples of 8 (packed operands)", p.s.m, p.s.n, p.s.k);
+    else
+        s = measure(ctx, &p, tflops);
+    if (s != VKATTN_OK) {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat peak%s: not measured: %s", build,
+                ctx->last_error);
+        ctx->last_error[0] = '\0';
+        return;
+    }
+    char rates[256];
+    size_t used = 0;
+    for (uint32_t loads = p.emulated ? 1 : 0; loads < PEAK_VARIANTS; loads++)
+        used += (size_t)snprintf(rates + used, sizeof rates - used, "%s%.4g TFLOP/s with %s",
+                                 used ? ", " : "", tflops[loads], peak_variant_names[loads]);
+    ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak%s: %ux%ux%u f16 products into f32, %u "
+            "workgroups of %u subgroup%s of %u, %u rounds of %d: %s; results checked", build,
+            p.s.m, p.s.n, p.s.k, p.groups, p.subgroups, p.subgroups > 1 ? "s" : "", p.sg,
+            p.iters, PEAK_CHAINS, rates);
+}
