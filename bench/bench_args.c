@@ -32,7 +32,7 @@ static void usage(FILE *f)
         "                       --causal), softcap (30), sinks, alibi, mask, varlen\n"
         "                       (B sequences of lengths 1..Tq), paged=BS (a shuffled\n"
         "                       paged cache of BS-token blocks), bshd (the contiguous\n"
-        "                       cache in the paged one's layout), kv=f16|bf16 (K and V\n"
+        "                       cache in the paged one's layout), kv=f32|f16|bf16 (K and V\n"
         "                       of that dtype); e.g. --with plain,bshd,paged=16\n"
         "  --dtype f32|f16|bf16 input dtype of --shape cases; also of every sweep case when\n"
         "                       given. The CPU reference reads the same rounded inputs\n"

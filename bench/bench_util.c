@@ -180,7 +180,7 @@ vkattn_status bench_time_paired(vkattn_context *ctx, const bench_options *opt,
         return VKATTN_ERROR_OUT_OF_HOST_MEMORY;
     double *times = all, *base = all + opt->reps, *ratio = all + 2 * opt->reps;
     double start = bench_now_s(), last_s = 0.0;
-    int pairs = 0;
+    int pairs = 0, ratios = 0;
     while (another_run(opt, pairs, start, last_s)) {
         double before = bench_now_s();
         /* A B, then B A: neither always runs just after the other */
@@ -189,18 +189,19 @@ vkattn_status bench_time_paired(vkattn_context *ctx, const bench_options *opt,
             (s = timed_run(ctx, record, user, &times[pairs])) ||
             (!base_first && (s = timed_run(ctx, base_record, base_user, &base[pairs]))))
             goto done;
-        ratio[pairs] = base[pairs] > 0.0 ? times[pairs] / base[pairs] : NAN;
         last_s = bench_now_s() - before;
+        if (base[pairs] > 0.0) /* else no ratio (a timer that read 0 ms) */
+            ratio[ratios++] = times[pairs] / base[pairs];
         pairs++;
     }
     qsort(times, (size_t)pairs, sizeof *times, cmp_double);
     qsort(base, (size_t)pairs, sizeof *base, cmp_double);
-    qsort(ratio, (size_t)pairs, sizeof *ratio, cmp_double);
+    qsort(ratio, (size_t)ratios, sizeof *ratio, cmp_double);
     r->reps = pairs;
     r->ms_min = times[0];
     r->ms_median = sorted_median(times, pairs);
     r->base_ms_median = sorted_median(base, pairs);
-    r->base_ratio = sorted_median(ratio, pairs);
+    r->base_ratio = ratios ? sorted_median(ratio, ratios) : 0.0; /* 0: none shown */
 done:
     free(all);
     return s;

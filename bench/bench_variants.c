@@ -272,12 +272,19 @@ void bench_run_attention_variant(const bench_env *env, const bench_case *c, benc
         bench_case plain_case = *c;
         plain_case.att_variant = AV_NONE, plain_case.param = 0;
         variant_data plain_data = {0};
-        s = make_data(&plain_case, &plain_data)
-                ? make_inputs(ctx, &plain_case, &plain_data, bench_api_path(c->path), &plain)
-                : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
+        vkattn_status made = make_data(&plain_case, &plain_data)
+                                 ? make_inputs(ctx, &plain_case, &plain_data,
+                                               bench_api_path(c->path), &plain)
+                                 : VKATTN_ERROR_OUT_OF_HOST_MEMORY;
         free_data(&plain_data);
-        if (!s)
-            s = bench_time_paired(ctx, &env->opt, record, &run, record, &plain, r);
+        /* Where the plain case's tensors do not fit beside the variant's, the
+         * variant is timed alone (no ratio line). */
+        paired = made == VKATTN_OK;
+        if (!paired)
+            bench_tensors_release(&plain.ts);
+    }
+    if (paired) {
+        s = bench_time_paired(ctx, &env->opt, record, &run, record, &plain, r);
         r->base_name = "plain";
     } else {
         s = bench_time(ctx, &env->opt, record, &run, r);

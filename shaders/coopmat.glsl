@@ -58,7 +58,7 @@
 //                                      shared array SRC at OFF (row-major, row
 //                                      stride STRIDE)
 //   MATRIX_ACC(NAME, COUNT, SUBGROUPS) COUNT f32 MM x MN accumulators
-//   ACC_ZERO(NAME, I)
+//   ACC_ZERO(NAME, I), ACC_FILL(NAME, I, VALUE)  every element 0, or VALUE
 //   ACC_ELEMENTS(NAME, I)              how many of accumulator I's elements this
 //                                      invocation holds (the same for every one
 //                                      where MM x MN is a multiple of the subgroup)
@@ -165,7 +165,7 @@ uint acc_elements()
         uint e_ = acc_cell(k_), r_ = e_ / MN, n_ = e_ % MN;                                     \
         BODY                                                                                    \
     }
-#define ACC_ZERO(NAME, I) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = 0.0;) }
+#define ACC_FILL(NAME, I, VALUE) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = (VALUE);) }
 #define ACC_ELEMENTS(NAME, I) acc_elements()
 #define ACC_ELEMENT(NAME, I, K) NAME[ACC_BASE_(NAME, I) + acc_cell(K)]
 // A's operand AI = accumulator I converted to f16 (MK == MN).
@@ -194,7 +194,7 @@ uint acc_elements()
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
     coopMatLoadNV(NAME[I], SRC, (OFF) / PACK, (STRIDE) / PACK, false)
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
-#define ACC_ZERO(NAME, I) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(0.0)
+#define ACC_FILL(NAME, I, VALUE) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(VALUE)
 #define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
 #define ACC_ELEMENT(NAME, I, K) NAME[I][K]
 #define A_FROM_ACC(A, AI, ACC, I) A[AI] = fcoopmatNV<16, gl_ScopeSubgroup, MM, MK>(ACC[I])
@@ -209,5 +209,6 @@ uint acc_elements()
                 coopMatMulAddNV(A[(AI) + m_ * (A_STEP)], b_, NAME[(I) + m_ * (I_STEP)]);        \
     }
 #endif
+#define ACC_ZERO(NAME, I) ACC_FILL(NAME, I, 0.0)
 #define ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)                                  \
     ACC_MMA_ROWS(NAME, I, 0, A, AI, 0, 1, B, B_OFF, B_STRIDE, B_COLUMNS)

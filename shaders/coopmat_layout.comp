@@ -16,8 +16,10 @@
 // applies it to products, and that converts a product to an f16 operand
 // element by element, assumes what the extension does not promise: that a
 // product's accumulator is laid out as a loaded one, and that the conversion
-// keeps each element in its cell. With PRODUCT (MK == MN, cells exact in f16)
-// the probe checks both on the device: it writes, after the loaded table, the
+// keeps each element in its cell. Built with LAYOUT_PRODUCT (a build of its
+// own, used only where MK == MN and cells are exact in f16: a conversion
+// between matrices of other sides would be invalid SPIR-V even where never
+// run) the probe checks both on the device: it writes, after the loaded table, the
 // same table of the product (index matrix in f16) x (identity), which must be
 // the loaded one; then the loaded accumulator converted to an f16 operand
 // times the identity, stored row-major, which must hold r * MN + c at (r, c).
@@ -38,13 +40,13 @@ layout(constant_id = 2) const uint MN = 16;
 layout(constant_id = 3) const uint CLUSTER = 0;
 #define ACC_CLUSTER CLUSTER
 layout(constant_id = 4) const uint MK = 16;  // the operands' inner side
-layout(constant_id = 5) const bool PRODUCT = false;
 
 #include "coopmat.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Cells { float cells[]; };
 
 shared float indices[MM * MN];
+#ifdef LAYOUT_PRODUCT
 shared float converted[MM * MN];
 // The index matrix in f16 (MM x MK) and the identity (MK x MN), packed
 shared uvec4 index_halves[(MM * MK + PACK - 1) / PACK];
@@ -61,6 +63,9 @@ MATRIX_A(operand, 2, 1)    // the index matrix; the loaded accumulator in f16
     }
 #define INDEX_VALUE(E) float((E) / MK * MN + (E) % MK)
 #define IDENTITY_VALUE(E) ((E) / MN == (E) % MN ? 1.0 : 0.0)
+#else
+MATRIX_ACC(probe, 1, 1)
+#endif
 
 // This invocation's elements of accumulator I at cells[first + lane * n + k].
 #define WRITE_ELEMENTS(I, FIRST)                                                                \
@@ -78,8 +83,7 @@ void main()
     if (lane == 0)
         cells[0] = float(n);
     WRITE_ELEMENTS(0, 1)
-    if (!PRODUCT)
-        return;
+#ifdef LAYOUT_PRODUCT
     FILL_HALVES(index_halves, MM * MK, INDEX_VALUE)
     FILL_HALVES(identity_halves, MK * MN, IDENTITY_VALUE)
     subgroup_shared_sync();
@@ -94,4 +98,5 @@ void main()
     subgroup_shared_sync();
     for (uint e = lane; e < MM * MN; e += lanes)
         cells[1 + 2 * MM * MN + e] = converted[e];
+#endif
 }

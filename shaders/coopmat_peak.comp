@@ -10,12 +10,15 @@
 // operand held in registers and, by LOADS:
 //   0  a B operand held in registers too: the units alone;
 //   1  B loaded from shared memory for each product (as the attention kernel's
-//      K and V blocks are; rounds cycle through SLOTS blocks so that no load is
-//      the same as the last);
+//      K and V blocks are) from one of SLOTS blocks, each product's block a
+//      step further than the last by a step the host gives at run time
+//      (result[0], 1), so that no compiler can prove two loads the same and
+//      merge or hoist them;
 //   2  B loaded once for two products of different accumulators (the kernel's
 //      two row blocks a subgroup, coopmat.rows=2).
 // A's and B's elements are all 1/16, so each product adds MK / 256 to every
-// accumulator element: the host checks ITERS * MK / 256 (exact in f32) in the
+// accumulator element; chain c starts at c (no two chains alike, so none can
+// be merged): the host checks c + ITERS * MK / 256 (exact in f32) in the
 // stored accumulators. Built also with COOPMAT_EMULATED (coopmat.glsl), whose
 // B operands always come from shared memory: there it tests this code and the
 // host's check, not a rate.
@@ -35,12 +38,13 @@ layout(constant_id = 3) const uint MK = 16;
 layout(constant_id = 4) const uint SUBGROUPS = 4;
 layout(constant_id = 5) const uint ITERS = 256;
 layout(constant_id = 6) const uint LOADS = 1;
-const uint CHAINS = 8;
-const uint SLOTS = 4;
+const uint CHAINS = 8;     // coopmat_peak.c's PEAK_CHAINS
+const uint SLOTS = 16;
 
 #include "coopmat.glsl"
 
-layout(set = 0, binding = 0) writeonly buffer Out { float result[]; };
+// result[0]: the step between B blocks (1), from the host; then the results
+layout(set = 0, binding = 0) buffer Out { float result[]; };
 
 // A (MM x MK) and SLOTS blocks of B (MK x MN), packed f16, every element 1/16.
 shared uvec4 a_halves[(MM * MK + PACK - 1) / PACK];
@@ -62,7 +66,8 @@ void main()
     barrier();
     A_LOAD(a, 0, a_halves, 0, MK);
     MATRIX_UNROLL for (uint c = 0; c < CHAINS; c++)
-        ACC_ZERO(acc, c);
+        ACC_FILL(acc, c, float(c));
+    uint step = uint(result[0]);
 
 #ifndef COOPMAT_EMULATED
     if (LOADS == 0) {
@@ -77,11 +82,12 @@ void main()
         for (uint it = 0; it < ITERS; it++)
             MATRIX_UNROLL for (uint c = 0; c < CHAINS / 2; c++)
                 ACC_MMA_ROWS(acc, c, CHAINS / 2, a, 0, 0, 2, b_halves,
-                             (it + c) % SLOTS * B_BLOCK, MN, false)
+                             (it * CHAINS / 2 + c) * step % SLOTS * B_BLOCK, MN, false)
     } else {
         for (uint it = 0; it < ITERS; it++)
             MATRIX_UNROLL for (uint c = 0; c < CHAINS; c++)
-                ACC_MMA(acc, c, a, 0, b_halves, (it + c) % SLOTS * B_BLOCK, MN, false)
+                ACC_MMA(acc, c, a, 0, b_halves, (it * CHAINS + c) * step % SLOTS * B_BLOCK, MN,
+                        false)
     }
 
     // Every accumulator of the first workgroup, stored for the host's check;
@@ -93,9 +99,9 @@ void main()
         subgroup_shared_sync();
         if (gl_WorkGroupID.x == 0)
             for (uint e = lane; e < MM * MN; e += gl_SubgroupSize)
-                result[(sub * CHAINS + c) * MM * MN + e] = stored[sub * MM * MN + e];
+                result[1 + (sub * CHAINS + c) * MM * MN + e] = stored[sub * MM * MN + e];
         total += stored[sub * MM * MN + lane % (MM * MN)];
         subgroup_shared_sync();
     }
-    result[SUBGROUPS * CHAINS * MM * MN + gl_GlobalInvocationID.x] = total;
+    result[1 + SUBGROUPS * CHAINS * MM * MN + gl_GlobalInvocationID.x] = total;
 }

@@ -10,6 +10,8 @@
 #include "attention_tiled_spv.h"
 #include "coopmat_layout_emulated_spv.h"
 #include "coopmat_layout_spv.h"
+#include "coopmat_layout_product_emulated_spv.h"
+#include "coopmat_layout_product_spv.h"
 #include "coopmat_peak_emulated_spv.h"
 #include "coopmat_peak_spv.h"
 #include "head_transpose_spv.h"
@@ -46,6 +48,9 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ZERO, "zero", zero_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT, "coopmat_layout", coopmat_layout_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT_EMULATED, "coopmat_layout_emulated", coopmat_layout_emulated_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT_PRODUCT, "coopmat_layout_product", coopmat_layout_product_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT_PRODUCT_EMULATED, "coopmat_layout_product_emulated",
+           coopmat_layout_product_emulated_spv),
     ENTRY_(SHADER_COOPMAT_PEAK, "coopmat_peak", coopmat_peak_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_EMULATED, "coopmat_peak_emulated", coopmat_peak_emulated_spv),
 };

@@ -736,12 +736,6 @@ static void test_tuning_entries(void **state)
     assert_int_equal(log.validation, 0);
 }
 
-/* The cooperative-matrix accumulator layout read off the device
- * (VKATTN_COOPMAT_LAYOUT=1: a new context logs it): on a GPU with matrix units
- * its own (printed for the record; the analysis is test_coopmat_layout's),
- * elsewhere the emulated build's, whose layout is known: element k of lane l
- * is element l + k * lanes of the 16x16 matrix. Each element once either way,
- * validation on. */
 /* VKATTN_COOPMAT_PEAK=1: the context logs the matrix units' rate, or where
  * there are none the emulated build's run of the same kernel, whose results
  * the library checks (every accumulator element, every invocation's sum). */
@@ -767,6 +761,12 @@ static void test_coopmat_peak_probe(void **state)
     test_env_destroy(env);
 }
 
+/* The cooperative-matrix accumulator layout read off the device
+ * (VKATTN_COOPMAT_LAYOUT=1: a new context logs it): on a GPU with matrix units
+ * its own (printed for the record; the analysis is test_coopmat_layout's),
+ * elsewhere the emulated build's, whose layout is known: element k of lane l
+ * is element l + k * lanes of the 16x16 matrix. Each element once either way,
+ * validation on. */
 static void test_coopmat_layout_probe(void **state)
 {
     (void)state;

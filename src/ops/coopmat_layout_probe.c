@@ -18,15 +18,16 @@
 
 enum layout_spec { /* constant_id values in coopmat_layout.comp */
     LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_CLUSTER, LAYOUT_SPEC_MK,
-    LAYOUT_SPEC_PRODUCT, LAYOUT_SPEC_COUNT
+    LAYOUT_SPEC_COUNT
 };
 
-/* Whether the probe also checks products and the f16 conversion: where a
- * product block can become an operand (N == K) and every cell index is an
- * integer f16 holds exactly. */
+/* Whether the probe also checks products and the f16 conversion (its
+ * LAYOUT_PRODUCT build): where a product block can become an operand (N == K,
+ * packed: a multiple of 8) and every cell index is an integer f16 holds
+ * exactly. The softmax in registers takes only a layout so checked. */
 static bool probes_products(coopmat_shape s)
 {
-    return s.n == s.k && s.m * s.n <= 2048;
+    return s.n == s.k && s.k % 8 == 0 && s.m * s.n <= 2048;
 }
 
 /* The product's table must be the loaded one, and the converted operand's
@@ -100,12 +101,15 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
         return status;
     float *cells = malloc((size_t)written * sizeof *cells);
     vk_dispatch d = {
-        .key = {.shader = emulated ? SHADER_COOPMAT_LAYOUT_EMULATED : SHADER_COOPMAT_LAYOUT,
+        .key = {.shader = product ? (emulated ? SHADER_COOPMAT_LAYOUT_PRODUCT_EMULATED
+                                              : SHADER_COOPMAT_LAYOUT_PRODUCT)
+                                  : emulated ? SHADER_COOPMAT_LAYOUT_EMULATED
+                                             : SHADER_COOPMAT_LAYOUT,
                 .subgroup_size = required ? sg : 0,
                 .spec_count = LAYOUT_SPEC_COUNT,
                 .spec = {[LAYOUT_SPEC_WORKGROUP] = sg, [LAYOUT_SPEC_MM] = s.m,
                          [LAYOUT_SPEC_MN] = s.n, [LAYOUT_SPEC_CLUSTER] = cluster,
-                         [LAYOUT_SPEC_MK] = s.k, [LAYOUT_SPEC_PRODUCT] = product}},
+                         [LAYOUT_SPEC_MK] = s.k}},
         .bindings = {vk_bind(t, true)},
         .binding_count = 1,
         .groups = {1, 1, 1},
@@ -164,12 +168,18 @@ static bool slots_repeat(const coopmat_layout *l, uint32_t rows)
 static void read_layout(vkattn_context *ctx, bool emulated, coopmat_shape s, uint32_t cluster,
                         coopmat_register_layout_state *state)
 {
+    state->read = -1;
+    state->shape = s;
+    if (!probes_products(s)) {
+        snprintf(state->why, sizeof state->why, "%ux%ux%u matrices: the probe checks products "
+                 "and the f16 conversion only where N == K (a multiple of 8) and M x N <= 2048",
+                 s.m, s.n, s.k);
+        return;
+    }
     coopmat_layout *layout = malloc(sizeof *layout);
     vkattn_status status =
         layout ? coopmat_layout_probe(ctx, emulated, s, cluster, layout)
                : ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat layout: no memory");
-    state->read = -1;
-    state->shape = s;
     if (status != VKATTN_OK) {
         snprintf(state->why, sizeof state->why, "the accumulator layout could not be read: %.150s",
                  ctx->last_error);
