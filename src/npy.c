@@ -273,15 +273,21 @@ int npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size
     out->count = count;
     size_t stored = out->dtype == NPY_F16 ? 2 : 4;
     out->data = malloc(count ? count * stored : 1);
-    if (!out->data)
+    bool wide = element == 8 && out->dtype == NPY_F32;
+    if (wide)
+        out->f64 = malloc(count ? count * sizeof(double) : 1);
+    if (!out->data || (wide && !out->f64)) {
+        npy_free(out);
         return fail(err, err_size, "out of memory for %zu elements", count);
+    }
     const uint8_t *src = bytes + prefix + header_len;
     for (size_t i = 0; i < count; i++) {
         size_t at = h.fortran_order ? fortran_to_c(i, out) : i;
-        if (element == 8 && out->dtype == NPY_F32) {
+        if (wide) {
             double v;
             memcpy(&v, src + 8 * i, 8);
             ((float *)out->data)[at] = (float)v;
+            out->f64[at] = v;
         } else if (element == 8) {
             int64_t v;
             memcpy(&v, src + 8 * i, 8);
@@ -402,5 +408,7 @@ int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *
 void npy_free(npy_array *a)
 {
     free(a->data);
+    free(a->f64);
     a->data = NULL;
+    a->f64 = NULL;
 }

@@ -21,6 +21,8 @@ typedef struct npy_array {
     int64_t shape[NPY_MAX_DIMS];
     size_t count;             /* elements */
     void *data;               /* count floats, halves or int32s, C order; malloc'd */
+    double *f64;              /* a float64 file's own values, C order (data holds them
+                                 rounded to float32); NULL for other files */
 } npy_array;
 
 /* "float32", "float16" or "int32", for messages. */

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv */
 #include "test_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,99 @@ static void test_attention_dtype(void **state)
 /* --out-dtype: O rounded to f16 (a float16 file) or bf16 (float32 values whose
  * low 16 bits are 0), on every path and the CPU backend, within one rounding
  * of the reference; the layer likewise. */
+/* A float64 .npy file (version 1.0), as numpy writes one. */
+static void write_npy_f64(const char *name, const double *data, int ndim, const int64_t *shape)
+{
+    char path[128], header[256];
+    int n = snprintf(header, sizeof header, "{'descr': '<f8', 'fortran_order': False, 'shape': (");
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        n += snprintf(header + n, sizeof header - (size_t)n, "%lld, ", (long long)shape[i]);
+        count *= (size_t)shape[i];
+    }
+    n += snprintf(header + n, sizeof header - (size_t)n, "), }");
+    while ((10 + n + 1) % 64)
+        header[n++] = ' ';
+    header[n++] = '\n';
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff),
+                                (unsigned char)(n >> 8)};
+    assert_int_equal(fwrite(prefix, 1, 10, f), 10);
+    assert_int_equal(fwrite(header, 1, (size_t)n, f), (size_t)n);
+    assert_int_equal(fwrite(data, sizeof *data, count, f), count);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* float64 files: --dtype f16 or bf16 rounds their values once, to nearest
+ * even, not through float32 first (which moves a value just past a halfway
+ * point onto it, and ties-to-even then goes the wrong way); a finite float64
+ * mask value past float32's range (numpy's float64 min, as Hugging Face masks
+ * use) stays a finite bias, so a row of them attends uniformly as in float64,
+ * not a row of not-allowed keys (zeros); --scale and --softcap that float32
+ * cannot hold are refused. */
+static void test_float64_files(void **state)
+{
+    (void)state;
+    /* One key: O is V, rounded as --dtype rounds it. */
+    const int64_t shape[4] = {1, 1, 1, 3};
+    const double ones[3] = {1.0, 1.0, 1.0};
+    const double bf16_ties[3] = {1.0 + 0x1p-8 + 0x1p-30, 1.0 + 0x1p-8 - 0x1p-30,
+                                 1.0 + 3 * 0x1p-8 + 0x1p-30};
+    const float bf16_want[3] = {1.0078125f, 1.0f, 1.015625f};
+    const double f16_ties[3] = {1.0 + 0x1p-11 + 0x1p-30, 1.0 + 0x1p-11 - 0x1p-30, -1.0 - 0x1p-11 - 0x1p-30};
+    const float f16_want[3] = {1.0009765625f, 1.0f, -1.0009765625f};
+    write_npy_f64("ones64.npy", ones, 4, shape);
+    write_npy_f64("bf16ties.npy", bf16_ties, 4, shape);
+    write_npy_f64("f16ties.npy", f16_ties, 4, shape);
+    assert_int_equal(run("attention -q ones64.npy -k ones64.npy -v bf16ties.npy -o o.npy "
+                         "--dtype bf16"), 0);
+    expect_npy("o.npy", bf16_want, 4, shape, 0.0);
+    assert_int_equal(run("attention -q ones64.npy -k ones64.npy -v f16ties.npy -o o.npy "
+                         "--dtype f16"), 0);
+    expect_npy("o.npy", f16_want, 4, shape, 0.0);
+
+    /* Row 1 of the mask all float64 min: uniform weights, the mean of V. */
+    rng r = {71};
+    const int64_t qs[4] = {1, 1, 3, 8}, ks[4] = {1, 1, 5, 8}, ms[2] = {3, 5};
+    float *q = random_array(&r, 24), *k = random_array(&r, 40), *v = random_array(&r, 40);
+    write_npy("q.npy", q, 4, qs);
+    write_npy("k.npy", k, 4, ks);
+    write_npy("v.npy", v, 4, ks);
+    double mask[15] = {0};
+    for (int j = 0; j < 5; j++)
+        mask[5 + j] = -DBL_MAX;
+    write_npy_f64("mask64.npy", mask, 2, ms);
+    static const char *paths[] = {"auto", "fused", "unfused"};
+    for (int p = 0; p < 3; p++) {
+        assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o o.npy --mask mask64.npy "
+                             "--path %s", paths[p]), 0);
+        char path[128], err[256];
+        npy_array o;
+        snprintf(path, sizeof path, "%s/o.npy", dir);
+        assert_int_equal(npy_read(path, &o, err, sizeof err), 0);
+        for (int d = 0; d < 8; d++) {
+            double mean = 0;
+            for (int j = 0; j < 5; j++)
+                mean += v[j * 8 + d] / 5.0;
+            float got = ((float *)o.data)[8 + d];
+            if (!(fabs(got - mean) <= 1e-5))
+                fail_msg("--path %s: row 1 (mask all float64 min) element %d is %g, the mean "
+                         "of V %g", paths[p], d, (double)got, mean);
+        }
+        npy_free(&o);
+    }
+    free(q), free(k), free(v);
+
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o refused64.npy --scale 1e-50"), 2);
+    assert_non_null(strstr(err_text, "--scale 1e-50: expected a positive number that float32 "
+                                     "holds"));
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o refused64.npy --softcap 1e39"), 2);
+    assert_non_null(strstr(err_text, "--softcap 1e39: expected a positive number"));
+    assert_false(exists("refused64.npy"));
+}
+
 static void test_out_dtype(void **state)
 {
     test_env *env = *state;
@@ -1165,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_attention_empty_batches),
         cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_out_dtype),
+        cmocka_unit_test(test_float64_files),
         cmocka_unit_test(test_mha_run),
         cmocka_unit_test(test_variants_cpu),
         cmocka_unit_test(test_variants_default),

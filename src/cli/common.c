@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -76,11 +77,17 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v) || v <= 0.0) {
-        cli_error(a->command, EXIT_USAGE, "%s %s: expected a positive number", option, text);
+    /* As float32, which the library takes: 1e-50 would become 0 (the default,
+     * or off) and 1e39 infinity. */
+    float f = (float)v;
+    if (errno || end == text || *end || !isfinite(v) || v <= 0.0 || !(f > 0.0f) ||
+        !isfinite(f)) {
+        cli_error(a->command, EXIT_USAGE,
+                  "%s %s: expected a positive number that float32 holds (%g to %g)", option,
+                  text, (double)FLT_TRUE_MIN, (double)FLT_MAX);
         return -1;
     }
-    *out = (float)v;
+    *out = f;
     return 0;
 }
 
@@ -248,6 +255,50 @@ static vkattn_dtype file_dtype(const npy_array *a)
                                  : VKATTN_DTYPE_F32;
 }
 
+/* v rounded to nearest, ties to even, to `bits` significant bits with normal
+ * exponents down to 2^min_exp (below it the subnormals' fixed quantum), and to
+ * infinity past `max`: a float64 value rounded once to f16 (11, -14, 65504) or
+ * bf16 (8, -126, its largest), exactly representable in float32 after. */
+static double round_significand(double v, int bits, int min_exp, double max)
+{
+    if (!isfinite(v) || v == 0.0)
+        return v;
+    int e;
+    frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+    int lead = e - 1 < min_exp ? min_exp : e - 1;
+    double quantum = ldexp(1.0, lead - (bits - 1));
+    double r = nearbyint(v / quantum) * quantum; /* a power-of-2 scaling: exact */
+    return fabs(r) > max ? copysign(INFINITY, v) : r;
+}
+
+#define BF16_MAX 3.3895313892515355e38 /* (2 - 2^-7) * 2^127 */
+
+/* Where the file was float64: its float data made again from the float64
+ * values, rounded once to the tensor's dtype (float32 first, then f16 or
+ * bf16, would round twice, and a value halfway between two bf16 after the
+ * first rounding but not before goes the wrong way). With `finite_stays`
+ * (the mask, sinks and slopes: logits and biases, not inputs --dtype
+ * rounds), finite values past float32's range become its largest, so that a
+ * finite mask value such as numpy's float64 min stays a finite bias and never
+ * becomes -inf, which would make its key not allowed (DESIGN.md section 1). */
+static void refill_from_float64(loaded *l, vkattn_dtype dtype, bool finite_stays)
+{
+    const double *wide = l->array.f64;
+    float *data = l->array.data;
+    if (!wide)
+        return;
+    for (size_t i = 0; i < l->array.count; i++) {
+        double v = wide[i];
+        if (dtype == VKATTN_DTYPE_F16)
+            v = round_significand(v, 11, -14, 65504.0);
+        else if (dtype == VKATTN_DTYPE_BF16)
+            v = round_significand(v, 8, -126, BF16_MAX);
+        else if (finite_stays && isfinite(v))
+            v = v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v;
+        data[i] = (float)v;
+    }
+}
+
 /* A tensor of `dtype` and `shape` holding the file's data. The upload converts
  * between float dtypes, rounding to nearest even: float32 files can feed the
  * 16-bit kernels. */
@@ -283,6 +334,7 @@ int make_tensor(const char *command, vkattn_context *ctx, const common_options *
     if (rc)
         return rc;
     vkattn_dtype dtype = common->dtype_given ? common->dtype : file_dtype(&l->array);
+    refill_from_float64(l, dtype, false);
     return create_from(command, ctx, path, name, l, dtype, ndim, shape);
 }
 
@@ -321,6 +373,7 @@ int make_float_tensor(const char *command, vkattn_context *ctx, const char *path
                          l->array.ndim, VKATTN_MAX_DIMS);
     vkattn_dtype dtype = keep_f16 && l->array.dtype == NPY_F16 ? VKATTN_DTYPE_F16
                                                                 : VKATTN_DTYPE_F32;
+    refill_from_float64(l, dtype, true);
     return create_from(command, ctx, path, name, l, dtype, l->array.ndim, l->array.shape);
 }
 
