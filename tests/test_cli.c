@@ -1249,6 +1249,31 @@ static void test_attention_empty_batches(void **state)
                              "--cu-seqlens-q ecq.npy --cu-seqlens-k eck.npy"), 0);
     assert_non_null(strstr(err_text, "cu_seqlens_k"));
     assert_non_null(strstr(err_text, "outside"));
+    /* With no rows the shapes are checked as the library checks them with:
+     * K's head size, V's kv heads, the query heads' grouping, the sinks'
+     * length; no output is written. */
+    const int64_t k7[3] = {4, 1, 7}, v2[3] = {4, 2, 6}, k3h[3] = {4, 3, 8};
+    write_npy("ek7.npy", q, 3, k7);
+    write_npy("ev2.npy", q, 3, v2);
+    write_npy("ek3h.npy", q, 3, k3h);
+    write_npy("ev3h.npy", q, 3, (const int64_t[3]){4, 3, 6});
+    write_npy("es3.npy", sinks, 1, (const int64_t[1]){1});
+    static const struct {
+        const char *k, *v, *extra, *message;
+    } bad[] = {
+        {"ek7.npy", "ev.npy", "", "ek7.npy (K): K has head size 7 but Q has 8"},
+        {"ek.npy", "ev2.npy", "", "ev2.npy (V): V's dimension 1 is 2 but K's is 1"},
+        {"ek3h.npy", "ev3h.npy", "", "eq0.npy (Q): 2 heads of size 8 against 3 kv heads"},
+        {"ek.npy", "ev.npy", "--sinks es3.npy", "es3.npy (sinks): is (1), must be (2)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run("attention -q eq0.npy -k %s -v %s -o ebad.npy --cu-seqlens-q "
+                             "ecq0.npy --cu-seqlens-k eck.npy %s", bad[i].k, bad[i].v,
+                             bad[i].extra), 1);
+        if (!strstr(err_text, bad[i].message))
+            fail_msg("case %zu: stderr \"%s\", expected \"%s\"", i, err_text, bad[i].message);
+        assert_false(exists("ebad.npy"));
+    }
     free(q);
 }
 

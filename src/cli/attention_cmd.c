@@ -312,6 +312,30 @@ static int check_offsets(const char *path, const char *name, const loaded *l, in
     return 0;
 }
 
+/* What the library would check of a run with rows, for one without (which
+ * never reaches it): head sizes, kv heads and the grouping of query heads. */
+static int check_empty_shapes(const attention_options *o, const attention_files *f)
+{
+    const npy_array *q = &f->q.array, *k = &f->k.array, *v = &f->v.array;
+    int64_t d = q->shape[q->ndim - 1], dk = k->shape[k->ndim - 1];
+    int64_t heads = q->shape[q->ndim - 2], kv_heads = k->shape[k->ndim - 2];
+    if (dk != d)
+        return cli_error("attention", EXIT_RUNTIME, "%s (K): K has head size %lld but Q has %lld",
+                         o->k, (long long)dk, (long long)d);
+    for (int i = 0; i < k->ndim - 1; i++)
+        if (v->shape[i] != k->shape[i])
+            return cli_error("attention", EXIT_RUNTIME, "%s (V): V's dimension %d is %lld but "
+                             "K's is %lld", o->v, i, (long long)v->shape[i],
+                             (long long)k->shape[i]);
+    if (d < 1 || v->shape[v->ndim - 1] < 1 || kv_heads < 1 || heads % kv_heads)
+        return cli_error("attention", EXIT_RUNTIME, "%s (Q): %lld heads of size %lld against "
+                         "%lld kv heads of sizes %lld and %lld: the query heads must be a "
+                         "multiple of the kv heads, every size positive", o->q, (long long)heads,
+                         (long long)d, (long long)kv_heads, (long long)dk,
+                         (long long)v->shape[v->ndim - 1]);
+    return 0;
+}
+
 /* Packed sequences with no query rows at all give an O with none; with no keys
  * at all, every query row sees no key and is zeros (DESIGN.md section 1). The
  * library takes no empty tensor, so such a run writes its O here. Returns -1
@@ -323,8 +347,8 @@ static int run_without_rows(const attention_options *o, const attention_files *f
     bool no_keys = o->cu_seqlens_k && (f->k.array.count == 0 || f->v.array.count == 0);
     if (!no_queries && !no_keys)
         return -1;
-    int rc = 0;
-    if (o->cu_seqlens_q)
+    int rc = check_empty_shapes(o, f);
+    if (!rc && o->cu_seqlens_q)
         rc = check_offsets(o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, f->q.array.shape[0],
                            s->batch);
     if (!rc && o->cu_seqlens_k)
@@ -421,11 +445,13 @@ int run_attention(int argc, char **argv)
     if ((rc = load_files(&o, &f)) || (rc = check_ranks(&o, &f)))
         goto done;
     plan_shapes(&o, &f, &s);
+    /* --sinks and --alibi checked before a run without rows too */
+    if ((rc = load_head_vectors("attention", &o.variants, s.heads, &f.heads)))
+        goto done;
     if ((rc = run_without_rows(&o, &f, &s)) >= 0)
         goto done;
     rc = 0;
-    if ((rc = load_head_vectors("attention", &o.variants, s.heads, &f.heads)) ||
-        (rc = open_context("attention", &o.common, &ctx)) || (rc = make_tensors(ctx, &o, &f, &s)))
+    if ((rc = open_context("attention", &o.common, &ctx)) || (rc = make_tensors(ctx, &o, &f, &s)))
         goto done;
     if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, s.batch, &kv_len)))
         goto done;
