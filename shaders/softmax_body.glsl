@@ -21,9 +21,13 @@ layout(constant_id = 3) const bool HAS_KV_LEN = false;
 layout(constant_id = 4) const bool X_TEXELS = false;  // read X through its texel view
 layout(constant_id = 5) const bool VEC4 = false;      // Tk % 4 == 0: aligned vec4 accesses
 layout(constant_id = 6) const bool HAS_SINKS = false; // attention sinks (one logit per head)
-// Entries a row may not see (past its limit, or -inf) become MASKED_WEIGHT, not
-// 0: attention's P, whose V matmul skips exactly those (src/ops/ops_common.h).
+// Entries a row may not see (past its limit) become MASKED_WEIGHT, not 0:
+// attention's P, whose V matmul skips exactly those (src/ops/ops_common.h).
 layout(constant_id = 7) const bool MARK_MASKED = false;
+// And -inf entries too: where attention's mask or window made its not-allowed
+// keys -inf. Without either a -inf is the data's (an Inf input, an f32
+// overflow) and weighs 0 in IEEE arithmetic, as in the fused kernels.
+layout(constant_id = 8) const bool MARK_NEG_INF = false;
 
 layout(set = 0, binding = 0) readonly buffer X32 { float x32[]; };
 layout(set = 0, binding = 0) readonly buffer X16 { uint x16[]; };
@@ -129,15 +133,15 @@ void softmax_row(uint row, bool row_valid)
     float inv = empty ? 0.0 : 1.0 / s;
     float shift = row_m == NEG_INF ? 0.0 : row_m;
     // Sweep 2: normalised values over the allowed keys, exact zeros past them
-    // (MASKED_WEIGHT past them and at -inf with MARK_MASKED).
+    // (MASKED_WEIGHT past them with MARK_MASKED, and at -inf with MARK_NEG_INF).
     for (uint j = 4 * ROW_LANE; j < p.Tk; j += stride) {
         vec4 v = j < limit ? load4(base + j, base + limit) : vec4(NEG_INF);
         vec4 out_v = exp2((v - shift) * p.scale_log2e) * inv;
         bvec4 allowed = lessThan(uvec4(j) + uvec4(0, 1, 2, 3), uvec4(limit));
         if (MARK_MASKED) {
             vec4 marked = mix(vec4(MASKED_WEIGHT), out_v, allowed);
-            store4(base + j, base + p.Tk,
-                   mix(vec4(MASKED_WEIGHT), marked, notEqual(v, vec4(NEG_INF))));
+            bvec4 kept = MARK_NEG_INF ? notEqual(v, vec4(NEG_INF)) : bvec4(true);
+            store4(base + j, base + p.Tk, mix(vec4(MASKED_WEIGHT), marked, kept));
         } else {
             store4(base + j, base + p.Tk, mix(vec4(0.0), out_v, allowed));
         }

@@ -862,6 +862,66 @@ static void test_underflowed_weights(void **state)
         pair_destroy(all[i]);
 }
 
+/* A score that overflows to -inf in f32 (1e38 * -1e38; finite in the CPU
+ * reference's double) at a key with NaN in its V row: the key is allowed and
+ * weighs 0, so IEEE arithmetic takes the NaN into the row, on every path alike
+ * (the unfused softmax once skipped every -inf score as a masked key, and gave
+ * the row finite values). With a bounded window or a mask the unfused path's
+ * -inf scores may be its not-allowed keys, so this holds without them. */
+static void test_overflowed_scores(void **state)
+{
+    test_env *env = *state;
+    static const var_path paths[] = {
+        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+    };
+    int64_t qs[4] = {1, 1, 2, 4}, ks[4] = {1, 1, 3, 4};
+    rng r = {79};
+    pair q = pair_random(env, F32, 4, qs, &r, 0, 0);
+    pair k = pair_random(env, F32, 4, ks, &r, 0, 0);
+    pair v = pair_random(env, F32, 4, ks, &r, -1, 1);
+    pair o = pair_output(env, 4, qs);
+    /* (not past 2.3e38: the fused kernels take Q times log2(e) first) */
+    q.host[0] = q.host[4] = 1e38f;
+    k.host[0] = -1e38f;            /* key 0: -1e76, -inf in f32 */
+    k.host[4] = 3e-38f;            /* key 1: 3 */
+    k.host[8] = -3e-38f;           /* key 2: -3 */
+    v.host[0] = NAN;               /* key 0's V, column 0 */
+    pair *inputs[] = {&q, &k, &v};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
+    }
+    vkattn_attention_desc d = {.scale = 1.0f};
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+    float want[8];
+    assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+    for (int i = 0; i < 2; i++) { /* the reference itself: NaN in column 0 only */
+        assert_true(isnan(want[i * 4]));
+        assert_true(isfinite(want[i * 4 + 1]));
+    }
+    for (int i = 0; i < NPATHS(paths); i++) {
+        char name[128], pn[64];
+        snprintf(name, sizeof name, "score overflowed to -inf against NaN (%s)",
+                 path_name(&paths[i], pn, sizeof pn));
+        assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
+        d.path = paths[i].path;
+        d.fused_variant = paths[i].variant;
+        d.kv_splits = paths[i].kv_splits;
+        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+        if (s != VKATTN_OK)
+            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
+        expect_close(name, &o, 1e-5, 0.0, NULL);
+    }
+    pair *all[] = {&q, &k, &v, &o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_destroy(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -875,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_masked_nan_keys),
         cmocka_unit_test(test_underflowed_weights),
+        cmocka_unit_test(test_overflowed_scores),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

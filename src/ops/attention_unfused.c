@@ -165,6 +165,11 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .rows_per_head = (uint32_t)Tq,
         .heads = (uint32_t)d->H,
         .mark_masked = true,
+        /* A bounded window's not-allowed keys are -inf here (record_score_variants);
+         * a -inf the data made inside it is then skipped too, where the fused
+         * kernels weigh it 0 (a NaN in V there: NaN fused, not unfused). */
+        .neg_inf_masked = d->var.mask != NULL ||
+                          (d->var.has_window && (d->var.window_left >= 0 || d->var.window_right >= 0)),
     };
     if ((s = vk_softmax_record(ctx, &softmax)) != VKATTN_OK)
         return s;
