@@ -355,7 +355,8 @@ int make_index_tensor(const char *command, vkattn_context *ctx, const char *path
     char shape[96];
     if (l->array.dtype != NPY_I32)
         return cli_error(command, EXIT_RUNTIME, "%s (%s): is %s, must be int32 or int64 (%s)",
-                         path, name, npy_dtype_name(l->array.dtype), what);
+                         path, name, l->array.f64 ? "float64" : npy_dtype_name(l->array.dtype),
+                         what);
     if (l->array.ndim != ndim)
         return cli_error(command, EXIT_RUNTIME, "%s (%s): is %s, must be %d-D (%s)", path, name,
                          shape_text(&l->array, shape, sizeof shape), ndim, what);
