@@ -8,9 +8,11 @@ issues name them, the .npy files, the library, the kernels AUTO picks or the
 (batch entry, head), in float64. Each seed draws one random case: dense BHSD or
 BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
 (--block-table, with 4-D or packed queries); GQA, causal, q_offset, kv_len,
---window, --softcap, --sinks, --alibi, --mask (f16/f32, every broadcast shape,
--inf entries), --scale, --dtype f16/bf16 (the reference reads the same rounded
-inputs), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty sequences;
+--window, --softcap, --sinks, --alibi, --mask (f16/f32/f64, every broadcast
+shape, -inf entries, or float64's min as Hugging Face masks), --scale, --dtype
+f16/bf16 (the reference reads the same rounded inputs), float64 files (rounded
+once to --dtype), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty
+sequences;
 and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases and the
 variants it takes.
 
@@ -41,11 +43,18 @@ except ImportError:
     sys.exit(77)
 
 
+BF16_MAX = (2 - 2.0 ** -7) * 2.0 ** 127
+
+
 def round_bf16(x):
-    """float32 to bfloat16 and back, rounding to nearest even (finite inputs)."""
-    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32)
+    """float32 or float64 values to bfloat16 and back, rounded once to nearest
+    even (8 significant bits, normal exponents down to 2^-126)."""
+    x = np.asarray(x, dtype=np.float64)
+    _, e = np.frexp(x)
+    quantum = np.ldexp(1.0, np.maximum(e - 1, -126) - 7)
+    r = np.rint(x / quantum) * quantum
+    r = np.where(np.abs(r) > BF16_MAX, np.copysign(np.inf, x), r)
+    return np.where(np.isfinite(x) & (x != 0), r, x).astype(np.float32)
 
 
 ROUND = {
@@ -104,6 +113,7 @@ class Case:
         self.folder = folder
         self.args = []
         self.entries = []
+        self.float64 = False
 
     def save(self, name, array):
         path = os.path.join(self.folder, name)
@@ -111,7 +121,10 @@ class Case:
         return path
 
     def normal(self, shape, magnitude=1.0):
-        return (self.r.standard_normal(shape) * magnitude).astype(np.float32)
+        """float64 in cases that write float64 files (the CLI rounds them once
+        to --dtype; the oracle the same), else float32."""
+        x = self.r.standard_normal(shape) * magnitude
+        return x if self.float64 else x.astype(np.float32)
 
     def lengths(self, count, most):
         """Sequence lengths with empty and one-token ones likely."""
@@ -137,12 +150,16 @@ def draw_options(c, H, D, layer=False):
     if r.random() < 0.2:
         opt["scale"] = float(r.choice([0.05, 0.5]))
         c.args += ["--scale", str(opt["scale"])]
+    # Sinks and slopes are float32 in the library: the oracle reads them so
+    # rounded, also from float64 files.
     if r.random() < 0.25:
-        opt["sinks"] = c.normal(H, 2.0)
-        c.args += ["--sinks", c.save("sinks.npy", opt["sinks"])]
+        sinks = c.normal(H, 2.0)
+        c.args += ["--sinks", c.save("sinks.npy", sinks)]
+        opt["sinks"] = sinks.astype(np.float32)
     if r.random() < 0.25:
-        opt["alibi"] = -np.abs(c.normal(H)) * 0.5
-        c.args += ["--alibi", c.save("alibi.npy", opt["alibi"])]
+        alibi = -np.abs(c.normal(H)) * 0.5
+        c.args += ["--alibi", c.save("alibi.npy", alibi)]
+        opt["alibi"] = alibi.astype(np.float32)
     return opt
 
 
@@ -238,8 +255,14 @@ def draw_mask(c, B, H, Tq, Tk):
     shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk)]
     shape = shapes[int(r.integers(0, len(shapes)))]
     mask = c.normal(shape)
-    mask[r.random(shape) < 0.2] = -np.inf
-    mask = mask.astype(np.float16 if r.random() < 0.3 else np.float32)
+    if c.float64 and r.random() < 0.5:
+        # Hugging Face's masked value: finite, so a row of it attends
+        # uniformly; the CLI keeps it finite though float32 cannot hold it.
+        mask[r.random(shape) < 0.2] = np.finfo(np.float64).min
+    else:
+        mask[r.random(shape) < 0.2] = -np.inf
+    if not c.float64:
+        mask = mask.astype(np.float16 if r.random() < 0.3 else np.float32)
     c.args += ["--mask", c.save("mask.npy", mask)]
     return np.broadcast_to(mask.astype(np.float64), (B, H, Tq, Tk))
 
@@ -344,6 +367,7 @@ def run_case(cli, seed, folder):
     magnitude = float(r.choice([1.0, 1.0, 3.0]))
     dtype = str(r.choice(["f32", "f32", "f16", "bf16"]))
     c.args += ["--dtype", dtype]
+    c.float64 = r.random() < 0.25  # float64 files: Q, K, V and the mask
     opt = draw_options(c, H, D)
     rnd = ROUND[dtype]
     if kind in ("bhsd", "bshd"):
