@@ -795,6 +795,27 @@ static void test_masked_nan_keys(void **state)
         }
 }
 
+/* The f32 paths of the IEEE cases below: unfused, and each fused kernel with
+ * and without key splits. */
+static const var_path ieee_paths[] = {
+    {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 2},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
+};
+
+/* The pairs' host data to both their tensors. */
+static void upload_pairs(pair *const *pairs, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(vkattn_tensor_upload(pairs[i]->gpu, pairs[i]->host, F32), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_upload(pairs[i]->cpu, pairs[i]->host, F32), VKATTN_OK);
+    }
+}
+
 /* A key a row sees whose weight underflows to exactly 0 in f32 (its score 144
  * below the row's best) still multiplies its V row, as IEEE arithmetic has it:
  * a NaN there makes the row's output NaN on every path, as on the CPU reference
@@ -804,15 +825,6 @@ static void test_masked_nan_keys(void **state)
 static void test_underflowed_weights(void **state)
 {
     test_env *env = *state;
-    static const var_path paths[] = {
-        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 2},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
-    };
     int64_t qs[4] = {1, 1, 4, 4}, ks[4] = {1, 1, 6, 4}, ms[2] = {4, 6};
     rng r = {77};
     pair q = pair_random(env, F32, 4, qs, &r, 0, 0);
@@ -828,11 +840,7 @@ static void test_underflowed_weights(void **state)
     v.host[3 * 4 + 1] = NAN;       /* masked (with the mask): column 1 stays finite */
     for (int i = 0; i < 4; i++)
         mask.host[i * 6 + 3] = -INFINITY;
-    pair *inputs[] = {&q, &k, &v, &mask};
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
-        assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
-        assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
-    }
+    upload_pairs((pair *const[]){&q, &k, &v, &mask}, 4);
     for (int masked = 0; masked < 2; masked++) {
         vkattn_attention_desc d = {.mask = masked ? mask.cpu : NULL};
         assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
@@ -843,19 +851,9 @@ static void test_underflowed_weights(void **state)
             assert_true(isnan(want[i * 4 + 1]) == !masked);
         }
         d.mask = masked ? mask.gpu : NULL;
-        for (int i = 0; i < NPATHS(paths); i++) {
-            char name[128], pn[64];
-            snprintf(name, sizeof name, "underflowed weight against NaN%s (%s)",
-                     masked ? ", mask" : "", path_name(&paths[i], pn, sizeof pn));
-            assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
-            d.path = paths[i].path;
-            d.fused_variant = paths[i].variant;
-            d.kv_splits = paths[i].kv_splits;
-            vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-            if (s != VKATTN_OK)
-                fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
-            expect_close(name, &o, 1e-5, 0.0, NULL);
-        }
+        expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+                     masked ? "underflowed weight against NaN, mask"
+                            : "underflowed weight against NaN");
     }
     pair *all[] = {&q, &k, &v, &mask, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -871,14 +869,6 @@ static void test_underflowed_weights(void **state)
 static void test_overflowed_scores(void **state)
 {
     test_env *env = *state;
-    static const var_path paths[] = {
-        {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_ROWS, 2},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
-    };
     int64_t qs[4] = {1, 1, 2, 4}, ks[4] = {1, 1, 3, 4};
     rng r = {79};
     pair q = pair_random(env, F32, 4, qs, &r, 0, 0);
@@ -891,11 +881,7 @@ static void test_overflowed_scores(void **state)
     k.host[4] = 3e-38f;            /* key 1: 3 */
     k.host[8] = -3e-38f;           /* key 2: -3 */
     v.host[0] = NAN;               /* key 0's V, column 0 */
-    pair *inputs[] = {&q, &k, &v};
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
-        assert_int_equal(vkattn_tensor_upload(inputs[i]->gpu, inputs[i]->host, F32), VKATTN_OK);
-        assert_int_equal(vkattn_tensor_upload(inputs[i]->cpu, inputs[i]->host, F32), VKATTN_OK);
-    }
+    upload_pairs((pair *const[]){&q, &k, &v}, 3);
     vkattn_attention_desc d = {.scale = 1.0f};
     assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
     float want[8];
@@ -904,19 +890,8 @@ static void test_overflowed_scores(void **state)
         assert_true(isnan(want[i * 4]));
         assert_true(isfinite(want[i * 4 + 1]));
     }
-    for (int i = 0; i < NPATHS(paths); i++) {
-        char name[128], pn[64];
-        snprintf(name, sizeof name, "score overflowed to -inf against NaN (%s)",
-                 path_name(&paths[i], pn, sizeof pn));
-        assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, F32), VKATTN_OK);
-        d.path = paths[i].path;
-        d.fused_variant = paths[i].variant;
-        d.kv_splits = paths[i].kv_splits;
-        vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
-        if (s != VKATTN_OK)
-            fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
-        expect_close(name, &o, 1e-5, 0.0, NULL);
-    }
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+                 "score overflowed to -inf against NaN");
     pair *all[] = {&q, &k, &v, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pair_destroy(all[i]);
