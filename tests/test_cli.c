@@ -1253,10 +1253,12 @@ static void test_attention_empty_batches(void **state)
      * K's head size, V's kv heads, the query heads' grouping, the sinks'
      * length; no output is written. */
     const int64_t k7[3] = {4, 1, 7}, v2[3] = {4, 2, 6}, k3h[3] = {4, 3, 8};
-    write_npy("ek7.npy", q, 3, k7);
-    write_npy("ev2.npy", q, 3, v2);
-    write_npy("ek3h.npy", q, 3, k3h);
-    write_npy("ev3h.npy", q, 3, (const int64_t[3]){4, 3, 6});
+    float *kv = random_array(&r, 4 * 3 * 8); /* enough for each of them */
+    write_npy("ek7.npy", kv, 3, k7);
+    write_npy("ev2.npy", kv, 3, v2);
+    write_npy("ek3h.npy", kv, 3, k3h);
+    write_npy("ev3h.npy", kv, 3, (const int64_t[3]){4, 3, 6});
+    free(kv);
     write_npy("es3.npy", sinks, 1, (const int64_t[1]){1});
     static const struct {
         const char *k, *v, *extra, *message;
