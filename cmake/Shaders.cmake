@@ -8,6 +8,15 @@
 # append the generated headers to OUT_VAR (to be added to a target's sources).
 # A variant is the same source built under another name with preprocessor
 # definitions (the emulated cooperative-matrix kernels).
+#
+#   vkattn_add_shader_khr(OUT_VAR shaders/a.comp a_khr)
+#
+# builds a cooperative-matrix kernel for VK_KHR_cooperative_matrix: Debian 12's
+# glslang compiles only GL_NV_cooperative_matrix, so the source is compiled with
+# COOPMAT_KHR defined (leaving out what KHR cannot express), validated in its NV
+# form, and rewritten instruction for instruction by tools/coopmat_khr.c. This
+# SPIRV-Tools predates the KHR extension and cannot validate the result; the
+# ctest coopmat_khr checks the rewrite instead (tests/coopmat_khr_test.py).
 
 set(VKATTN_SPIRV_TARGET_ENV vulkan1.1)
 
@@ -29,6 +38,27 @@ function(vkattn_add_shader_variant out_var src name)
     DEPFILE ${spv}.d
     COMMENT "Compiling shader ${name}"
     VERBATIM COMMAND_EXPAND_LISTS)
+  add_custom_command(
+    OUTPUT ${hdr}
+    COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
+            -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+    VERBATIM)
+  set(${out_var} ${${out_var}} ${hdr} PARENT_SCOPE)
+endfunction()
+
+function(vkattn_add_shader_khr out_var src name)
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/shaders)
+  set(nv_name ${name}_nv)
+  vkattn_add_shader_variant(unused ${src} ${nv_name} -DCOOPMAT_KHR)
+  set(spv ${out_dir}/${name}.spv)
+  set(hdr ${out_dir}/${name}_spv.h)
+  add_custom_command(
+    OUTPUT ${spv}
+    COMMAND vkattn-coopmat-khr ${out_dir}/${nv_name}.spv ${spv}
+    DEPENDS ${out_dir}/${nv_name}.spv vkattn-coopmat-khr
+    COMMENT "Rewriting shader ${nv_name} for VK_KHR_cooperative_matrix"
+    VERBATIM)
   add_custom_command(
     OUTPUT ${hdr}
     COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv

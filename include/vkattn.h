@@ -61,7 +61,7 @@
  * core 1.1. Ops can also be recorded into the application's own command buffer
  * (vkattn_recording_begin). On a device vkattn creates itself it enables what
  * its faster kernels use where the device has it (shaderFloat16, subgroup size
- * control, VK_NV_cooperative_matrix); in an adopted device only those the
+ * control, cooperative matrices); in an adopted device only those the
  * application says it enabled (vkattn_device_features_query, then
  * vkattn_vulkan_handles.enabled_features).
  *
@@ -233,10 +233,9 @@ typedef struct vkattn_device_info {
     bool storage_16bit;                /* storageBuffer16BitAccess */
     bool float16_arithmetic;           /* shaderFloat16 */
     bool cooperative_matrix;           /* vkattn's matrix-unit kernels can run here:
-                                          VK_NV_cooperative_matrix with f16 shapes,
-                                          shaderFloat16 and the Vulkan memory model
-                                          (a device with VK_KHR_cooperative_matrix alone:
-                                          false) */
+                                          VK_NV_cooperative_matrix or
+                                          VK_KHR_cooperative_matrix with f16 shapes,
+                                          shaderFloat16 and the Vulkan memory model */
     bool timestamps;                   /* compute queue has GPU timestamps */
     double timestamp_period_ns;
     bool host_visible_device_memory;   /* tensors are mapped, not staged */
@@ -256,6 +255,9 @@ typedef struct vkattn_device_info {
                                           (VK_KHR_pipeline_executable_properties): a
                                           profiling context on a device vkattn creates
                                           logs each pipeline's; false on adopted devices */
+    bool cooperative_matrix_khr;       /* with cooperative_matrix: the kernels go through
+                                          VK_KHR_cooperative_matrix (devices without the
+                                          NV extension, or VKATTN_COOPMAT_KHR=1) */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),
@@ -285,8 +287,13 @@ typedef enum vkattn_validation {
 /* What vkattn's faster kernels use beyond core Vulkan 1.1, for an application
  * that creates the device vkattn will adopt: fp16 arithmetic (shaderFloat16),
  * required subgroup sizes (subgroupSizeControl, computeFullSubgroups) and
- * cooperative matrices (VK_NV_cooperative_matrix, with vulkanMemoryModel and its
- * device scope, which their shaders declare), each only where the physical device has it.
+ * cooperative matrices (VK_NV_cooperative_matrix, or VK_KHR_cooperative_matrix
+ * on a device without the NV one or with VKATTN_COOPMAT_KHR=1, with
+ * vulkanMemoryModel and its device scope, which their shaders declare), each
+ * only where the physical device has it. `cooperative_matrix` holds the KHR
+ * extension's features where that is the one named (the two structures have
+ * the same members; sType says which, and headers before 1.3.255 lack the KHR
+ * type).
  * `extensions` names every extension these come from that the device lists, also
  * where a newer core version has them: an instance created for Vulkan 1.1 gives
  * even a 1.3 device only 1.1. Enable `extensions` and put `chain` in VkDeviceCreateInfo.pNext

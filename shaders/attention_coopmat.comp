@@ -136,7 +136,11 @@ const uint V_LOADS = (BC * DVP / PACK + WG - 1) / WG;
 const uint QCH = BC / MM * MM;
 // Matrices per row block: Q's operands, S's and O's accumulators, P's operands.
 const uint QA = DP / MK, SA = BC / MN, OA = DVP / MN, PA = BC / MK;
+#ifdef COOPMAT_KHR
+const bool REG_SOFTMAX = false; // KHR matrices convert no scores into P operands
+#else
 const bool REG_SOFTMAX = ROW_CLUSTER > 0u;
+#endif
 // Rows a lane keeps the softmax state of: its row slots of each row block, or
 // the rows it runs the shared-memory softmax for.
 const uint HELD = REG_SOFTMAX ? ROW_TILES * LANE_ROWS : ROW_PASSES;

@@ -197,7 +197,14 @@ uint acc_elements()
 #define ACC_FILL(NAME, I, VALUE) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(VALUE)
 #define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
 #define ACC_ELEMENT(NAME, I, K) NAME[I][K]
+#ifdef COOPMAT_KHR
+// The VK_KHR_cooperative_matrix build (made from this one's SPIR-V by
+// tools/coopmat_khr.c) has no conversion from an accumulator to an A operand:
+// includers built with COOPMAT_KHR take no path that needs one.
+#define A_FROM_ACC(A, AI, ACC, I)
+#else
 #define A_FROM_ACC(A, AI, ACC, I) A[AI] = fcoopmatNV<16, gl_ScopeSubgroup, MM, MK>(ACC[I])
+#endif
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)
 #define ACC_MMA_ROWS(NAME, I, I_STEP, A, AI, A_STEP, COUNT, B, B_OFF, B_STRIDE, B_COLUMNS)     \

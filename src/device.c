@@ -203,6 +203,7 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
     /* What the coopmat kernels need, not just an extension's name: tests and
      * callers force those kernels where this says yes. */
     info->cooperative_matrix = vk->caps.coopmat;
+    info->cooperative_matrix_khr = vk->caps.coopmat && vk->caps.coopmat_khr;
     info->float16_arithmetic = vk->caps.float16;
     info->subgroup_size_min = vk->caps.subgroup_min;
     info->subgroup_size_max = vk->caps.subgroup_max;

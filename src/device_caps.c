@@ -27,15 +27,23 @@ static bool has_ext(const VkExtensionProperties *exts, uint32_t n, const char *n
     return false;
 }
 
-/* The f16 x f16 + f32 -> f32 subgroup shapes of VK_NV_cooperative_matrix, the
- * only kind the coopmat kernels are written for. */
-static void query_coopmat_shapes(const vk_instance_table *vki, VkPhysicalDevice pd,
-                                 device_caps *caps)
+/* One f16 x f16 + f32 -> f32 subgroup shape, the only kind the coopmat
+ * kernels are written for. */
+static void add_coopmat_shape(device_caps *caps, bool f16_operands, bool f32_result, bool subgroup,
+                              uint32_t m, uint32_t n, uint32_t k)
 {
-    if (!vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV)
-        return;
+    if (f16_operands && f32_result && subgroup &&
+        caps->coopmat_shape_count < VKATTN_MAX_COOPMAT_SHAPES)
+        caps->coopmat_shapes[caps->coopmat_shape_count++] = (coopmat_shape){m, n, k};
+}
+
+/* The shapes of VK_NV_cooperative_matrix. */
+static void query_coopmat_shapes_nv(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                    device_caps *caps)
+{
     uint32_t n = 0;
-    if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, NULL) != VK_SUCCESS || n == 0)
+    if (!vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV ||
+        vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, NULL) != VK_SUCCESS || n == 0)
         return;
     VkCooperativeMatrixPropertiesNV *props = calloc(n, sizeof *props);
     if (!props)
@@ -43,17 +51,52 @@ static void query_coopmat_shapes(const vk_instance_table *vki, VkPhysicalDevice 
     for (uint32_t i = 0; i < n; i++)
         props[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
     if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n && caps->coopmat_shape_count < VKATTN_MAX_COOPMAT_SHAPES; i++) {
+        for (uint32_t i = 0; i < n; i++) {
             const VkCooperativeMatrixPropertiesNV *p = &props[i];
-            bool f16_operands = p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                                p->BType == VK_COMPONENT_TYPE_FLOAT16_NV;
-            bool f32_result = p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                              p->DType == VK_COMPONENT_TYPE_FLOAT32_NV;
-            if (f16_operands && f32_result && p->scope == VK_SCOPE_SUBGROUP_NV)
-                caps->coopmat_shapes[caps->coopmat_shape_count++] =
-                    (coopmat_shape){p->MSize, p->NSize, p->KSize};
+            add_coopmat_shape(caps, p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                                        p->BType == VK_COMPONENT_TYPE_FLOAT16_NV,
+                              p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                                  p->DType == VK_COMPONENT_TYPE_FLOAT32_NV,
+                              p->scope == VK_SCOPE_SUBGROUP_NV, p->MSize, p->NSize, p->KSize);
         }
     free(props);
+}
+
+/* The shapes of VK_KHR_cooperative_matrix (without saturating accumulation,
+ * which the kernels' products do not ask for). */
+static void query_coopmat_shapes_khr(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                     device_caps *caps)
+{
+    uint32_t n = 0;
+    if (!vki->GetPhysicalDeviceCooperativeMatrixPropertiesKHR ||
+        vki->GetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, NULL) != VK_SUCCESS || n == 0)
+        return;
+    VkCooperativeMatrixPropertiesKHR *props = calloc(n, sizeof *props);
+    if (!props)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        props[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+    if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++) {
+            const VkCooperativeMatrixPropertiesKHR *p = &props[i];
+            add_coopmat_shape(caps, p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                                        p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR,
+                              p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                                  p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                                  !p->saturatingAccumulation,
+                              p->scope == VK_SCOPE_SUBGROUP_KHR, p->MSize, p->NSize, p->KSize);
+        }
+    free(props);
+}
+
+/* Which cooperative-matrix extension the kernels go through: NVIDIA's own
+ * where the device has it (verified there), else the KHR one (AMD, Intel);
+ * VKATTN_COOPMAT_KHR=1 takes the KHR one wherever the device has it (how a
+ * GPU check runs the KHR build on NVIDIA). */
+static bool take_khr(bool has_nv, bool has_khr)
+{
+    const char *env = getenv("VKATTN_COOPMAT_KHR");
+    return has_khr && (!has_nv || (env && strcmp(env, "1") == 0));
 }
 
 void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,
@@ -73,12 +116,18 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     bool has_size_control = v13 || caps->ext_subgroup_size_control;
     caps->ext_vulkan_memory_model = has_ext(exts, ext_count, "VK_KHR_vulkan_memory_model");
     bool has_memory_model = v12 || caps->ext_vulkan_memory_model;
-    bool has_coopmat = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
+    bool has_nv = has_ext(exts, ext_count, "VK_NV_cooperative_matrix");
+    bool has_khr = has_ext(exts, ext_count, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    caps->coopmat_khr = take_khr(has_nv, has_khr);
+    bool has_coopmat = has_nv || has_khr;
     bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");
 
     /* Each structure goes into the chain only where the device knows it. */
+    /* The NV and KHR structures have the same members; sType says which. */
     VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+        .sType = caps->coopmat_khr
+                     ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+                     : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
     VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup = {
@@ -90,7 +139,8 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+        .sType = caps->coopmat_khr ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+                                   : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
@@ -127,8 +177,10 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
                          memory_model.vulkanMemoryModelDeviceScope;
     caps->coopmat = has_coopmat && coopmat.cooperativeMatrix && caps->float16 && caps->memory_model &&
                     (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
-    if (caps->coopmat)
-        query_coopmat_shapes(vki, pd, caps);
+    if (caps->coopmat && caps->coopmat_khr)
+        query_coopmat_shapes_khr(vki, pd, caps);
+    else if (caps->coopmat)
+        query_coopmat_shapes_nv(vki, pd, caps);
     caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
 }
 
@@ -138,10 +190,13 @@ void device_caps_features(const device_caps *caps, vkattn_device_features *c)
     void *next = NULL;
     if (caps->coopmat) {
         c->cooperative_matrix = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+            .sType = caps->coopmat_khr
+                         ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+                         : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
             .pNext = next, .cooperativeMatrix = VK_TRUE};
         next = &c->cooperative_matrix;
-        c->extensions[c->extension_count++] = "VK_NV_cooperative_matrix";
+        c->extensions[c->extension_count++] =
+            caps->coopmat_khr ? VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME : "VK_NV_cooperative_matrix";
         c->vulkan_memory_model = (VkPhysicalDeviceVulkanMemoryModelFeatures){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
             .pNext = next, .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
@@ -179,8 +234,14 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
                               f->subgroup_size_control.computeFullSubgroups;
     e.memory_model = caps->memory_model && f->vulkan_memory_model.vulkanMemoryModel &&
                      f->vulkan_memory_model.vulkanMemoryModelDeviceScope;
+    /* The application enabled the extension vkattn_device_features_query
+     * named: its structure's sType says which. */
+    VkStructureType coopmat_type = caps->coopmat_khr
+                                       ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+                                       : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
     e.coopmat = caps->coopmat && e.float16 && e.memory_model &&
-                f->cooperative_matrix.cooperativeMatrix;
+                f->cooperative_matrix.sType == coopmat_type && f->cooperative_matrix.cooperativeMatrix;
+    e.coopmat_khr = e.coopmat && caps->coopmat_khr;
     if (e.coopmat) {
         e.coopmat_shape_count = caps->coopmat_shape_count;
         memcpy(e.coopmat_shapes, caps->coopmat_shapes, sizeof e.coopmat_shapes);

@@ -3,6 +3,7 @@
 #define VKATTN_INTERNAL_H
 
 #include "memory_types.h"
+#include "vk_coopmat_khr.h"
 #include "vkattn.h"
 
 #include <stdarg.h>
@@ -43,7 +44,8 @@
 
 /* Optional: present only where the device extension exists. */
 #define VKATTN_INSTANCE_OPTIONAL_FUNCS(X)         \
-    X(GetPhysicalDeviceCooperativeMatrixPropertiesNV)
+    X(GetPhysicalDeviceCooperativeMatrixPropertiesNV) \
+    X(GetPhysicalDeviceCooperativeMatrixPropertiesKHR)
 
 #define VKATTN_DEVICE_FUNCS(X)                    \
     X(DestroyDevice)                              \
@@ -144,6 +146,9 @@ typedef enum shader_id {
     SHADER_COOPMAT_LAYOUT_PRODUCT_EMULATED,
     SHADER_COOPMAT_PEAK,
     SHADER_COOPMAT_PEAK_EMULATED,
+    SHADER_ATTENTION_COOPMAT_KHR,
+    SHADER_MATMUL_COOPMAT_KHR,
+    SHADER_COOPMAT_PEAK_KHR,
     SHADER_COUNT
 } shader_id;
 
@@ -212,7 +217,8 @@ typedef struct device_caps {
     uint32_t subgroup_min, subgroup_max;
     bool ext_vulkan_memory_model;   /* likewise */
     bool memory_model;              /* vulkanMemoryModel: the coopmat kernels need it */
-    bool coopmat;                   /* VK_NV_cooperative_matrix, f16 shapes below */
+    bool coopmat;                   /* cooperative matrices with the f16 shapes below */
+    bool coopmat_khr;               /* ... through VK_KHR_cooperative_matrix, else the NV one */
     coopmat_shape coopmat_shapes[VKATTN_MAX_COOPMAT_SHAPES]; /* f16 A, B; f32 C; subgroup scope */
     uint32_t coopmat_shape_count;
     /* VK_KHR_pipeline_executable_properties (pipelineExecutableInfo): each

@@ -3,6 +3,7 @@
 
 #include "attention_combine_spv.h"
 #include "attention_coopmat_emulated_spv.h"
+#include "attention_coopmat_khr_spv.h"
 #include "attention_coopmat_spv.h"
 #include "attention_decode_spv.h"
 #include "attention_rows_spv.h"
@@ -13,9 +14,11 @@
 #include "coopmat_layout_product_emulated_spv.h"
 #include "coopmat_layout_product_spv.h"
 #include "coopmat_peak_emulated_spv.h"
+#include "coopmat_peak_khr_spv.h"
 #include "coopmat_peak_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_coopmat_emulated_spv.h"
+#include "matmul_coopmat_khr_spv.h"
 #include "matmul_coopmat_spv.h"
 #include "matmul_naive_spv.h"
 #include "matmul_spv.h"
@@ -53,6 +56,9 @@ static const shader_code registry[SHADER_COUNT] = {
            coopmat_layout_product_emulated_spv),
     ENTRY_(SHADER_COOPMAT_PEAK, "coopmat_peak", coopmat_peak_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_EMULATED, "coopmat_peak_emulated", coopmat_peak_emulated_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT_KHR, "attention_coopmat_khr", attention_coopmat_khr_spv),
+    ENTRY_(SHADER_MATMUL_COOPMAT_KHR, "matmul_coopmat_khr", matmul_coopmat_khr_spv),
+    ENTRY_(SHADER_COOPMAT_PEAK_KHR, "coopmat_peak_khr", coopmat_peak_khr_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

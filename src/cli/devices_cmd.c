@@ -58,7 +58,8 @@ int run_devices(int argc, char **argv)
                d->subgroup_arithmetic ? " (arithmetic)" : "",
                d->shared_memory_bytes, (unsigned long long)d->max_storage_buffer_range,
                d->storage_16bit ? "yes" : "no", d->float16_arithmetic ? "yes" : "no",
-               d->cooperative_matrix ? "yes" : "no", d->pipeline_statistics ? "yes" : "no");
+               !d->cooperative_matrix ? "no" : d->cooperative_matrix_khr ? "yes (KHR)" : "yes (NV)",
+               d->pipeline_statistics ? "yes" : "no");
     }
     if (count)
         puts("(* the default: VKATTN_DEVICE if set, else the best device type)");

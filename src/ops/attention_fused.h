@@ -67,6 +67,7 @@ typedef struct fused_plan {
     uint32_t bc;                  /* keys per shared-memory tile */
     /* coopmat */
     coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
+    shader_id build;              /* the kernel's build: emulated, NV or KHR extension */
     uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
     uint32_t row_tiles;           /* matrix-height row blocks per subgroup */
     /* softmax in registers (0: through shared memory): the lanes that share

@@ -87,6 +87,10 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
     if (!emulated && (!ctx->vk.enabled.coopmat || !required))
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %s has no cooperative "
                         "matrices with a required subgroup size", ctx->info.name);
+    if (!emulated && ctx->vk.enabled.coopmat_khr)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: the probe is built for "
+                        "VK_NV_cooperative_matrix only (it serves the softmax in registers, which "
+                        "converts accumulators into operands: VK_KHR_cooperative_matrix cannot)");
     uint32_t count = s.m * s.n;
     if (!sg || !count || count > COOPMAT_LAYOUT_MAX_CELLS || count % sg)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %ux%u matrices over "

@@ -82,7 +82,8 @@ static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkatt
     bool required;
     kernel_subgroup_size(ctx, &required);
     vk_dispatch d = {
-        .key = {.shader = p->emulated ? SHADER_COOPMAT_PEAK_EMULATED : SHADER_COOPMAT_PEAK,
+        .key = {.shader = p->emulated ? SHADER_COOPMAT_PEAK_EMULATED
+                                      : coopmat_shader(ctx, SHADER_COOPMAT_PEAK),
                 .subgroup_size = required ? p->sg : 0,
                 .spec_count = PEAK_SPEC_COUNT,
                 .spec = {[PEAK_SPEC_WORKGROUP] = p->sg * p->subgroups, [PEAK_SPEC_MM] = p->s.m,

@@ -1,5 +1,6 @@
 /* The matrix shapes the cooperative-matrix kernels (attention and matmul) are
- * specialized for. */
+ * specialized for, the build of each for the device's extension, and where
+ * the attention kernel is AUTO's choice. */
 #include "ops_common.h"
 
 #include <stdio.h>
@@ -19,13 +20,14 @@ static const struct {
     uint32_t vendor_id;
     int revision;
     bool bf16;
+    bool khr;          /* the VK_KHR_cooperative_matrix build (else the NV one) */
     const char *where; /* the device, driver and date of that run */
 } coopmat_verified[] = {
     /* Revision 1: tiles of Q, O, S and P in shared memory, five barriers per
      * key tile. Revision 2: FlashAttention-2's shape, the variants, packed f16
      * tiles, two stages; bf16 inputs (since 2026-11-26, not yet on a GPU). */
-    {0x10de, 1, false, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
-    {0x10de, 2, false, "NVIDIA H200, driver 580.159.04, 2026-11-26 (bench/results/nvidia-h200)"},
+    {0x10de, 1, false, false, "NVIDIA H100 80GB HBM3, driver 580.159.04, 2026-11-24 (bench/results/nvidia-h100-80gb-hbm3)"},
+    {0x10de, 2, false, false, "NVIDIA H200, driver 580.159.04, 2026-11-26 (bench/results/nvidia-h200)"},
 };
 
 bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs)
@@ -36,6 +38,7 @@ bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs)
     for (size_t i = 0; i < sizeof coopmat_verified / sizeof coopmat_verified[0]; i++)
         if (ctx->info.vendor_id == coopmat_verified[i].vendor_id &&
             coopmat_verified[i].revision == COOPMAT_ATTENTION_REVISION &&
+            coopmat_verified[i].khr == ctx->vk.enabled.coopmat_khr &&
             (coopmat_verified[i].bf16 || !bf16_inputs))
             return true;
     return false;
@@ -69,4 +72,25 @@ bool coopmat_emulated_shape(coopmat_shape *out)
         *out = (coopmat_shape){m, n, k};
     }
     return true;
+}
+
+/* Each cooperative-matrix kernel's VK_KHR_cooperative_matrix build (made from
+ * its NV SPIR-V by tools/coopmat_khr.c). The layout probe has none: it serves
+ * the softmax in registers, which needs NV's conversion of accumulators into
+ * operands. */
+static const struct {
+    shader_id nv, khr;
+} coopmat_khr_builds[] = {
+    {SHADER_ATTENTION_COOPMAT, SHADER_ATTENTION_COOPMAT_KHR},
+    {SHADER_MATMUL_COOPMAT, SHADER_MATMUL_COOPMAT_KHR},
+    {SHADER_COOPMAT_PEAK, SHADER_COOPMAT_PEAK_KHR},
+};
+
+shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv)
+{
+    if (ctx->vk.enabled.coopmat_khr)
+        for (size_t i = 0; i < sizeof coopmat_khr_builds / sizeof coopmat_khr_builds[0]; i++)
+            if (coopmat_khr_builds[i].nv == nv)
+                return coopmat_khr_builds[i].khr;
+    return nv;
 }

@@ -153,11 +153,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
             return false;
         }
     } else if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &plan->shape)) {
-        snprintf(why, why_size, "%s needs VK_NV_cooperative_matrix with an f16 x f16 -> f32 "
-                 "subgroup shape, which %s lacks or the application did not enable",
-                 name, info->name);
+        snprintf(why, why_size, "%s needs VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix "
+                 "with an f16 x f16 -> f32 subgroup shape, which %s lacks or the application "
+                 "did not enable", name, info->name);
         return false;
     }
+    plan->build = emulated ? SHADER_ATTENTION_COOPMAT_EMULATED
+                           : coopmat_shader(ctx, SHADER_ATTENTION_COOPMAT);
     bool required;
     uint32_t sg = kernel_subgroup_size(ctx, &required);
     const device_caps *caps = &ctx->vk.enabled;
@@ -380,13 +382,13 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
 static void coopmat_specialize(const attention_call *c, const fused_plan *plan, bool split,
                                vk_dispatch *d)
 {
-    specialize(c, plan, split, SHADER_ATTENTION_COOPMAT, d);
+    specialize(c, plan, split, plan->build, d);
 }
 
 static void coopmat_emulated_specialize(const attention_call *c, const fused_plan *plan,
                                         bool split, vk_dispatch *d)
 {
-    specialize(c, plan, split, SHADER_ATTENTION_COOPMAT_EMULATED, d);
+    specialize(c, plan, split, plan->build, d);
 }
 
 const fused_variant_row fused_coopmat_variant = {

@@ -55,7 +55,8 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                             "matmul: VKATTN_COOPMAT_EMULATED_SHAPE is not MxNxK with sizes 1..64");
     } else if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &shape)) {
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
-                        "VK_NV_cooperative_matrix with an f16 x f16 -> f32 subgroup shape, "
+                        "VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix with an f16 x f16 "
+                        "-> f32 subgroup shape, "
                         "which %s lacks or the application did not enable", name, info->name);
     }
     /* Each subgroup owns MM rows of the block (gl_SubgroupID), so the
@@ -110,7 +111,8 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
     bool b_aligned8 = (c->transpose_b ? c->K % 8 == 0 : c->N % 8 == 0) && c->b_offset % 8 == 0 &&
                       (uint64_t)c->N * c->K % 8 == 0;
     vk_dispatch dispatch = {
-        .key = {.shader = emulated ? SHADER_MATMUL_COOPMAT_EMULATED : SHADER_MATMUL_COOPMAT,
+        .key = {.shader = emulated ? SHADER_MATMUL_COOPMAT_EMULATED
+                                   : coopmat_shader(ctx, SHADER_MATMUL_COOPMAT),
                 .subgroup_size = required ? sg : 0,
                 .spec_count = MC_SPEC_COUNT,
                 .spec = {[MC_SPEC_WORKGROUP] = wg, [MC_SPEC_BM] = bm, [MC_SPEC_BN] = bn,

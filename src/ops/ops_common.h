@@ -138,6 +138,9 @@ bool coopmat_register_layout(const vkattn_context *ctx, bool emulated, coopmat_s
  * or with some bf16 among them: on vendors it was verified on (so), unless
  * VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
 bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs);
+/* The build of a real cooperative-matrix kernel (its NV shader id) for the
+ * extension the context's device enabled: NV's, or VK_KHR_cooperative_matrix's. */
+shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv);
 
 /* --------------------------------------------------------------- softmax -- */
 

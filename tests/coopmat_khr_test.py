@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Checks the VK_KHR_cooperative_matrix builds of the coopmat kernels that
+tools/coopmat_khr.c makes from their NV SPIR-V. This machine's SPIRV-Tools
+predates SPV_KHR_cooperative_matrix and no device here has it, so the rewrite is
+checked against the extension's rules directly, word by word, on the very
+modules the library embeds:
+
+- every instruction of the NV module is in the KHR one, in order, unchanged
+  except the five cooperative-matrix ones, which take their KHR forms (operand
+  order of loads and stores, MemoryLayout from ColumnMajor), plus three new
+  32-bit constants 0, 1, 2 right before the first matrix type;
+- each matrix type's Use is what the products make of it (A, B, accumulator);
+- no NV opcode, capability or extension is left;
+- the rewrite undone (--reverse) gives back the NV module, which spirv-val
+  accepts;
+- modules the extension cannot express (a conversion from an accumulator to an
+  A operand; a type used as both A and B) and malformed input are refused.
+
+usage: coopmat_khr_test.py TOOL SHADER_DIR
+"""
+import array
+import os
+import subprocess
+import sys
+import tempfile
+
+OP_EXTENSION, OP_CAPABILITY, OP_TYPE_INT, OP_CONSTANT = 10, 17, 21, 43
+OP_CONSTANT_TRUE, OP_CONSTANT_FALSE = 41, 42
+NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
+KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
+CAP_NV, CAP_KHR = 5357, 6022
+KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr"]
+
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def words_of(path):
+    data = array.array("I")
+    with open(path, "rb") as f:
+        data.frombytes(f.read())
+    return list(data)
+
+
+def instructions(words):
+    out, i = [], 5
+    while i < len(words):
+        count = words[i] >> 16
+        assert count > 0, "malformed module"
+        out.append(words[i:i + count])
+        i += count
+    return out
+
+
+def opcode(ins):
+    return ins[0] & 0xFFFF
+
+
+def string_of(ins):
+    raw = array.array("I", ins[1:]).tobytes()
+    return raw.split(b"\0")[0].decode()
+
+
+def run_tool(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True)
+
+
+def check_kernel(tool, folder, name):
+    nv_path = os.path.join(folder, name + "_nv.spv")
+    khr_path = os.path.join(folder, name + ".spv")
+    nv, khr = words_of(nv_path), words_of(khr_path)
+    check(khr[:3] == nv[:3] and khr[4] == nv[4], f"{name}: header changed")
+    check(khr[3] == nv[3] + 3, f"{name}: bound {khr[3]}, not {nv[3]} + 3")
+    nv_ins, khr_ins = instructions(nv), instructions(khr)
+    check(len(khr_ins) == len(nv_ins) + 3, f"{name}: {len(khr_ins)} instructions, not "
+                                           f"{len(nv_ins)} + 3")
+    true_id = next((i[2] for i in nv_ins if opcode(i) == OP_CONSTANT_TRUE), None)
+    uint_id = next((i[1] for i in nv_ins if opcode(i) == OP_TYPE_INT and i[2:] == [32, 0]), None)
+    first_type = next(k for k, i in enumerate(nv_ins) if opcode(i) == NV["type"])
+    added = khr_ins[first_type:first_type + 3]
+    check(added == [[4 << 16 | OP_CONSTANT, uint_id, nv[3] + v, v] for v in range(3)],
+          f"{name}: the three constants are not 0, 1, 2 of the 32-bit unsigned type before "
+          f"the first matrix type: {added}")
+    value = {nv[3] + v: v for v in range(3)}
+    rest = khr_ins[:first_type] + khr_ins[first_type + 3:]
+    use_of, mapped = {}, 0
+    for a, b in zip(nv_ins, rest):
+        op = opcode(a)
+        if op == OP_CAPABILITY and a[1] == CAP_NV:
+            check(b == [2 << 16 | OP_CAPABILITY, CAP_KHR], f"{name}: capability {b}")
+        elif op == OP_EXTENSION and string_of(a) == "SPV_NV_cooperative_matrix":
+            check(opcode(b) == OP_EXTENSION and string_of(b) == "SPV_KHR_cooperative_matrix",
+                  f"{name}: extension {b}")
+        elif op == NV["type"]:
+            ok = opcode(b) == KHR["type"] and b[1:6] == a[1:6] and len(b) == 7 and b[6] in value
+            if check(ok, f"{name}: type {a} became {b}"):
+                use_of[b[1]] = value[b[6]]
+        elif op in (NV["load"], NV["store"]):
+            s = 4 if op == NV["load"] else 3  # Stride's place in NV, Layout's in KHR
+            want_op = KHR["load"] if op == NV["load"] else KHR["store"]
+            layout = 1 if a[s + 1] == true_id else 0
+            ok = (opcode(b) == want_op and len(b) == len(a) and b[1:s] == a[1:s] and
+                  value.get(b[s]) == layout and b[s + 1] == a[s] and b[s + 2:] == a[s + 2:])
+            check(ok, f"{name}: {a} became {b}")
+            mapped += 1
+        elif op in (NV["muladd"], NV["length"]):
+            want_op = KHR["muladd"] if op == NV["muladd"] else KHR["length"]
+            check(opcode(b) == want_op and b[1:] == a[1:], f"{name}: {a} became {b}")
+            mapped += 1
+        else:
+            check(a == b, f"{name}: {a} became {b}")
+    check(mapped > 0, f"{name}: no cooperative-matrix instruction rewritten")
+    # The products' operands have the types of the right use.
+    type_of = {i[2]: i[1] for i in khr_ins if len(i) > 2 and i[1] in use_of and
+               opcode(i) not in (5, 6, 71, 72, KHR["type"])}
+    products = [i for i in khr_ins if opcode(i) == KHR["muladd"]]
+    check(products, f"{name}: no product")
+    for p in products:
+        uses = [use_of.get(p[1]), use_of.get(type_of.get(p[3])), use_of.get(type_of.get(p[4])),
+                use_of.get(type_of.get(p[5]))]
+        check(uses == [2, 0, 1, 2], f"{name}: product {p}: uses (result, A, B, C) {uses}")
+    left = [i for i in khr_ins if opcode(i) in NV.values() or
+            (opcode(i) == OP_CAPABILITY and i[1] == CAP_NV) or
+            (opcode(i) == OP_EXTENSION and "NV_cooperative_matrix" in string_of(i))]
+    check(not left, f"{name}: NV instructions left: {left[:3]}")
+    # Undone, the rewrite gives back the NV module (with the three constants).
+    with tempfile.TemporaryDirectory() as tmp:
+        back = os.path.join(tmp, "back.spv")
+        r = run_tool(tool, "--reverse", khr_path, back)
+        if check(r.returncode == 0, f"{name}: --reverse failed: {r.stderr}"):
+            back_ins = instructions(words_of(back))
+            check(back_ins[:first_type] + back_ins[first_type + 3:] == nv_ins,
+                  f"{name}: the round trip does not give back the NV module")
+            v = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", back],
+                               capture_output=True, text=True)
+            check(v.returncode == 0, f"{name}: spirv-val on the round trip: {v.stdout}{v.stderr}")
+    return nv
+
+
+def check_refusals(tool, folder, matmul_nv):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.spv")
+        # The NV attention kernel with the softmax in registers converts
+        # accumulators into A operands.
+        r = run_tool(tool, os.path.join(folder, "attention_coopmat.spv"), out)
+        check(r.returncode == 1 and "conversion between matrix uses" in r.stderr,
+              f"the conversion was not refused: {r.returncode} {r.stderr}")
+        # A product whose B operand is its A operand: one type as A and B.
+        words = list(matmul_nv)
+        i = 5
+        while i < len(words) and (words[i] & 0xFFFF) != NV["muladd"]:
+            i += words[i] >> 16
+        words[i + 4] = words[i + 3]
+        bad = os.path.join(tmp, "bad.spv")
+        with open(bad, "wb") as f:
+            array.array("I", words).tofile(f)
+        r = run_tool(tool, bad, out)
+        check(r.returncode == 1 and "two of A, B and the accumulator" in r.stderr,
+              f"a type as A and B was not refused: {r.returncode} {r.stderr}")
+        # Not SPIR-V, and a module cut off mid-instruction.
+        with open(bad, "wb") as f:
+            f.write(b"not spir-v at all")
+        r = run_tool(tool, bad, out)
+        check(r.returncode == 1 and "not a readable SPIR-V module" in r.stderr,
+              f"garbage was not refused: {r.returncode} {r.stderr}")
+        cut = list(matmul_nv)
+        cut[-1] = 5 << 16 | (cut[-1] & 0xFFFF)  # the last instruction runs past the end
+        with open(bad, "wb") as f:
+            array.array("I", cut).tofile(f)
+        r = run_tool(tool, bad, out)
+        check(r.returncode == 1 and "malformed instruction" in r.stderr,
+              f"a truncated module was not refused: {r.returncode} {r.stderr}")
+        check(not os.path.exists(out), "a refused rewrite left an output file")
+
+
+def main():
+    tool, folder = sys.argv[1], sys.argv[2]
+    modules = {name: check_kernel(tool, folder, name) for name in KERNELS}
+    check_refusals(tool, folder, modules["matmul_coopmat_khr"])
+    for f in failures:
+        print("FAIL:", f)
+    print(f"coopmat_khr: {len(KERNELS)} kernels, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

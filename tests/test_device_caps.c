@@ -1,0 +1,254 @@
+/* device_caps.c against made-up devices: which cooperative-matrix extension the
+ * kernels go through (NV where the device has it, else KHR, KHR on request),
+ * which of a device's shapes they take, and the features and extensions
+ * enabled for it. No device here has either extension: this is where the
+ * choice is exercised before a GPU does. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "internal.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* The made-up device. */
+static struct {
+    bool nv, khr;               /* the extensions it lists */
+    VkShaderStageFlags stages;  /* cooperativeMatrixSupportedStages */
+    VkStructureType properties_type_seen, features_type_seen;
+} dev;
+
+/* Shapes as a driver reports them: the kernels' kind and kinds they must
+ * pass over (int8, saturating, workgroup scope, f16 results). */
+static const struct {
+    uint32_t m, n, k, a, b, c, result, saturating, scope;
+} reported[] = {
+    {16, 8, 16, 0, 0, 1, 1, 0, 3},  /* f16 x f16 + f32 -> f32, subgroup: taken */
+    {16, 16, 16, 0, 0, 1, 1, 0, 3}, /* taken */
+    {16, 16, 32, 3, 3, 5, 5, 0, 3}, /* int8: no */
+    {32, 32, 16, 0, 0, 1, 1, 1, 3}, /* saturating (KHR): no */
+    {8, 8, 8, 0, 0, 1, 1, 0, 2},    /* workgroup scope: no */
+    {16, 16, 16, 0, 0, 0, 0, 0, 3}, /* f16 accumulators: no */
+};
+#define REPORTED (sizeof reported / sizeof reported[0])
+
+static void VKAPI_PTR get_properties2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p)
+{
+    (void)pd;
+    for (VkBaseOutStructure *s = p->pNext; s; s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+            ((VkPhysicalDeviceSubgroupProperties *)s)->subgroupSize = 32;
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV ||
+            s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR) {
+            dev.properties_type_seen = s->sType;
+            /* Both structures: sType, pNext, the stages. */
+            ((VkPhysicalDeviceCooperativeMatrixPropertiesNV *)s)->cooperativeMatrixSupportedStages =
+                dev.stages;
+        }
+    }
+}
+
+static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f)
+{
+    (void)pd;
+    for (VkBaseOutStructure *s = f->pNext; s; s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES)
+            ((VkPhysicalDeviceShaderFloat16Int8Features *)s)->shaderFloat16 = VK_TRUE;
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES) {
+            VkPhysicalDeviceVulkanMemoryModelFeatures *m = (void *)s;
+            m->vulkanMemoryModel = m->vulkanMemoryModelDeviceScope = VK_TRUE;
+        }
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV ||
+            s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR) {
+            dev.features_type_seen = s->sType;
+            ((VkPhysicalDeviceCooperativeMatrixFeaturesNV *)s)->cooperativeMatrix = VK_TRUE;
+        }
+    }
+}
+
+static VkResult VKAPI_PTR shapes_nv(VkPhysicalDevice pd, uint32_t *n,
+                                    VkCooperativeMatrixPropertiesNV *p)
+{
+    (void)pd;
+    if (!dev.nv)
+        return VK_ERROR_EXTENSION_NOT_PRESENT;
+    if (p)
+        for (uint32_t i = 0; i < *n && i < REPORTED; i++) {
+            assert_int_equal(p[i].sType, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV);
+            p[i].MSize = reported[i].m;
+            p[i].NSize = reported[i].n;
+            p[i].KSize = reported[i].k;
+            /* NV has no saturating accumulation: that entry is an int8 one here. */
+            p[i].AType = reported[i].saturating ? VK_COMPONENT_TYPE_SINT8_NV : reported[i].a;
+            p[i].BType = reported[i].b;
+            p[i].CType = reported[i].c;
+            p[i].DType = reported[i].result;
+            p[i].scope = reported[i].scope;
+        }
+    *n = REPORTED;
+    return VK_SUCCESS;
+}
+
+static VkResult VKAPI_PTR shapes_khr(VkPhysicalDevice pd, uint32_t *n,
+                                     VkCooperativeMatrixPropertiesKHR *p)
+{
+    (void)pd;
+    if (!dev.khr)
+        return VK_ERROR_EXTENSION_NOT_PRESENT;
+    if (p)
+        for (uint32_t i = 0; i < *n && i < REPORTED; i++) {
+            assert_int_equal(p[i].sType, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
+            p[i].MSize = reported[i].m;
+            p[i].NSize = reported[i].n;
+            p[i].KSize = reported[i].k;
+            p[i].AType = reported[i].a;
+            p[i].BType = reported[i].b;
+            p[i].CType = reported[i].c;
+            p[i].ResultType = reported[i].result;
+            p[i].saturatingAccumulation = reported[i].saturating;
+            p[i].scope = reported[i].scope;
+        }
+    *n = REPORTED;
+    return VK_SUCCESS;
+}
+
+static device_caps query(bool nv, bool khr, const char *khr_env)
+{
+    dev.nv = nv, dev.khr = khr;
+    dev.properties_type_seen = dev.features_type_seen = 0;
+    if (khr_env)
+        setenv("VKATTN_COOPMAT_KHR", khr_env, 1);
+    else
+        unsetenv("VKATTN_COOPMAT_KHR");
+    VkExtensionProperties exts[3] = {{"VK_KHR_shader_float16_int8", 1}};
+    uint32_t count = 1;
+    if (nv)
+        strcpy(exts[count++].extensionName, "VK_NV_cooperative_matrix");
+    if (khr)
+        strcpy(exts[count++].extensionName, "VK_KHR_cooperative_matrix");
+    vk_instance_table vki = {
+        .GetPhysicalDeviceProperties2 = get_properties2,
+        .GetPhysicalDeviceFeatures2 = get_features2,
+        .GetPhysicalDeviceCooperativeMatrixPropertiesNV = nv ? shapes_nv : NULL,
+        .GetPhysicalDeviceCooperativeMatrixPropertiesKHR = khr ? shapes_khr : NULL,
+    };
+    device_caps caps;
+    device_caps_query(&vki, (VkPhysicalDevice)(uintptr_t)1, VK_API_VERSION_1_2, exts, count, &caps);
+    unsetenv("VKATTN_COOPMAT_KHR");
+    return caps;
+}
+
+static void expect_taken_shapes(const device_caps *caps)
+{
+    assert_int_equal(caps->coopmat_shape_count, 2);
+    assert_int_equal(caps->coopmat_shapes[0].m, 16);
+    assert_int_equal(caps->coopmat_shapes[0].n, 8);
+    assert_int_equal(caps->coopmat_shapes[1].n, 16);
+    assert_int_equal(caps->coopmat_shapes[1].k, 16);
+}
+
+static bool lists(const vkattn_device_features *f, const char *name)
+{
+    for (uint32_t i = 0; i < f->extension_count; i++)
+        if (strcmp(f->extensions[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void test_nv_only(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    device_caps caps = query(true, false, "1"); /* KHR asked for, the device lacks it */
+    assert_true(caps.coopmat);
+    assert_false(caps.coopmat_khr);
+    assert_int_equal(dev.features_type_seen,
+                     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    expect_taken_shapes(&caps);
+    vkattn_device_features f;
+    device_caps_features(&caps, &f);
+    assert_true(lists(&f, "VK_NV_cooperative_matrix"));
+    assert_false(lists(&f, "VK_KHR_cooperative_matrix"));
+    assert_int_equal(f.cooperative_matrix.sType,
+                     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+    device_caps e = device_caps_enabled(&caps, &f);
+    assert_true(e.coopmat);
+    assert_false(e.coopmat_khr);
+}
+
+static void test_khr_only(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    device_caps caps = query(false, true, NULL);
+    assert_true(caps.coopmat);
+    assert_true(caps.coopmat_khr);
+    assert_int_equal(dev.properties_type_seen,
+                     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
+    assert_int_equal(dev.features_type_seen,
+                     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+    expect_taken_shapes(&caps); /* the saturating 32x32x16 passed over */
+    vkattn_device_features f;
+    device_caps_features(&caps, &f);
+    assert_true(lists(&f, "VK_KHR_cooperative_matrix"));
+    assert_false(lists(&f, "VK_NV_cooperative_matrix"));
+    assert_int_equal(f.cooperative_matrix.sType,
+                     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+    assert_true(f.cooperative_matrix.cooperativeMatrix);
+    /* The chain reaches the structure vkCreateDevice must see. */
+    bool chained = false;
+    for (VkBaseOutStructure *s = f.chain; s; s = s->pNext)
+        chained |= s == (void *)&f.cooperative_matrix;
+    assert_true(chained);
+    device_caps e = device_caps_enabled(&caps, &f);
+    assert_true(e.coopmat);
+    assert_true(e.coopmat_khr);
+    assert_int_equal(e.coopmat_shape_count, 2);
+    /* An application that enabled the NV structure has not enabled KHR's. */
+    f.cooperative_matrix.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    e = device_caps_enabled(&caps, &f);
+    assert_false(e.coopmat);
+    assert_false(e.coopmat_khr);
+}
+
+static void test_both(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    device_caps caps = query(true, true, NULL);
+    assert_true(caps.coopmat);
+    assert_false(caps.coopmat_khr); /* NVIDIA's own, verified there */
+    caps = query(true, true, "0");
+    assert_false(caps.coopmat_khr);
+    caps = query(true, true, "1");
+    assert_true(caps.coopmat);
+    assert_true(caps.coopmat_khr);
+    expect_taken_shapes(&caps);
+}
+
+static void test_no_compute_stage(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_FRAGMENT_BIT;
+    assert_false(query(false, true, NULL).coopmat);
+    assert_false(query(true, false, NULL).coopmat);
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    device_caps none = query(false, false, NULL);
+    assert_false(none.coopmat);
+    assert_false(none.coopmat_khr);
+    assert_int_equal(none.coopmat_shape_count, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nv_only),
+        cmocka_unit_test(test_khr_only),
+        cmocka_unit_test(test_both),
+        cmocka_unit_test(test_no_compute_stage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
