@@ -11,7 +11,9 @@
 # 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
 # 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
 # 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
-#    once more with --profile (each kernel's GPU time, profile.txt);
+#    where the device also has VK_KHR_cooperative_matrix the KHR build of the
+#    coopmat attention kernel on its test shapes (khr.log), then the bench once
+#    more with --profile (each kernel's GPU time, profile.txt);
 # 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
@@ -223,6 +225,22 @@ check() {
   bench_rc=$?
   cat "$out/vkattn.txt"
   [ $bench_rc = 124 ] && say "bench: stopped after 150 s"
+  # 4b. The VK_KHR_cooperative_matrix builds (rewritten from the NV SPIR-V by
+  # tools/coopmat_khr.c), where the device has that extension beside NVIDIA's:
+  # the real attention kernel on every fixed and decode shape, validation on,
+  # and the matrix units' rate through it.
+  local khr_summary="not run: the device has no VK_KHR_cooperative_matrix"
+  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
+      grep -q "cooperative matrix yes (KHR)"; then
+    say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention"
+    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
+        XDG_CACHE_HOME="$work/khr-cache" timeout 120 "$build_abs/tests/test_attention" \
+        > "$out/khr.log" 2>&1
+    local khr_rc=$?
+    grep -E '^vkattn: coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -5
+    khr_summary="test_coopmat_device exit status $khr_rc (khr.log)"
+  fi
+  say "KHR build: $khr_summary"
   # Where the time goes, kernel by kernel (timestamps after every dispatch, so
   # kept out of the timed run above).
   say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5"
@@ -270,6 +288,7 @@ check() {
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
     "Settings sweep (--tune): $tune_summary"
+    "VK_KHR_cooperative_matrix build: $khr_summary"
     "FP32 peak used for %: $(sed -n 's/^peak: *//p' "$out/vkattn.txt" | head -1)"
     "Whole check: ${total} s"
   )
