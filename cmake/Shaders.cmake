@@ -20,6 +20,16 @@
 
 set(VKATTN_SPIRV_TARGET_ENV vulkan1.1)
 
+# The C header (a uint32_t array named NAME_spv) made from a module.
+function(vkattn_spirv_header spv hdr name)
+  add_custom_command(
+    OUTPUT ${hdr}
+    COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
+            -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
+    VERBATIM)
+endfunction()
+
 function(vkattn_add_shader_variant out_var src name)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${out_dir})
@@ -38,12 +48,7 @@ function(vkattn_add_shader_variant out_var src name)
     DEPFILE ${spv}.d
     COMMENT "Compiling shader ${name}"
     VERBATIM COMMAND_EXPAND_LISTS)
-  add_custom_command(
-    OUTPUT ${hdr}
-    COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
-            -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
-    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
-    VERBATIM)
+  vkattn_spirv_header(${spv} ${hdr} ${name})
   set(${out_var} ${${out_var}} ${hdr} PARENT_SCOPE)
 endfunction()
 
@@ -59,12 +64,7 @@ function(vkattn_add_shader_khr out_var src name)
     DEPENDS ${out_dir}/${nv_name}.spv vkattn-coopmat-khr
     COMMENT "Rewriting shader ${nv_name} for VK_KHR_cooperative_matrix"
     VERBATIM)
-  add_custom_command(
-    OUTPUT ${hdr}
-    COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DHDR=${hdr} -DNAME=${name}_spv
-            -P ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
-    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/spirv_to_header.cmake
-    VERBATIM)
+  vkattn_spirv_header(${spv} ${hdr} ${name})
   set(${out_var} ${${out_var}} ${hdr} PARENT_SCOPE)
 endfunction()
 

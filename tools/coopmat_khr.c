@@ -205,144 +205,105 @@ static int analyze(const module *m, uint32_t type_op, uint32_t muladd_op, analys
     return 0;
 }
 
-static int to_khr(const module *m, writer *o)
+/* One direction of the rewrite: the opcodes, capability and extension it
+ * reads and the ones it writes. */
+typedef struct direction {
+    bool to_khr;
+    uint32_t from_type, from_load, from_store, from_muladd, from_length, from_cap;
+    uint32_t to_type, to_load, to_store, to_muladd, to_length, to_cap;
+    const char *from_extension, *to_extension;
+} direction;
+
+static const direction nv_to_khr = {
+    true, OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
+    OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
+    "SPV_NV_cooperative_matrix", "SPV_KHR_cooperative_matrix",
+};
+/* The inverse, for the round-trip test: KHR types lose their use, layouts
+ * become the module's boolean constants again. The added constants stay. */
+static const direction khr_to_nv = {
+    false, OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
+    OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
+    "SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix",
+};
+
+/* A load's or store's operands from `in` into `w`: NV has Stride then
+ * ColumnMajor (a boolean constant) at `at`, KHR MemoryLayout (an unsigned
+ * constant, `constant` holding the ids of 0 and 1) then Stride. */
+static int move_layout(const direction *d, const analysis *a, const uint32_t constant[2],
+                       const uint32_t *in, uint32_t count, size_t at, uint32_t *w, size_t i)
+{
+    if (count < at + 2 || count > 16)
+        return fail("word %zu: a load or store of unexpected length", i);
+    memcpy(w, in, count * sizeof *w);
+    if (d->to_khr) {
+        uint32_t major = in[at + 1];
+        if (major != a->bool_true && major != a->bool_false)
+            return fail("word %zu: ColumnMajor is not OpConstantTrue or OpConstantFalse", i);
+        w[at] = constant[major == a->bool_true ? COLUMN_MAJOR : ROW_MAJOR];
+        w[at + 1] = in[at];
+        return 0;
+    }
+    uint32_t value = in[at] < a->bound ? a->uint_value[in[at]] : 0;
+    if (value != 1 + ROW_MAJOR && value != 1 + COLUMN_MAJOR)
+        return fail("word %zu: a layout that is not the constant 0 or 1", i);
+    uint32_t major = value == 1 + COLUMN_MAJOR ? a->bool_true : a->bool_false;
+    if (!major)
+        return fail("word %zu: no OpConstantTrue or OpConstantFalse for the layout", i);
+    w[at] = in[at + 1];
+    w[at + 1] = major;
+    return 0;
+}
+
+static int rewrite(const module *m, writer *o, const direction *d)
 {
     analysis a = {0};
-    int r = analyze(m, OP_TYPE_NV, OP_MULADD_NV, &a);
-    if (r) {
-        analysis_free(&a);
-        return r;
-    }
+    int r = analyze(m, d->from_type, d->from_muladd, &a);
     uint32_t header[5];
     memcpy(header, m->w, sizeof header);
+    /* NV to KHR: three new unsigned constants 0, 1, 2 (uses and layouts). */
     uint32_t constant[3] = {header[3], header[3] + 1, header[3] + 2};
-    header[3] += 3;
-    bool ok = emit(o, header, 5), constants_written = false;
-    for (size_t i = 5; ok && i < m->n; i += m->w[i] >> 16) {
+    if (d->to_khr)
+        header[3] += 3;
+    bool ok = !r && emit(o, header, 5), constants_written = !d->to_khr;
+    for (size_t i = 5; ok && !r && i < m->n; i += m->w[i] >> 16) {
         const uint32_t *in = &m->w[i];
-        uint32_t op = in[0] & 0xffff, count = in[0] >> 16;
-        if (op == OP_CAPABILITY && in[1] == CAP_NV) {
-            uint32_t w[2] = {2u << 16 | OP_CAPABILITY, CAP_KHR};
-            ok = emit(o, w, 2);
-        } else if (extension_is(m, i, "SPV_NV_cooperative_matrix")) {
-            ok = emit_extension(o, "SPV_KHR_cooperative_matrix");
-        } else if (op == OP_TYPE_NV) {
+        uint32_t op = in[0] & 0xffff, count = in[0] >> 16, w[16];
+        if (op == OP_CAPABILITY && in[1] == d->from_cap) {
+            uint32_t cap[2] = {2u << 16 | OP_CAPABILITY, d->to_cap};
+            ok = emit(o, cap, 2);
+        } else if (extension_is(m, i, d->from_extension)) {
+            ok = emit_extension(o, d->to_extension);
+        } else if (op == d->from_type && count == (d->to_khr ? 6u : 7u)) {
             if (!constants_written) {
-                if (!a.uint_type) {
+                if (!a.uint_type)
                     r = fail("word %zu: no 32-bit unsigned type before the matrix types", i);
-                    goto done;
-                }
-                for (uint32_t v = 0; ok && v < 3; v++) {
-                    uint32_t w[4] = {4u << 16 | OP_CONSTANT, a.uint_type, constant[v], v};
-                    ok = emit(o, w, 4);
+                for (uint32_t v = 0; !r && ok && v < 3; v++) {
+                    uint32_t c[4] = {4u << 16 | OP_CONSTANT, a.uint_type, constant[v], v};
+                    ok = emit(o, c, 4);
                 }
                 constants_written = true;
             }
-            uint32_t w[7] = {7u << 16 | OP_TYPE_KHR, in[1], in[2], in[3], in[4], in[5],
-                             constant[a.use[in[1]]]};
-            ok = ok && emit(o, w, 7);
-        } else if (op == OP_LOAD_NV || op == OP_STORE_NV) {
-            /* Load: T r P Stride ColumnMajor [mem]; store: P O Stride ColumnMajor [mem]. */
-            size_t stride = op == OP_LOAD_NV ? 4 : 3;
-            if (count < stride + 2) {
-                r = fail("word %zu: a load or store of unexpected length", i);
-                goto done;
-            }
-            uint32_t major = in[stride + 1];
-            if (major != a.bool_true && major != a.bool_false) {
-                r = fail("word %zu: ColumnMajor is not OpConstantTrue or OpConstantFalse", i);
-                goto done;
-            }
-            uint32_t w[16];
-            if (count > 16) {
-                r = fail("word %zu: a load or store with too many operands", i);
-                goto done;
-            }
+            uint32_t t[7] = {(d->to_khr ? 7u : 6u) << 16 | d->to_type, in[1], in[2], in[3], in[4],
+                             in[5], constant[a.use[in[1]]]};
+            ok = ok && emit(o, t, d->to_khr ? 7 : 6);
+        } else if (op == d->from_load || op == d->from_store) {
+            /* Load: T r P ...; store: P O ... */
+            r = move_layout(d, &a, constant, in, count, op == d->from_load ? 4 : 3, w, i);
+            w[0] = count << 16 | (op == d->from_load ? d->to_load : d->to_store);
+            ok = r || emit(o, w, count);
+        } else if ((op == d->from_muladd || op == d->from_length) && count <= 16) {
             memcpy(w, in, count * sizeof *w);
-            w[0] = count << 16 | (op == OP_LOAD_NV ? OP_LOAD_KHR : OP_STORE_KHR);
-            w[stride] = constant[major == a.bool_true ? COLUMN_MAJOR : ROW_MAJOR];
-            w[stride + 1] = in[stride];
+            w[0] = count << 16 | (op == d->from_muladd ? d->to_muladd : d->to_length);
             ok = emit(o, w, count);
-        } else if (op == OP_MULADD_NV || op == OP_LENGTH_NV) {
-            uint32_t w[8];
-            if (count > 8) {
-                r = fail("word %zu: a product or length with too many operands", i);
-                goto done;
-            }
-            memcpy(w, in, count * sizeof *w);
-            w[0] = count << 16 | (op == OP_MULADD_NV ? OP_MULADD_KHR : OP_LENGTH_KHR);
-            ok = emit(o, w, count);
+        } else if (op == d->from_type || op == d->from_muladd || op == d->from_length) {
+            r = fail("word %zu: a cooperative-matrix instruction of unexpected length", i);
         } else {
             ok = emit(o, in, count);
         }
     }
-    if (!ok)
+    if (!r && !ok)
         r = fail("no memory for %zu words", m->n);
-done:
-    analysis_free(&a);
-    return r;
-}
-
-/* The inverse, for the round-trip test: KHR types lose their use, layouts
- * become the module's boolean constants again. The added constants stay. */
-static int to_nv(const module *m, writer *o)
-{
-    analysis a = {0};
-    int r = analyze(m, OP_TYPE_KHR, OP_MULADD_KHR, &a);
-    if (r) {
-        analysis_free(&a);
-        return r;
-    }
-    bool ok = emit(o, m->w, 5);
-    for (size_t i = 5; ok && i < m->n; i += m->w[i] >> 16) {
-        const uint32_t *in = &m->w[i];
-        uint32_t op = in[0] & 0xffff, count = in[0] >> 16;
-        if (op == OP_CAPABILITY && in[1] == CAP_KHR) {
-            uint32_t w[2] = {2u << 16 | OP_CAPABILITY, CAP_NV};
-            ok = emit(o, w, 2);
-        } else if (extension_is(m, i, "SPV_KHR_cooperative_matrix")) {
-            ok = emit_extension(o, "SPV_NV_cooperative_matrix");
-        } else if (op == OP_TYPE_KHR) {
-            uint32_t w[6] = {6u << 16 | OP_TYPE_NV, in[1], in[2], in[3], in[4], in[5]};
-            ok = emit(o, w, 6);
-        } else if (op == OP_LOAD_KHR || op == OP_STORE_KHR) {
-            size_t layout = op == OP_LOAD_KHR ? 4 : 3;
-            uint32_t w[16];
-            if (count > 16 || count < layout + 2) {
-                r = fail("word %zu: a load or store of unexpected length", i);
-                goto done;
-            }
-            uint32_t value = in[layout] < a.bound ? a.uint_value[in[layout]] : 0;
-            if (value != 1 + ROW_MAJOR && value != 1 + COLUMN_MAJOR) {
-                r = fail("word %zu: a layout that is not the constant 0 or 1", i);
-                goto done;
-            }
-            uint32_t major = value == 1 + COLUMN_MAJOR ? a.bool_true : a.bool_false;
-            if (!major) {
-                r = fail("word %zu: no OpConstantTrue or OpConstantFalse for the layout", i);
-                goto done;
-            }
-            memcpy(w, in, count * sizeof *w);
-            w[0] = count << 16 | (op == OP_LOAD_KHR ? OP_LOAD_NV : OP_STORE_NV);
-            w[layout] = in[layout + 1];
-            w[layout + 1] = major;
-            ok = emit(o, w, count);
-        } else if (op == OP_MULADD_KHR || op == OP_LENGTH_KHR) {
-            uint32_t w[8];
-            if (count > 8) {
-                r = fail("word %zu: a product or length with too many operands", i);
-                goto done;
-            }
-            memcpy(w, in, count * sizeof *w);
-            w[0] = count << 16 | (op == OP_MULADD_KHR ? OP_MULADD_NV : OP_LENGTH_NV);
-            ok = emit(o, w, count);
-        } else {
-            ok = emit(o, in, count);
-        }
-    }
-    if (!ok)
-        r = fail("no memory for %zu words", m->n);
-done:
     analysis_free(&a);
     return r;
 }
@@ -361,7 +322,7 @@ int main(int argc, char **argv)
         return 1;
     }
     writer o = {0};
-    int r = reverse ? to_nv(&m, &o) : to_khr(&m, &o);
+    int r = rewrite(&m, &o, reverse ? &khr_to_nv : &nv_to_khr);
     free(m.w);
     if (r == 0) {
         FILE *f = fopen(out, "wb");
