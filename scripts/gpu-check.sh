@@ -227,13 +227,16 @@ check() {
   [ $bench_rc = 124 ] && say "bench: stopped after 150 s"
   # 4b. The VK_KHR_cooperative_matrix builds (rewritten from the NV SPIR-V by
   # tools/coopmat_khr.c), where the device has that extension beside NVIDIA's:
-  # the real attention kernel on every fixed and decode shape, validation on,
-  # and the matrix units' rate through it.
+  # the real attention kernel on every fixed and decode shape against the CPU
+  # reference, and the matrix units' rate through it. Without validation: the
+  # layer carried from Debian 12 (1.3.239) predates the extension and would
+  # flag its structures and SPIR-V as unknown.
   local khr_summary="not run: the device has no VK_KHR_cooperative_matrix"
   if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
       grep -q "cooperative matrix yes (KHR)"; then
     say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention"
     VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
+        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
         XDG_CACHE_HOME="$work/khr-cache" timeout 120 "$build_abs/tests/test_attention" \
         > "$out/khr.log" 2>&1
     local khr_rc=$?

@@ -7,7 +7,8 @@ modules the library embeds:
 
 - every instruction of the NV module is in the KHR one, in order, unchanged
   except the five cooperative-matrix ones, which take their KHR forms (operand
-  order of loads and stores, MemoryLayout from ColumnMajor), plus three new
+  order of loads and stores, MemoryLayout from ColumnMajor), also inside
+  OpSpecConstantOp (a matrix's length as a specialization constant), plus three new
   32-bit constants 0, 1, 2 right before the first matrix type;
 - each matrix type's Use is what the products make of it (A, B, accumulator);
 - no NV opcode, capability or extension is left;
@@ -25,7 +26,7 @@ import sys
 import tempfile
 
 OP_EXTENSION, OP_CAPABILITY, OP_TYPE_INT, OP_CONSTANT = 10, 17, 21, 43
-OP_CONSTANT_TRUE, OP_CONSTANT_FALSE = 41, 42
+OP_CONSTANT_TRUE, OP_CONSTANT_FALSE, OP_SPEC_CONSTANT_OP = 41, 42, 52
 NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
@@ -108,6 +109,10 @@ def check_kernel(tool, folder, name):
                   value.get(b[s]) == layout and b[s + 1] == a[s] and b[s + 2:] == a[s + 2:])
             check(ok, f"{name}: {a} became {b}")
             mapped += 1
+        elif op == OP_SPEC_CONSTANT_OP and a[3] in NV.values():
+            ok = a[3] == NV["length"] and len(a) == 5 and opcode(b) == op and b[:3] == a[:3]
+            check(ok and b[3] == KHR["length"] and b[4] == a[4], f"{name}: {a} became {b}")
+            mapped += 1
         elif op in (NV["muladd"], NV["length"]):
             want_op = KHR["muladd"] if op == NV["muladd"] else KHR["length"]
             check(opcode(b) == want_op and b[1:] == a[1:], f"{name}: {a} became {b}")
@@ -125,6 +130,7 @@ def check_kernel(tool, folder, name):
                 use_of.get(type_of.get(p[5]))]
         check(uses == [2, 0, 1, 2], f"{name}: product {p}: uses (result, A, B, C) {uses}")
     left = [i for i in khr_ins if opcode(i) in NV.values() or
+            (opcode(i) == OP_SPEC_CONSTANT_OP and i[3] in NV.values()) or
             (opcode(i) == OP_CAPABILITY and i[1] == CAP_NV) or
             (opcode(i) == OP_EXTENSION and "NV_cooperative_matrix" in string_of(i))]
     check(not left, f"{name}: NV instructions left: {left[:3]}")

@@ -14,6 +14,7 @@
  *                                           -> OpCooperativeMatrixStoreKHR P O Layout Stride [mem]
  *   OpCooperativeMatrixMulAddNV T r A B C   -> OpCooperativeMatrixMulAddKHR T r A B C
  *   OpCooperativeMatrixLengthNV T r M       -> OpCooperativeMatrixLengthKHR T r M
+ *   OpSpecConstantOp T r CooperativeMatrixLengthNV M (likewise)
  *
  * A KHR matrix type names its use (A, B or accumulator), which NV leaves to
  * the product: each NV type takes the use its values have as a product's
@@ -37,7 +38,7 @@
 enum {
     OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_CONSTANT_TRUE = 41,
     OP_CONSTANT_FALSE = 42, OP_CONSTANT = 43, OP_NAME = 5, OP_MEMBER_NAME = 6, OP_DECORATE = 71,
-    OP_MEMBER_DECORATE = 72, OP_FCONVERT = 115,
+    OP_MEMBER_DECORATE = 72, OP_FCONVERT = 115, OP_SPEC_CONSTANT_OP = 52,
     OP_TYPE_KHR = 4456, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR,
     OP_TYPE_NV = 5358, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV,
     CAP_NV = 5357, CAP_KHR = 6022,
@@ -265,10 +266,11 @@ static int rewrite(const module *m, writer *o, const direction *d)
     uint32_t constant[3] = {header[3], header[3] + 1, header[3] + 2};
     if (d->to_khr)
         header[3] += 3;
-    bool ok = !r && emit(o, header, 5), constants_written = !d->to_khr;
+    bool ok = !r && emit(o, header, 5), constants_written = !d->to_khr, uint_declared = false;
     for (size_t i = 5; ok && !r && i < m->n; i += m->w[i] >> 16) {
         const uint32_t *in = &m->w[i];
         uint32_t op = in[0] & 0xffff, count = in[0] >> 16, w[16];
+        uint_declared = uint_declared || (op == OP_TYPE_INT && count > 1 && in[1] == a.uint_type);
         if (op == OP_CAPABILITY && in[1] == d->from_cap) {
             uint32_t cap[2] = {2u << 16 | OP_CAPABILITY, d->to_cap};
             ok = emit(o, cap, 2);
@@ -276,7 +278,7 @@ static int rewrite(const module *m, writer *o, const direction *d)
             ok = emit_extension(o, d->to_extension);
         } else if (op == d->from_type && count == (d->to_khr ? 6u : 7u)) {
             if (!constants_written) {
-                if (!a.uint_type)
+                if (!uint_declared)
                     r = fail("word %zu: no 32-bit unsigned type before the matrix types", i);
                 for (uint32_t v = 0; !r && ok && v < 3; v++) {
                     uint32_t c[4] = {4u << 16 | OP_CONSTANT, a.uint_type, constant[v], v};
@@ -296,6 +298,17 @@ static int rewrite(const module *m, writer *o, const direction *d)
             memcpy(w, in, count * sizeof *w);
             w[0] = count << 16 | (op == d->from_muladd ? d->to_muladd : d->to_length);
             ok = emit(o, w, count);
+        } else if (op == OP_SPEC_CONSTANT_OP && count == 5 && in[3] == d->from_length) {
+            /* A matrix's length as a specialization constant (glslang's form
+             * where the dimensions are). */
+            memcpy(w, in, count * sizeof *w);
+            w[3] = d->to_length;
+            ok = emit(o, w, count);
+        } else if (op == OP_SPEC_CONSTANT_OP && count > 3 &&
+                   (in[3] == d->from_type || in[3] == d->from_load || in[3] == d->from_store ||
+                    in[3] == d->from_muladd || in[3] == d->from_length)) {
+            r = fail("word %zu: a specialization-constant cooperative-matrix operation of "
+                     "unexpected form", i);
         } else if (op == d->from_type || op == d->from_muladd || op == d->from_length) {
             r = fail("word %zu: a cooperative-matrix instruction of unexpected length", i);
         } else {
