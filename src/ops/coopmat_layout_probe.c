@@ -83,7 +83,7 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
                                    uint32_t cluster, coopmat_layout *out)
 {
     bool required;
-    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
     if (!emulated && (!ctx->vk.enabled.coopmat || !required))
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %s has no cooperative "
                         "matrices with a required subgroup size", ctx->info.name);

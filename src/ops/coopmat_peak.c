@@ -80,7 +80,7 @@ static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkatt
                                  float *host, uint32_t loads, double *tflops)
 {
     bool required;
-    kernel_subgroup_size(ctx, &required);
+    coopmat_subgroup_size(ctx, p->emulated, &required);
     vk_dispatch d = {
         .key = {.shader = p->emulated ? SHADER_COOPMAT_PEAK_EMULATED
                                       : coopmat_shader(ctx, SHADER_COOPMAT_PEAK),
@@ -143,9 +143,11 @@ void coopmat_peak_report(vkattn_context *ctx)
     if (!flag || *flag != '1' || ctx->vk.external)
         return;
     bool required;
-    peak_setup p = {.sg = kernel_subgroup_size(ctx, &required)};
+    peak_setup p = {.sg = coopmat_subgroup_size(ctx, false, &required)};
     p.emulated = !(ctx->vk.enabled.coopmat && required &&
                    coopmat_device_shape(&ctx->vk.enabled, &p.s));
+    if (p.emulated)
+        p.sg = coopmat_subgroup_size(ctx, true, &required);
     if (p.emulated && !coopmat_emulated_shape(&p.s))
         return;
     /* On the matrix units: enough workgroups to fill a large GPU several times

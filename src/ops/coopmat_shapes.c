@@ -86,6 +86,22 @@ static const struct {
     {SHADER_COOPMAT_PEAK, SHADER_COOPMAT_PEAK_KHR},
 };
 
+uint32_t coopmat_subgroup_size(const vkattn_context *ctx, bool emulated, bool *required)
+{
+    uint32_t sg = kernel_subgroup_size(ctx, required);
+    const device_caps *caps = &ctx->vk.enabled;
+    /* VK_KHR_cooperative_matrix does not say which subgroup size a device's
+     * matrix units take. AMD's (WMMA: wave32 on RDNA3, where drivers default
+     * to 64) and Intel's (DPAS: SIMD8 on Alchemist, SIMD16 on Battlemage) run
+     * at the device's smallest size, so the KHR builds require that. Not yet
+     * run on either. NVIDIA has one size. */
+    if (!emulated && caps->coopmat_khr && caps->subgroup_size_control && caps->subgroup_min) {
+        *required = true;
+        return caps->subgroup_min;
+    }
+    return sg;
+}
+
 shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv)
 {
     if (ctx->vk.enabled.coopmat_khr)

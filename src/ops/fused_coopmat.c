@@ -161,7 +161,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     plan->build = emulated ? SHADER_ATTENTION_COOPMAT_EMULATED
                            : coopmat_shader(ctx, SHADER_ATTENTION_COOPMAT);
     bool required;
-    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
     const device_caps *caps = &ctx->vk.enabled;
     if (!ctx->vk.subgroup_shuffle || sg == 0 ||
         (!required && caps->subgroup_min != caps->subgroup_max)) {

@@ -64,7 +64,7 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
      * operation needs every lane of its subgroup active, which only full
      * subgroups of a required size promise. */
     bool required;
-    uint32_t sg = kernel_subgroup_size(ctx, &required);
+    uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
     const device_caps *caps = &ctx->vk.enabled;
     if (sg == 0 || (emulated ? !required && caps->subgroup_min != caps->subgroup_max : !required))
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs one subgroup size for "

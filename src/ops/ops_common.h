@@ -141,6 +141,10 @@ bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs);
 /* The build of a real cooperative-matrix kernel (its NV shader id) for the
  * extension the context's device enabled: NV's, or VK_KHR_cooperative_matrix's. */
 shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv);
+/* The subgroup size a coopmat kernel is specialized for and, where *required,
+ * runs with: kernel_subgroup_size, except that the KHR builds take the
+ * device's smallest size (coopmat_shapes.c says why). */
+uint32_t coopmat_subgroup_size(const vkattn_context *ctx, bool emulated, bool *required);
 
 /* --------------------------------------------------------------- softmax -- */
 
