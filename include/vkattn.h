@@ -563,7 +563,7 @@ typedef enum vkattn_matmul_variant {
     VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:
                                  the fast kernel on CPU devices (lavapipe); BF16 inputs
                                  read as their bits (no texel format) and widened */
-    VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_cooperative_matrix),
+    VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_ or VK_KHR_cooperative_matrix),
                                  f32 accumulation. Opt-in until verified on a GPU: AUTO
                                  takes it only with VKATTN_COOPMAT=1 */
     VKATTN_MATMUL_COOPMAT_EMULATED, /* the same kernel, matrix operations in plain code
@@ -643,7 +643,7 @@ typedef enum vkattn_fused_variant {
                                 shared memory or barriers: for CPU devices (lavapipe).
                                 BF16 Q, K or V are read as their bits and widened */
     VKATTN_FUSED_TILED,      /* K/V tiles staged in shared memory by a workgroup: for GPUs */
-    VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_cooperative_matrix,
+    VKATTN_FUSED_COOPMAT,    /* Q K^T and P V on the matrix units (VK_NV_ or VK_KHR_cooperative_matrix,
                                 f16 or bf16 Q, K, V, f32 accumulation; bf16 is converted
                                 to f16 exactly as it is staged, each Q row, key and V tile
                                 scaled by a power of 2), every variant, head sizes up to
