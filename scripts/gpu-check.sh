@@ -11,8 +11,8 @@
 # 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
 # 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
 # 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
-#    where the device also has VK_KHR_cooperative_matrix the KHR build of the
-#    coopmat attention kernel on its test shapes (khr.log), then the bench once
+#    where the device also has VK_KHR_cooperative_matrix the KHR builds of the
+#    coopmat attention and matmul kernels on their test cases (khr.log), then the bench once
 #    more with --profile (each kernel's GPU time, profile.txt);
 # 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
@@ -239,9 +239,16 @@ check() {
         VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
         XDG_CACHE_HOME="$work/khr-cache" timeout 120 "$build_abs/tests/test_attention" \
         > "$out/khr.log" 2>&1
-    local khr_rc=$?
-    grep -E '^vkattn: coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -5
-    khr_summary="test_coopmat_device exit status $khr_rc (khr.log)"
+    local khr_rc=$? khr_matmul_rc
+    # And the coopmat matmul's KHR build on its fixed cases (after the emulated ones).
+    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_emulated \
+        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
+        XDG_CACHE_HOME="$work/khr-cache" timeout 60 "$build_abs/tests/test_matmul" \
+        >> "$out/khr.log" 2>&1
+    khr_matmul_rc=$?
+    grep -E '^vkattn: coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
+    khr_summary="test_attention's test_coopmat_device exit status $khr_rc, test_matmul's"
+    khr_summary+=" test_coopmat_emulated (the real kernel last) $khr_matmul_rc (khr.log)"
   fi
   say "KHR build: $khr_summary"
   # Where the time goes, kernel by kernel (timestamps after every dispatch, so
