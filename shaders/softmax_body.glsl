@@ -4,8 +4,9 @@
 //   ROW_LANE, ROW_LANES        this invocation's lane in its row, lanes per row
 //   row_max(x), row_sum(x)     reductions over the ROW_LANES lanes of a row
 //
-// Per row: keys j < limit are allowed, where limit = min(Tk, kv_len[n],
-// i + q_offset + 1 when causal); the rest give 0. Two sweeps over the row, four
+// Per row: keys first <= j < limit are allowed, where limit = min(Tk, kv_len[n],
+// pos + 1 when causal, pos + window_right + 1) and first = pos - window_left
+// (pos = i + q_offset; the window's sides when bounded); the rest give 0. Two sweeps over the row, four
 // elements per access: (1) each lane keeps a running maximum m and a sum of
 // exp(x - m) rescaled whenever m grows, then the lanes combine theirs;
 // (2) y = exp((x - max) * scale) / sum, written four at a time. Subtracting
@@ -28,6 +29,10 @@ layout(constant_id = 7) const bool MARK_MASKED = false;
 // keys -inf. Without either a -inf is the data's (an Inf input, an f32
 // overflow) and weighs 0 in IEEE arithmetic, as in the fused kernels.
 layout(constant_id = 8) const bool MARK_NEG_INF = false;
+// Attention's sliding window (p.window_left, p.window_right; -1 = unbounded),
+// applied by position, so that a -inf the data made inside it weighs 0 as in
+// the fused kernels, while the keys outside it are masked.
+layout(constant_id = 9) const bool HAS_WINDOW = false;
 
 layout(set = 0, binding = 0) readonly buffer X32 { float x32[]; };
 layout(set = 0, binding = 0) readonly buffer X16 { uint x16[]; };
@@ -49,6 +54,7 @@ layout(push_constant) uniform Push {
     uint rows_per_workgroup;
     uint kv_row_base;     // row index of this dispatch's first row, for kv_len
     uint rows_per_head, heads;  // sinks: row r + kv_row_base is of head (that / rows_per_head) % heads
+    int window_left, window_right;  // with HAS_WINDOW: >= 0, or -1 = unbounded
 } p;
 
 // Elements e .. e+3 of X (e % 4 == 0 when VEC4, so the aligned vec4 lies inside
@@ -86,24 +92,32 @@ void store4(uint e, uint end, vec4 v)
 
 void softmax_row(uint row, bool row_valid)
 {
-    uint limit = 0;
+    uint first = 0, limit = 0;
     uint base = row * p.Tk;
     if (row_valid) {
-        int allowed = int(p.Tk);
+        int allowed = int(p.Tk), pos = int(row % p.Tq) + p.q_offset;
         if (HAS_KV_LEN)
             allowed = min(allowed, max(kv_len[(row + p.kv_row_base) / p.rows_per_batch], 0));
         if (CAUSAL)
-            allowed = min(allowed, max(int(row % p.Tq) + p.q_offset + 1, 0));
+            allowed = min(allowed, max(pos + 1, 0));
+        if (HAS_WINDOW && p.window_right >= 0)
+            allowed = min(allowed, max(pos + p.window_right + 1, 0));
+        if (HAS_WINDOW && p.window_left >= 0)
+            first = uint(clamp(pos - p.window_left, 0, allowed));
         limit = uint(allowed);
     }
     uint stride = 4 * ROW_LANES;
+    // Whole strides before the window's first key hold nothing allowed.
+    uint start = first / stride * stride + 4 * ROW_LANE;
 
     // Sweep 1: running maximum and rescaled sum per lane. While m is -inf every
     // element seen so far is -inf or NaN, so exp2(v) adds 0 or NaN: a NaN score
     // makes the sum NaN even where max() drops NaN operands.
     float m = NEG_INF, s = 0.0;
-    for (uint j = 4 * ROW_LANE; j < limit; j += stride) {
+    for (uint j = start; j < limit; j += stride) {
         vec4 v = load4(base + j, base + limit);
+        if (HAS_WINDOW)
+            v = mix(v, vec4(NEG_INF), lessThan(uvec4(j) + uvec4(0, 1, 2, 3), uvec4(first)));
         float block_max = max(max(v.x, v.y), max(v.z, v.w));
         if (block_max > m) {
             s *= exp2((m - block_max) * p.scale_log2e);
@@ -135,9 +149,11 @@ void softmax_row(uint row, bool row_valid)
     // Sweep 2: normalised values over the allowed keys, exact zeros past them
     // (MASKED_WEIGHT past them with MARK_MASKED, and at -inf with MARK_NEG_INF).
     for (uint j = 4 * ROW_LANE; j < p.Tk; j += stride) {
-        vec4 v = j < limit ? load4(base + j, base + limit) : vec4(NEG_INF);
+        vec4 v = j < limit && j + 4 > first ? load4(base + j, base + limit) : vec4(NEG_INF);
         vec4 out_v = exp2((v - shift) * p.scale_log2e) * inv;
-        bvec4 allowed = lessThan(uvec4(j) + uvec4(0, 1, 2, 3), uvec4(limit));
+        uvec4 keys = uvec4(j) + uvec4(0, 1, 2, 3);
+        bvec4 allowed = bvec4(uvec4(lessThan(keys, uvec4(limit))) &
+                              uvec4(greaterThanEqual(keys, uvec4(first))));
         if (MARK_MASKED) {
             vec4 marked = mix(vec4(MASKED_WEIGHT), out_v, allowed);
             bvec4 kept = MARK_NEG_INF ? notEqual(v, vec4(NEG_INF)) : bvec4(true);

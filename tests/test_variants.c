@@ -892,6 +892,19 @@ static void test_overflowed_scores(void **state)
     }
     expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
                  "score overflowed to -inf against NaN");
+    /* Within a bounded window the same: row 0 (position 1) sees keys 0.. and
+     * takes the NaN; row 1 (position 2) sees keys 1.. and not. The unfused
+     * path once skipped every -inf under a bounded window as one of its
+     * not-allowed keys. */
+    d.has_window = true;
+    d.window_left = 1;
+    d.window_right = -1;
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+    assert_true(isnan(want[0]));
+    assert_true(isfinite(want[1]) && isfinite(want[4]) && isfinite(want[5]));
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+                 "score overflowed to -inf against NaN, in a window");
     pair *all[] = {&q, &k, &v, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pair_destroy(all[i]);

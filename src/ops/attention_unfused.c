@@ -164,12 +164,15 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .sinks = d->var.sinks,
         .rows_per_head = (uint32_t)Tq,
         .heads = (uint32_t)d->H,
+        /* The window by position (its keys outside are also -inf here, from
+         * record_score_variants, but so is a score the data made -inf). */
+        .has_window = d->var.has_window,
+        .window_left = attention_window_side(d->var.window_left, d),
+        .window_right = attention_window_side(d->var.window_right, d),
         .mark_masked = true,
-        /* A bounded window's not-allowed keys are -inf here (record_score_variants);
-         * a -inf the data made inside it is then skipped too, where the fused
-         * kernels weigh it 0 (a NaN in V there: NaN fused, not unfused). */
-        .neg_inf_masked = d->var.mask != NULL ||
-                          (d->var.has_window && (d->var.window_left >= 0 || d->var.window_right >= 0)),
+        /* A mask's -inf counts as not allowed (DESIGN.md), and no position
+         * tells it from the data's: the fused kernels skip both too. */
+        .neg_inf_masked = d->var.mask != NULL,
     };
     if ((s = vk_softmax_record(ctx, &softmax)) != VKATTN_OK)
         return s;

@@ -165,11 +165,16 @@ typedef struct softmax_call {
      * ((r + kv_row_base) / rows_per_head) % heads. */
     const vkattn_tensor *sinks;
     uint32_t rows_per_head, heads;
-    /* Entries a row may not see (past its limit) become MASKED_WEIGHT, not 0,
-     * for a P V matmul with masked_a_skips: a weight that underflowed to 0
+    /* Attention's sliding window: key j of a row at position pos (its query
+     * row + q_offset) is allowed only if pos - window_left <= j <= pos +
+     * window_right (a side of -1: unbounded). */
+    bool has_window;
+    int32_t window_left, window_right;
+    /* Entries a row may not see (outside its limits) become MASKED_WEIGHT, not
+     * 0, for a P V matmul with masked_a_skips: a weight that underflowed to 0
      * still multiplies V there (0 * NaN = NaN, IEEE). With neg_inf_masked
-     * also -inf scores: where a mask or window wrote its not-allowed keys so
-     * (without, a -inf is the data's and weighs 0, as in the fused kernels). */
+     * also -inf scores: where a mask wrote its not-allowed keys so (without, a
+     * -inf is the data's and weighs 0, as in the fused kernels). */
     bool mark_masked, neg_inf_masked;
 } softmax_call;
 

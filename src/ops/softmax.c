@@ -13,12 +13,14 @@ typedef struct softmax_push {
     uint32_t rows_per_workgroup;
     uint32_t kv_row_base;
     uint32_t rows_per_head, heads;
+    int32_t window_left, window_right;
 } softmax_push;
 _Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constants too large");
 
 enum softmax_spec { /* constant_id values in softmax_body.glsl */
     SM_SPEC_WORKGROUP = 0, SM_SPEC_X_DTYPE, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
-    SM_SPEC_VEC4, SM_SPEC_HAS_SINKS, SM_SPEC_MARK_MASKED, SM_SPEC_MARK_NEG_INF, SM_SPEC_COUNT
+    SM_SPEC_VEC4, SM_SPEC_HAS_SINKS, SM_SPEC_MARK_MASKED, SM_SPEC_MARK_NEG_INF, SM_SPEC_HAS_WINDOW,
+    SM_SPEC_COUNT
 };
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
@@ -122,6 +124,8 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
         .kv_row_base = c->kv_row_base,
         .rows_per_head = c->rows_per_head ? c->rows_per_head : 1,
         .heads = c->heads ? c->heads : 1,
+        .window_left = c->has_window ? c->window_left : -1,
+        .window_right = c->has_window ? c->window_right : -1,
     };
     vk_binding x = vk_bind(c->x, false);
     if (vec4)
@@ -138,7 +142,8 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
                          [SM_SPEC_VEC4] = vec4,
                          [SM_SPEC_HAS_SINKS] = c->sinks != NULL,
                          [SM_SPEC_MARK_MASKED] = c->mark_masked,
-                         [SM_SPEC_MARK_NEG_INF] = c->mark_masked && c->neg_inf_masked}},
+                         [SM_SPEC_MARK_NEG_INF] = c->mark_masked && c->neg_inf_masked,
+                         [SM_SPEC_HAS_WINDOW] = c->has_window}},
         .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true), vk_bind(c->sinks, false)},
         .binding_count = 4,
         .push = &push,
