@@ -89,6 +89,13 @@ static void query_coopmat_shapes_khr(const vk_instance_table *vki, VkPhysicalDev
     free(props);
 }
 
+/* The NV and KHR structures have the same members; sType says which. */
+static VkStructureType coopmat_features_type(bool khr)
+{
+    return khr ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+               : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+}
+
 /* Which cooperative-matrix extension the kernels go through: NVIDIA's own
  * where the device has it (verified there), else the KHR one (AMD, Intel);
  * VKATTN_COOPMAT_KHR=1 takes the KHR one wherever the device has it (how a
@@ -122,8 +129,8 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     bool has_coopmat = has_nv || has_khr;
     bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");
 
-    /* Each structure goes into the chain only where the device knows it. */
-    /* The NV and KHR structures have the same members; sType says which. */
+    /* Each structure goes into the chain only where the device knows it. The
+     * NV and KHR structures have the same members; sType says which. */
     VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props = {
         .sType = caps->coopmat_khr
                      ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR
@@ -139,8 +146,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
-        .sType = caps->coopmat_khr ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
-                                   : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+        .sType = coopmat_features_type(caps->coopmat_khr)};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
@@ -190,13 +196,12 @@ void device_caps_features(const device_caps *caps, vkattn_device_features *c)
     void *next = NULL;
     if (caps->coopmat) {
         c->cooperative_matrix = (VkPhysicalDeviceCooperativeMatrixFeaturesNV){
-            .sType = caps->coopmat_khr
-                         ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
-                         : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
-            .pNext = next, .cooperativeMatrix = VK_TRUE};
+            .sType = coopmat_features_type(caps->coopmat_khr), .pNext = next,
+            .cooperativeMatrix = VK_TRUE};
         next = &c->cooperative_matrix;
-        c->extensions[c->extension_count++] =
-            caps->coopmat_khr ? VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME : "VK_NV_cooperative_matrix";
+        c->extensions[c->extension_count++] = caps->coopmat_khr
+                                                  ? VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME
+                                                  : "VK_NV_cooperative_matrix";
         c->vulkan_memory_model = (VkPhysicalDeviceVulkanMemoryModelFeatures){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
             .pNext = next, .vulkanMemoryModel = VK_TRUE, .vulkanMemoryModelDeviceScope = VK_TRUE};
@@ -236,11 +241,9 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
                      f->vulkan_memory_model.vulkanMemoryModelDeviceScope;
     /* The application enabled the extension vkattn_device_features_query
      * named: its structure's sType says which. */
-    VkStructureType coopmat_type = caps->coopmat_khr
-                                       ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
-                                       : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
     e.coopmat = caps->coopmat && e.float16 && e.memory_model &&
-                f->cooperative_matrix.sType == coopmat_type && f->cooperative_matrix.cooperativeMatrix;
+                f->cooperative_matrix.sType == coopmat_features_type(caps->coopmat_khr) &&
+                f->cooperative_matrix.cooperativeMatrix;
     e.coopmat_khr = e.coopmat && caps->coopmat_khr;
     if (e.coopmat) {
         e.coopmat_shape_count = caps->coopmat_shape_count;

@@ -173,7 +173,8 @@ static int analyze(const module *m, uint32_t type_op, uint32_t muladd_op, analys
         else if (op == OP_CONSTANT && count == 4 && w1 == a->uint_type && a->uint_type &&
                  w2 < a->bound)
             a->uint_value[w2] = m->w[i + 3] + 1;
-        if (op != type_op && !names_target(op) && count > 2 && w1 < a->bound && a->is_matrix[w1] && w2 < a->bound)
+        bool typed = op != type_op && !names_target(op) && count > 2;
+        if (typed && w1 < a->bound && a->is_matrix[w1] && w2 < a->bound)
             a->type_of[w2] = w1;
         if (op == muladd_op) {
             if (count < 6)
@@ -197,9 +198,9 @@ static int analyze(const module *m, uint32_t type_op, uint32_t muladd_op, analys
     /* A conversion keeps its use in SPV_KHR_cooperative_matrix. */
     for (size_t i = 5; i < m->n; i += m->w[i] >> 16) {
         uint32_t op = m->w[i] & 0xffff, count = m->w[i] >> 16;
-        if (op == OP_FCONVERT && count == 4 && m->w[i + 1] < a->bound && a->is_matrix[m->w[i + 1]] &&
-            m->w[i + 3] < a->bound && a->type_of[m->w[i + 3]] &&
-            a->use[a->type_of[m->w[i + 3]]] != a->use[m->w[i + 1]])
+        uint32_t to = count == 4 ? m->w[i + 1] : 0, from = count == 4 ? m->w[i + 3] : 0;
+        if (op == OP_FCONVERT && to < a->bound && a->is_matrix[to] && from < a->bound &&
+            a->type_of[from] && a->use[a->type_of[from]] != a->use[to])
             return fail("word %zu: a conversion between matrix uses (no such thing in "
                         "SPV_KHR_cooperative_matrix)", i);
     }
