@@ -6,15 +6,15 @@
 //
 // Per row: keys first <= j < limit are allowed, where limit = min(Tk, kv_len[n],
 // pos + 1 when causal, pos + window_right + 1) and first = pos - window_left
-// (pos = i + q_offset; the window's sides when bounded); the rest give 0. Two sweeps over the row, four
-// elements per access: (1) each lane keeps a running maximum m and a sum of
-// exp(x - m) rescaled whenever m grows, then the lanes combine theirs;
-// (2) y = exp((x - max) * scale) / sum, written four at a time. Subtracting
-// before scaling keeps x - max exact for nearby values, so rows of magnitude
-// 1e4 lose nothing to the rounding of scale * x (scale > 0, so the maximum is
-// the same). A row with no allowed key (or whose allowed scores are all -inf)
-// is all zeros. Each lane reads an element before writing it and touches only
-// its own, so Y may alias X.
+// (pos = i + q_offset; the window's sides when bounded); the rest give 0. Two
+// sweeps over the row, four elements per access: (1) each lane keeps a running
+// maximum m and a sum of exp(x - m) rescaled whenever m grows, then the lanes
+// combine theirs; (2) y = exp((x - max) * scale) / sum, written four at a time.
+// Subtracting before scaling keeps x - max exact for nearby values, so rows of
+// magnitude 1e4 lose nothing to the rounding of scale * x (scale > 0, so the
+// maximum is the same). A row with no allowed key (or whose allowed scores are
+// all -inf) is all zeros. Each lane reads an element before writing it and
+// touches only its own, so Y may alias X.
 
 layout(constant_id = 1) const uint X_DTYPE = DTYPE_F32;
 layout(constant_id = 2) const bool CAUSAL = false;
