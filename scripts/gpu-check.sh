@@ -11,10 +11,11 @@
 # 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
 # 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
 # 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
-#    where the device also has VK_KHR_cooperative_matrix the KHR builds of the
-#    coopmat attention and matmul kernels on their test cases (khr.log), then the bench once
-#    more with --profile (each kernel's GPU time, profile.txt);
-# 5. times PyTorch's scaled_dot_product_attention on the same cases (bench/sdpa_bench.py);
+#    the bench once more with --profile (each kernel's GPU time, profile.txt);
+# 5. times PyTorch's scaled_dot_product_attention on the same cases
+#    (bench/sdpa_bench.py), then where the device also has VK_KHR_cooperative_matrix
+#    runs the KHR builds of the coopmat attention and matmul kernels on their test
+#    cases (khr.log), and with --tune the settings sweep;
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
 #    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv; --tune-only
@@ -33,16 +34,19 @@
 #   --test-timeout S   cap on each test (default 330)
 #   --test-deadline S  all tests end within this (default 340: test_attention took
 #                      over 260 s on the H200, 8 tests at a time, its random sweep
-#                      compiling); then the bench runs (held to 150 s; 108 s there),
-#                      its profile (40 s) and SDPA (60 s): under 10
-#                      minutes in all
+#                      compiling)
 #   --tune             then the settings sweep (bench/tune_sweep.py: the GPU targets
 #                      under other tile sizes and key splits, each verified; tune.md,
 #                      tune.csv), held to --tune-budget seconds (whole, default 200)
-#                      and cut short so that the whole check ends within --deadline
-#   --deadline S       with --tune: the whole check's end, in seconds from its start
-#                      (default 570, for a machine lent one 10-minute command: an
-#                      H100 needed 198 s without the sweep)
+#   --deadline S       the whole check's end, in seconds from its start (default
+#                      570, for a machine lent one 10-minute command). Each step
+#                      after the tests gets its own cap or what is left before the
+#                      deadline less what the steps after it need, whichever is
+#                      less, in this order: the bench (150 s; 108 s on an H200),
+#                      its profile (40 s), SDPA (60 s), the KHR builds (180 s),
+#                      the sweep; a step left under 20 s is skipped and says so.
+#                      The tests end by then less 170 s (the least the bench,
+#                      profile, SDPA and table take).
 #   --archive FILE     also pack the results folder into FILE (.tar.gz) at the end:
 #                      for machines that send back only a few files per command
 #                      (the H200's sessions: 8), where the folder holds 11
@@ -97,16 +101,26 @@ date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
 say() { echo "gpu-check [$(( $(date +%s) - start_s ))s]: $*"; }
 fail() { say "FAILED: $*"; exit 1; }
 
+# Seconds a step may take: CAP, or what is left before --deadline less RESERVE
+# (what the steps after it need), whichever is less; 0 when under 20 s are left,
+# and the step is skipped.
+step_budget() {
+  local cap=$1 reserve=$2 left
+  left=$(( deadline - ($(date +%s) - start_s) - reserve ))
+  [ "$left" -lt "$cap" ] && cap=$left
+  [ "$cap" -lt 20 ] && cap=0
+  echo "$cap"
+}
+
 # The settings sweep into $out, SDPA's times from the sdpa.csv there. After a
 # full check (--tune) it gets what is left before --deadline, less 40 s for the
 # table, so that a machine lent for one command returns everything.
 tune_sweep() {
-  local budget=$tune_budget left
+  local budget=$tune_budget
   if [ "$tune" = 1 ]; then
-    left=$(( deadline - ($(date +%s) - start_s) - 40 ))
-    [ "$left" -lt "$budget" ] && budget=$left
+    budget=$(step_budget "$tune_budget" 40)
     if [ "$budget" -lt 30 ]; then
-      tune_skipped="skipped: ${left} s left before the ${deadline} s deadline"
+      tune_skipped="skipped: $(( deadline - ($(date +%s) - start_s) )) s left before the ${deadline} s deadline"
       say "tune: $tune_skipped"
       return 0
     fi
@@ -204,11 +218,13 @@ check() {
   fi
 
   # 3. Tests, validation on (the tests turn it on and fail on any message).
-  local tests_summary="not run (--no-tests)" tests_rc=0
+  local tests_summary="not run (--no-tests)" tests_rc=0 tests_by
   if [ "$run_tests" = 1 ]; then
-    say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${test_deadline} s"
+    tests_by=$(step_budget "$test_deadline" 170)
+    [ "$tests_by" -gt 0 ] || tests_by=1  # run_tests.py takes 0 as no deadline
+    say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${tests_by} s"
     "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
-        --timeout "$test_timeout" --deadline "$test_deadline" --log "$out/tests.log" --link-build \
+        --timeout "$test_timeout" --deadline "$tests_by" --log "$out/tests.log" --link-build \
         ${tests_regex:+--include "$tests_regex"} | tee "$work/tests.txt"
     tests_rc=${PIPESTATUS[0]}
     tests_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/tests.txt" | tail -1)
@@ -216,68 +232,91 @@ check() {
     [ -n "$tests_regex" ] && tests_summary+=" (only tests matching '$tests_regex')"
   fi
 
-  # 4. vkattn-bench.
-  local bench_cmd bench_rc
+  # 4. vkattn-bench, held so that its profile, SDPA and the table still fit.
+  local bench_cmd bench_rc=0 cap
   bench_cmd="$build/vkattn-bench $bench_args --csv $out/vkattn.csv"
-  say "bench: $bench_cmd"
-  # shellcheck disable=SC2086  # bench_args is a list of options
-  timeout 150 "$build_abs/vkattn-bench" $bench_args --csv "$out/vkattn.csv" > "$out/vkattn.txt"
-  bench_rc=$?
-  cat "$out/vkattn.txt"
-  [ $bench_rc = 124 ] && say "bench: stopped after 150 s"
-  # 4b. The VK_KHR_cooperative_matrix builds (rewritten from the NV SPIR-V by
-  # tools/coopmat_khr.c), where the device has that extension beside NVIDIA's:
-  # the real attention kernel on every fixed and decode shape against the CPU
-  # reference, and the matrix units' rate through it. Without validation: the
-  # layer carried from Debian 12 (1.3.239) predates the extension and would
-  # flag its structures and SPIR-V as unknown.
-  local khr_summary="not run: the device has no VK_KHR_cooperative_matrix"
-  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
-      grep -q "cooperative matrix yes (KHR)"; then
-    say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention"
-    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
-        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
-        XDG_CACHE_HOME="$work/khr-cache" timeout 120 "$build_abs/tests/test_attention" \
-        > "$out/khr.log" 2>&1
-    local khr_rc=$? khr_matmul_rc
-    # And the coopmat matmul's KHR build on its fixed cases (after the emulated ones).
-    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_emulated \
-        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
-        XDG_CACHE_HOME="$work/khr-cache" timeout 60 "$build_abs/tests/test_matmul" \
-        >> "$out/khr.log" 2>&1
-    khr_matmul_rc=$?
-    grep -E '^coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
-    khr_summary="test_attention's test_coopmat_device exit status $khr_rc, test_matmul's"
-    khr_summary+=" test_coopmat_emulated (the real kernel last) $khr_matmul_rc (khr.log)"
+  cap=$(step_budget 150 60)
+  say "bench: $bench_cmd (at most $cap s)"
+  if [ "$cap" -gt 0 ]; then
+    # shellcheck disable=SC2086  # bench_args is a list of options
+    timeout "$cap" "$build_abs/vkattn-bench" $bench_args --csv "$out/vkattn.csv" > "$out/vkattn.txt"
+    bench_rc=$?
+    cat "$out/vkattn.txt"
+    [ $bench_rc = 124 ] && say "bench: stopped after $cap s"
+  else
+    bench_rc=124
+    say "bench: skipped, the --deadline is too near"
   fi
-  say "KHR build: $khr_summary"
   # Where the time goes, kernel by kernel (timestamps after every dispatch, so
   # kept out of the timed run above).
-  say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5"
   # With the device's cooperative-matrix accumulator layout (which row and
   # column each invocation's elements are) and the matrix units' measured rate
   # through the extension (the coopmat kernels' ceiling), logged once as the
   # context starts.
-  # shellcheck disable=SC2086
-  VKATTN_COOPMAT_LAYOUT=1 VKATTN_COOPMAT_PEAK=1 timeout 40 "$build_abs/vkattn-bench" $bench_args --profile --no-verify \
-      --reps 5 > "$out/profile.txt" 2>&1 ||
-    say "profile: exit status $? (profile.txt has what ran)"
-  grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
-  grep -E '^vkattn: coopmat (layout|peak)' "$out/profile.txt"
-  # Each pipeline's registers and spills, where the driver reports them (the
-  # whole lines are in profile.txt).
-  grep -E '^vkattn: pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
+  cap=$(step_budget 40 40)
+  say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5 (at most $cap s)"
+  if [ "$cap" -gt 0 ]; then
+    # shellcheck disable=SC2086
+    VKATTN_COOPMAT_LAYOUT=1 VKATTN_COOPMAT_PEAK=1 timeout "$cap" "$build_abs/vkattn-bench" $bench_args \
+        --profile --no-verify --reps 5 > "$out/profile.txt" 2>&1 ||
+      say "profile: exit status $? (profile.txt has what ran)"
+    grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
+    grep -E '^vkattn: coopmat (layout|peak)' "$out/profile.txt"
+    # Each pipeline's registers and spills, where the driver reports them (the
+    # whole lines are in profile.txt).
+    grep -E '^vkattn: pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
+  else
+    say "profile: skipped, the --deadline is too near"
+  fi
 
   # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
   local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
-  say "SDPA: $sdpa_cmd"
-  if [ -s "$out/vkattn.csv" ]; then
-    LD_LIBRARY_PATH=$original_ld timeout 60 "$python" bench/sdpa_bench.py \
+  cap=$(step_budget 60 10)
+  say "SDPA: $sdpa_cmd (at most $cap s)"
+  if [ -s "$out/vkattn.csv" ] && [ "$cap" -gt 0 ]; then
+    LD_LIBRARY_PATH=$original_ld timeout "$cap" "$python" bench/sdpa_bench.py \
         --vkattn "$out/vkattn.csv" --out "$out/sdpa.csv" ||
       say "SDPA: exit status $? (the table shows what ran)"
   fi
 
-  # 5b. Other tile sizes and key splits (--tune), against SDPA's times above.
+  # 5b. The VK_KHR_cooperative_matrix builds (rewritten from the NV SPIR-V by
+  # tools/coopmat_khr.c), where the device has that extension beside NVIDIA's:
+  # the real attention kernel on every fixed and decode shape against the CPU
+  # reference, and the matrix units' rate through it; then the coopmat matmul's
+  # KHR build on its fixed cases (after the emulated ones). Without validation:
+  # the layer carried from Debian 12 (1.3.239) predates the extension and would
+  # flag its structures and SPIR-V as unknown.
+  local khr_summary="not run: the device has no VK_KHR_cooperative_matrix" khr_rc khr_matmul_rc
+  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
+      grep -q "cooperative matrix yes (KHR)"; then
+    khr_summary="skipped: the --deadline is too near"
+    cap=$(step_budget 120 30)
+    if [ "$cap" -gt 0 ]; then
+      say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
+      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
+          VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
+          XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" "$build_abs/tests/test_attention" \
+          > "$out/khr.log" 2>&1
+      khr_rc=$?
+      khr_summary="test_attention's test_coopmat_device exit status $khr_rc"
+      cap=$(step_budget 60 10)
+      if [ "$cap" -gt 0 ]; then
+        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_emulated \
+            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
+            XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" "$build_abs/tests/test_matmul" \
+            >> "$out/khr.log" 2>&1
+        khr_matmul_rc=$?
+        khr_summary+=", test_matmul's test_coopmat_emulated (the real kernel last) $khr_matmul_rc"
+      else
+        khr_summary+=", test_matmul's skipped (the --deadline is too near)"
+      fi
+      khr_summary+=" (khr.log; 124: stopped by its time)"
+      grep -E '^coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
+    fi
+  fi
+  say "KHR build: $khr_summary"
+
+  # 5c. Other tile sizes and key splits (--tune), against SDPA's times above.
   local tune_summary="not run (no --tune)"
   if [ "$tune" = 1 ]; then
     tune_sweep && tune_summary=${tune_skipped:-"tune.md, tune.csv"} ||
