@@ -96,13 +96,14 @@ def setting_name(variant, tuning):
     return f"{variant or 'auto'}" + (f" {tuning}" if tuning else "")
 
 
-def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s):
-    """One vkattn-bench run; its CSV row (a dict), or a dict with `error`."""
+def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s, extra=()):
+    """One vkattn-bench run (with the options `extra` too); its CSV row (a
+    dict), or a dict with `error`."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as out:
         # --profile: the library logs each new pipeline's statistics (registers:
         # whether a setting's tiles spill is half of why it is fast or slow).
         args = [bench, "--op", "attention", "--shape", shape, "--dtype", dtype, "--path", "fused",
-                "--reps", str(reps), "--csv", out.name, "--profile"]
+                "--reps", str(reps), "--csv", out.name, "--profile", *extra]
         if causal:
             args.append("--causal")
         if variant:

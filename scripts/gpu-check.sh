@@ -13,7 +13,8 @@
 # 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
 #    the bench once more with --profile (each kernel's GPU time, profile.txt);
 # 5. times PyTorch's scaled_dot_product_attention on the same cases
-#    (bench/sdpa_bench.py), with --tune runs the settings sweep, then where the
+#    (bench/sdpa_bench.py), times the coopmat kernel with parts of it left out
+#    (bench/ablate.py: ablation.md), with --tune runs the settings sweep, then where the
 #    device also has VK_KHR_cooperative_matrix runs the KHR builds of the coopmat
 #    attention and matmul kernels on their test cases (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
@@ -43,7 +44,7 @@
 #                      after the tests gets its own cap or what is left before the
 #                      deadline less what the steps after it need, whichever is
 #                      less, in this order: the bench (150 s; 108 s on an H200),
-#                      its profile (40 s), SDPA (60 s), the sweep, the KHR
+#                      its profile (40 s), SDPA (60 s), the ablation (45 s), the sweep, the KHR
 #                      builds (100 s: the attention kernel's test passed within
 #                      40 s on an H200); a step left under 20 s is skipped and
 #                      says so.
@@ -283,6 +284,22 @@ check() {
       say "SDPA: exit status $? (the table shows what ran)"
   fi
 
+  # 5a. Where the coopmat kernel's time goes: the f16 prefill with parts of its
+  # tile step left out (bench/ablate.py; no profiler reads Vulkan kernels here).
+  local ablation_summary="not run: the device has no cooperative matrices"
+  if grep -q "cooperative matrix yes" "$work/devices.txt"; then
+    cap=$(step_budget 45 140)
+    if [ "$cap" -gt 0 ]; then
+      say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
+      timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \
+          --budget $(( cap - 10 )) && ablation_summary="ablation.md" ||
+        ablation_summary="exit status $? (ablation.md has what ran)"
+    else
+      ablation_summary="skipped: the --deadline is too near"
+    fi
+  fi
+  say "ablation: $ablation_summary"
+
   # 5b. Other tile sizes and key splits (--tune), against SDPA's times above:
   # the experiments for the f16 prefill, before the KHR builds' 100 s.
   local tune_summary="not run (no --tune)"
@@ -341,6 +358,7 @@ check() {
     "Machine: $(nproc) cores, $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(uname -r)"
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
+    "Ablation of the coopmat kernel: $ablation_summary"
     "Settings sweep (--tune): $tune_summary"
     "VK_KHR_cooperative_matrix build: $khr_summary"
     "FP32 peak used for %: $(sed -n 's/^peak: *//p' "$out/vkattn.txt" | head -1)"

@@ -102,6 +102,18 @@ layout(constant_id = 16) const uint ROW_CLUSTER = 0;
 layout(constant_id = 17) const uint LANE_ROWS = 1;
 layout(constant_id = 18) const uint SLOT_TABLE = 0;
 #define ACC_CLUSTER ROW_CLUSTER
+// A timing diagnostic, never a result (the host takes it only with
+// VKATTN_DIAGNOSTICS=1): parts of the tile step left out, so that the time
+// each takes on a GPU is the difference to the whole kernel's, where no
+// profiler reads Vulkan kernels. Bit 0: the softmax's arithmetic (scores,
+// maxima, exp2, sums, rescaling; S and P still pass through shared memory);
+// bit 1: the S = Q K^T products; bit 2: the O += P V products; bit 3: the K
+// and V loads from global memory (the tiles are staged as zeros).
+layout(constant_id = 19) const uint ABLATE = 0;
+const bool ABLATE_SOFTMAX = (ABLATE & 1u) != 0u;
+const bool ABLATE_SCORES = (ABLATE & 2u) != 0u;
+const bool ABLATE_PV = (ABLATE & 4u) != 0u;
+const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
 
 #include "coopmat.glsl"
 
@@ -235,7 +247,7 @@ bool nonfinite_halves(uvec4 words)
     for (uint e = tid; e < BC * (WIDTH_P) / PACK; e += WG) {                                     \
         uint c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK, key = t0 + c;        \
         uvec4 words = uvec4(0);                                                                  \
-        if (key < block_limit && d < (WIDTH)) {                                                  \
+        if (!ABLATE_LOADS && key < block_limit && d < (WIDTH)) {                                 \
             uint first_ = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                          \
             if ((WIDTH) % PACK == 0 && (ALIGNED8))                                               \
                 words = BUF8[first_ >> 3];                                                       \
@@ -258,7 +270,7 @@ bool nonfinite_halves(uvec4 words)
         uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
         uint key = (T) + c;                                                                      \
         WORDS[i_] = uvec4(0);                                                                    \
-        if (e < BC * (WIDTH_P) / PACK && key < block_limit && d < (WIDTH)) {                     \
+        if (!ABLATE_LOADS && e < BC * (WIDTH_P) / PACK && key < block_limit && d < (WIDTH)) {    \
             uint first_ = (BASE) + key_row(b, seq, key) * (STRIDE) + d;                          \
             if ((WIDTH) % PACK == 0 && (ALIGNED8))                                               \
                 WORDS[i_] = BUF8[first_ >> 3];                                                   \
@@ -659,16 +671,17 @@ void main()
         // 2. S = Q K^T for the subgroup's rows.
         MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
             ACC_ZERO(s_acc, c);
-        MATRIX_UNROLL for (uint k = 0; k < QA; k++)
-            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                ACC_MMA_ROWS(s_acc, c, SA, q_a, k, QA, ROW_TILES, k_tile, c * MN * KS + k * MK, KS,
-                             true)
+        if (!ABLATE_SCORES)
+            MATRIX_UNROLL for (uint k = 0; k < QA; k++)
+                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                    ACC_MMA_ROWS(s_acc, c, SA, q_a, k, QA, ROW_TILES, k_tile, c * MN * KS + k * MK,
+                                 KS, true)
         if (REG_SOFTMAX) {
             // 3. Online softmax on the score accumulators' own elements; keys a
             // row may not see (and rows past the problem) get weight exactly 0.
             float factors[HELD];
             bool any_factor = false;
-            [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+            [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
                 uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
                 Row w = held[pass];
                 float step_max = NEG_INF;
@@ -708,7 +721,7 @@ void main()
 
         // 3. Online softmax through s_tile and p_tile; keys a row may not see
         // (and rows past the problem) get weight exactly 0.
-        [[unroll]] for (uint pass = 0; pass < ROW_PASSES; pass++) {
+        [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
             uint r = row0 + lane / LPR + pass * ROW_LANES;
             Row w = held[pass];
             // The lane's columns: chunks of PACK (one packed element of P), every
@@ -744,7 +757,7 @@ void main()
         }
         subgroup_shared_sync();
         bool rescale = false;
-        for (uint r = 0; r < RS; r++)
+        for (uint r = 0; r < (ABLATE_SOFTMAX ? 0 : RS); r++)
             rescale = rescale || row_factor[row0 + r] != 1.0;
         if (rescale)    // the same for the whole subgroup
             rescale_output(slice, row0);
@@ -755,7 +768,9 @@ void main()
         }
 
         // 4. O += P V.
-        if (nonfinite_tile() != t0 + 1) {
+        if (ABLATE_PV) {
+            // the timing diagnostic: no products
+        } else if (nonfinite_tile() != t0 + 1) {
             MATRIX_UNROLL for (uint j = 0; j < OA; j++)
                 MATRIX_UNROLL for (uint k = 0; k < PA; k++)
                     ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,

@@ -385,7 +385,7 @@ void profile_collect(vkattn_context *ctx);
  * VKATTN_TUNE (src/ops/fused_tuning.c): [variant][knob], 0 where the planner
  * chooses. Fixed when the context is created. */
 #define TUNING_VARIANTS 8
-#define TUNING_KNOBS 9
+#define TUNING_KNOBS 10
 typedef struct fused_tuning {
     uint32_t value[TUNING_VARIANTS][TUNING_KNOBS];
 } fused_tuning;

@@ -806,6 +806,61 @@ static void test_coopmat_refusals(void **state)
     pair_destroy(&o);
 }
 
+/* The timing diagnostic coopmat.ablate (parts of the tile step left out, for
+ * wrong results): ignored with a warning unless VKATTN_DIAGNOSTICS=1, which a
+ * tuning string alone never sets; with it, the bits reach the kernel: without
+ * the P V products every output is 0, and with the rest left out too the
+ * kernel still runs to its end. */
+static void test_coopmat_ablation(void **state)
+{
+    (void)state;
+    int64_t shape[4] = {1, 2, 37, 24};
+    assert_int_equal(unsetenv("VKATTN_DIAGNOSTICS"), 0);
+    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.ablate=4", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    vkattn_device_info info;
+    if (!test_has_float16(env, &info)) {
+        test_env_destroy(env);
+        return;
+    }
+    assert_non_null(strstr(env->gpu_log.last_warning, "taken only with VKATTN_DIAGNOSTICS=1"));
+    rng r = {59};
+    at_case c = {"ablate refused", 1, 2, 2, 37, 37, 24, 24, BHSD, true, false, 0, false, 0.f, F16,
+                 1.f};
+    run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
+    test_env_destroy(env);
+
+    static const char *const ablations[] = {"coopmat_emulated.ablate=4",
+                                            "coopmat_emulated.ablate=15",
+                                            "coopmat_emulated.ablate=3,coopmat_emulated.softmax=2"};
+    assert_int_equal(setenv("VKATTN_DIAGNOSTICS", "1", 1), 0);
+    for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
+        assert_int_equal(setenv("VKATTN_TUNE", ablations[a], 1), 0);
+        env = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        assert_non_null(strstr(env->gpu_log.last_warning, "wrong on purpose"));
+        pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
+        pair o = pair_output(env, 4, shape);
+        vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .causal = true,
+                                   .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+        assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
+        float *got = malloc(o.count * sizeof *got);
+        assert_non_null(got);
+        assert_int_equal(vkattn_tensor_download(o.gpu, got, F32), VKATTN_OK);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < o.count; i++)
+            nonzero += got[i] != 0.f;
+        if (a == 0 && nonzero)
+            fail_msg("%s: %zu of %zu outputs are not 0", ablations[a], nonzero, o.count);
+        free(got);
+        pair_destroy(&q);
+        pair_destroy(&o);
+        test_env_destroy(env);
+    }
+    assert_int_equal(unsetenv("VKATTN_DIAGNOSTICS"), 0);
+}
+
 /* The emulated coopmat kernel forced on Q = K = V of `shape` (f16) is refused
  * as unsupported, with a message that contains `what` and `also` (unless NULL). */
 static void expect_emulated_coopmat_refused(test_env *env, int64_t shape[4], rng *r,
@@ -928,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),
         cmocka_unit_test(test_tuning),
+        cmocka_unit_test(test_coopmat_ablation),
         cmocka_unit_test(test_long_loops),
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_long_sequence),

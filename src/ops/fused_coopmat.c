@@ -35,9 +35,9 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
     /* 15: ATTENTION_VARIANTS_SPEC_ID */
-    AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE
+    AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE
 };
-_Static_assert(AM_SPEC_SLOT_TABLE < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
+_Static_assert(AM_SPEC_ABLATE < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -198,6 +198,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         return false;
     }
     plan->row_tiles = row_tiles;
+    plan->ablate = fused_tuned(ctx, self, KNOB_ABLATE, 0);
     /* The softmax on the score accumulators' elements in registers, where
      * their layout allows (tuned for now: untimed on a GPU). */
     plan->row_cluster = 0;
@@ -375,6 +376,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_ROW_CLUSTER] = plan->row_cluster;
     spec[AM_SPEC_LANE_ROWS] = plan->lane_rows;
     spec[AM_SPEC_SLOT_TABLE] = plan->slot_table;
+    spec[AM_SPEC_ABLATE] = plan->ablate;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

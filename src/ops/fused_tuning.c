@@ -33,6 +33,7 @@ static const struct {
     [KNOB_STAGES] = {"stages", COOPMAT_BOTH, 1, 2},
     [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 2},
     [KNOB_SOFTMAX] = {"softmax", COOPMAT_BOTH, 1, 2},
+    [KNOB_ABLATE] = {"ablate", COOPMAT_BOTH, 1, 15},
 };
 _Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
 
@@ -93,6 +94,11 @@ static const char *take_entry(fused_tuning *tuning, const char *entry, char *why
                  knobs[knob].max);
         return why;
     }
+    /* Wrong results on purpose: never from a tuning string alone. */
+    const char *diagnostics = getenv("VKATTN_DIAGNOSTICS");
+    if (knob == KNOB_ABLATE && !(diagnostics && !strcmp(diagnostics, "1")))
+        return "a timing diagnostic that computes wrong results: taken only with "
+               "VKATTN_DIAGNOSTICS=1";
     tuning->value[variant][knob] = (uint32_t)value;
     return NULL;
 }
@@ -122,6 +128,9 @@ void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc)
             if (problem)
                 ctx_log(ctx, VKATTN_LOG_WARNING, "%s: \"%.*s\" ignored: %s", source, (int)kept,
                         at, problem);
+            else if (strstr(entry, ".ablate="))
+                ctx_log(ctx, VKATTN_LOG_WARNING, "%s: %s: attention results are wrong on "
+                        "purpose (a timing diagnostic)", source, entry);
             else
                 ctx_log(ctx, VKATTN_LOG_INFO, "%s: %s", source, entry);
         }
