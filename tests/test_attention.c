@@ -130,6 +130,15 @@ static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vka
     pair_destroy(&o);
 }
 
+/* A test environment whose contexts take `tuning` (VKATTN_TUNE) as they start. */
+static test_env *tuned_env(const char *tuning)
+{
+    assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    return env;
+}
+
 /* The case with Q, K and V all of c->dtype. */
 static void run_case(test_env *env, const at_case *c, const at_path *paths, int npaths, rng *r)
 {
@@ -424,9 +433,7 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
 static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool real,
                                     uint64_t seed)
 {
-    assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
-    test_env *env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    test_env *env = tuned_env(tuning);
     vkattn_device_info info;
     if (test_has_float16(env, &info)) {
         rng r = {seed};
@@ -545,10 +552,7 @@ static void run_range_paths(test_env *env, bool real, int emulated_path, const c
  * not, each tiling. */
 static void run_range_cases(bool two_stages)
 {
-    if (two_stages)
-        assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.stages=2,coopmat.stages=2", 1), 0);
-    test_env *env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    test_env *env = tuned_env(two_stages ? "coopmat_emulated.stages=2,coopmat.stages=2" : "");
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
@@ -816,9 +820,7 @@ static void test_coopmat_ablation(void **state)
     (void)state;
     int64_t shape[4] = {1, 2, 37, 24};
     assert_int_equal(unsetenv("VKATTN_DIAGNOSTICS"), 0);
-    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.ablate=4", 1), 0);
-    test_env *env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    test_env *env = tuned_env("coopmat_emulated.ablate=4");
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
@@ -836,9 +838,7 @@ static void test_coopmat_ablation(void **state)
                                             "coopmat_emulated.ablate=3,coopmat_emulated.softmax=2"};
     assert_int_equal(setenv("VKATTN_DIAGNOSTICS", "1", 1), 0);
     for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
-        assert_int_equal(setenv("VKATTN_TUNE", ablations[a], 1), 0);
-        env = test_env_create();
-        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        env = tuned_env(ablations[a]);
         assert_non_null(strstr(env->gpu_log.last_warning, "wrong on purpose"));
         pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
         pair o = pair_output(env, 4, shape);
@@ -901,9 +901,7 @@ static void test_tuning(void **state)
              "decode.subgroups=1,decode.target=5,coopmat_emulated.subgroups=2,tiled.rows=9,"
              "tiled.order=2,coopmat_emulated.order=2,bogus",
              2 * info.subgroup_size_max);
-    assert_int_equal(setenv("VKATTN_TUNE", tune, 1), 0);
-    env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    env = tuned_env(tune);
     assert_true(env->gpu_log.warnings >= 2);
     assert_non_null(strstr(env->gpu_log.last_warning, "\"bogus\" ignored: not variant.knob=N"));
     rng r = {23};
@@ -954,9 +952,7 @@ static void test_tuning(void **state)
 
     /* Three 4-row blocks a subgroup: 12 rows, which neither divide nor are
      * divided by a subgroup of 4 to 128 lanes: refused, naming the setting. */
-    assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.rows=3", 1), 0);
-    env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    env = tuned_env("coopmat_emulated.rows=3");
     if (test_has_float16(env, &info)) {
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
         int64_t shape[4] = {1, 2, 30, 24};
