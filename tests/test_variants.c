@@ -259,6 +259,22 @@ static const char *path_name(const var_path *p, char *buf, size_t size)
     return buf;
 }
 
+/* Whether VKATTN_TEST_SKIP_KERNELS (fused variant names, comma-separated)
+ * leaves out the path's forced kernel: a ctest run in a slow mode keeps to the
+ * kernels it is for. */
+static bool kernel_skipped(const var_path *p)
+{
+    const char *skip = getenv("VKATTN_TEST_SKIP_KERNELS");
+    if (!skip || p->path != VKATTN_PATH_FUSED)
+        return false;
+    const char *name = vkattn_fused_variant_name(p->variant);
+    size_t length = strlen(name);
+    for (const char *at = skip; *at; at += strcspn(at, ","), at += *at == ',')
+        if (strcspn(at, ",") == length && !strncmp(at, name, length))
+            return true;
+    return false;
+}
+
 static void run_var_case(test_env *env, const var_case *c, const var_path *paths, int npaths,
                          rng *r)
 {
@@ -274,6 +290,8 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         longest_q = b == 0 || c->q_lens[b] > longest_q ? c->q_lens[b] : longest_q;
     int64_t decode_rows = c->H / c->Hkv * longest_q;
     for (int i = 0; i < npaths; i++) {
+        if (kernel_skipped(&paths[i]))
+            continue;
         char name[256], pn[64];
         snprintf(name, sizeof name, "%s (%s)", c->name, path_name(&paths[i], pn, sizeof pn));
         assert_int_equal(vkattn_tensor_upload(in.o.gpu, in.o.host, VKATTN_DTYPE_F32), VKATTN_OK);
