@@ -10,7 +10,9 @@ ABLATE; results deliberately wrong, so unverified):
 Each setting is one vkattn-bench process. A part's time is the whole kernel's
 less the time without it; parts overlap on a GPU (one warp's products run
 while another's softmax does), so the differences need not add up to the
-whole, and the gap says how much of the part the other work hides. Writes
+whole, and the gap says how much of the part the other work hides; and a
+compiler may drop more than the part named (with the S products out, the
+softmax in registers works on constant zeros it can fold). Writes
 ablation.md and ablation.csv. scripts/gpu-check.sh runs it after SDPA.
 """
 import argparse
