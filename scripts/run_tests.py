@@ -403,6 +403,9 @@ def main():
     start = time.monotonic()
     serial = [t for t in tests if t.prop("RUN_SERIAL", "").upper() in ("1", "ON", "TRUE", "YES")]
     parallel = [t for t in tests if t not in serial]
+    # The costliest first, as ctest -j starts them (tests/CMakeLists.txt sets COST):
+    # the longest test started last would end the run alone.
+    parallel.sort(key=lambda t: -float(t.prop("COST", "0") or 0))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(run, parallel))
     for t in serial:
