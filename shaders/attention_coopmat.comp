@@ -106,7 +106,7 @@ layout(constant_id = 18) const uint SLOT_TABLE = 0;
 // VKATTN_DIAGNOSTICS=1): parts of the tile step left out, so that the time
 // each takes on a GPU is the difference to the whole kernel's, where no
 // profiler reads Vulkan kernels. Bit 0: the softmax's arithmetic (scores,
-// maxima, exp2, sums, rescaling; S and P still pass through shared memory);
+// maxima, exp2, sums, rescaling; S and P still move as in the whole kernel);
 // bit 1: the S = Q K^T products; bit 2: the O += P V products; bit 3: the K
 // and V loads from global memory (the tiles are staged as zeros).
 layout(constant_id = 19) const uint ABLATE = 0;
