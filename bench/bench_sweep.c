@@ -133,9 +133,11 @@ static const bench_case full[] = {
 /* The GPU targets: attention by the path a user gets (auto), one row per
  * (shape, dtype, causal) so that bench/compare_sdpa.py pairs each with SDPA;
  * then the forced kernels and the matmuls (which the SDPA table leaves out).
- * A new dtype is one more row per shape. On an H100 the whole list takes well
- * under a minute; verification samples rows (bench_row_blocks), about 4 s of
- * CPU reference per 4x16x4096 case. */
+ * A new dtype is one more row per shape. Verification samples rows
+ * (bench_row_blocks): on one core about 4 s of CPU reference per 4x16x4096
+ * case and 13-25 s per matmul (the H200's run took 104 s in all, 60 of them
+ * the three matmuls'), divided among the host's cores since
+ * (VKATTN_CPU_THREADS). */
 static const bench_case gpu[] = {
     /* causal prefill, B=4 H=16 T=4096: f16, and f32 (the scalar tiled kernel) */
     ATT(AUTO, 4, 16, 16, 4096, 4096, 128, 128, true, F16, 0),

@@ -678,6 +678,14 @@ void host_to_double(const void *data, vkattn_dtype dtype, size_t count, double *
 
 /* ------------------------------------------------------ CPU reference --- */
 
+/* The CPU reference's parallel loop (cpu/parallel.c): body(arg, worker, begin,
+ * end) over chunks of [0, items), on `threads` threads (worker 0 is the
+ * caller's own). cpu_threads_for: VKATTN_CPU_THREADS, else one a CPU online
+ * but fewer where the loop's `work` (multiply-adds) would not keep them busy;
+ * never more than `items`. */
+typedef void (*cpu_range_fn)(void *arg, int worker, int64_t begin, int64_t end);
+int cpu_threads_for(int64_t items, double work);
+void cpu_parallel_for(int threads, int64_t items, cpu_range_fn body, void *arg);
 vkattn_status cpu_tensor_alloc(vkattn_tensor *t);
 void cpu_matmul(const vkattn_matmul_desc *d, const vkattn_tensor *a, const vkattn_tensor *b,
                 const vkattn_tensor *bias, vkattn_tensor *c);

@@ -137,20 +137,41 @@ static void attend_row(const attention_dims *d, const dense_attention *a, const 
         o[c] /= sum;
 }
 
+/* The rows of attend(): item (b * H + h) * Tq + i is row i of head h of
+ * batch entry b (Tq the longest sequence's), each worker with its own scores. */
+typedef struct attend_rows {
+    const attention_dims *d;
+    const dense_attention *a;
+    double *p;          /* keys scores a worker */
+    bool *allowed;
+    size_t keys;
+} attend_rows;
+
+static void attend_range(void *arg, int worker, int64_t begin, int64_t end)
+{
+    const attend_rows *r = arg;
+    double *p = r->p + (size_t)worker * r->keys;
+    bool *allowed = r->allowed + (size_t)worker * r->keys;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t i = item % r->d->Tq, h = item / r->d->Tq % r->d->H, b = item / r->d->Tq / r->d->H;
+        sequence s = sequence_of(r->d, r->a, b);
+        if (i < s.Tq)
+            attend_row(r->d, r->a, &s, b, h, i, p, allowed);
+    }
+}
+
 static bool attend(const attention_dims *d, const dense_attention *a)
 {
-    size_t keys = (size_t)(d->Tk ? d->Tk : 1);
-    double *p = malloc(keys * sizeof *p);
-    bool *allowed = malloc(keys * sizeof *allowed);
-    bool ok = p && allowed;
-    for (int64_t b = 0; ok && b < d->B; b++) {
-        sequence s = sequence_of(d, a, b);
-        for (int64_t h = 0; h < d->H; h++)
-            for (int64_t i = 0; i < s.Tq; i++)
-                attend_row(d, a, &s, b, h, i, p, allowed);
-    }
-    free(p);
-    free(allowed);
+    int64_t rows = d->B * d->H * d->Tq;
+    int threads = cpu_threads_for(rows, (double)rows * (double)d->Tk * (double)(d->D + d->Dv));
+    attend_rows r = {.d = d, .a = a, .keys = (size_t)(d->Tk ? d->Tk : 1)};
+    r.p = malloc((size_t)threads * r.keys * sizeof *r.p);
+    r.allowed = malloc((size_t)threads * r.keys * sizeof *r.allowed);
+    bool ok = r.p && r.allowed;
+    if (ok && rows > 0)
+        cpu_parallel_for(threads, rows, attend_range, &r);
+    free(r.p);
+    free(r.allowed);
     return ok;
 }
 

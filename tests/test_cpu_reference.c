@@ -1,0 +1,263 @@
+/* The CPU reference backend on several threads (VKATTN_CPU_THREADS): every bit
+ * of every result the same as on one thread, and each row where it belongs
+ * (packed sequences against each sequence alone; the matmul against plain
+ * loops here). The GPU tests compare every kernel with this backend, so a row
+ * it computes twice, skips or puts in the wrong place would fail them all on
+ * machines with more CPUs than CI's. Runs without a Vulkan device. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static vkattn_context *cpu_context(void)
+{
+    vkattn_context_desc d = {.backend = VKATTN_BACKEND_CPU};
+    vkattn_context *ctx = NULL;
+    assert_int_equal(vkattn_context_create(&d, &ctx), VKATTN_OK);
+    return ctx;
+}
+
+static size_t count_of(int ndim, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    return n;
+}
+
+/* A tensor holding `data` (f32 or i32 elements), or uninitialised for NULL. */
+static vkattn_tensor *tensor(vkattn_context *ctx, vkattn_dtype dtype, int ndim,
+                             const int64_t *shape, const void *data)
+{
+    vkattn_tensor_desc d = {.dtype = dtype, .ndim = ndim};
+    memcpy(d.shape, shape, (size_t)ndim * sizeof *shape);
+    vkattn_tensor *t = NULL;
+    assert_int_equal(vkattn_tensor_create(ctx, &d, &t), VKATTN_OK);
+    if (data)
+        assert_int_equal(vkattn_tensor_upload(t, data, dtype), VKATTN_OK);
+    return t;
+}
+
+static float *random_floats(rng *r, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_uniform(r, -2.0f, 2.0f);
+    return x;
+}
+
+static float *download(vkattn_tensor *t, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    assert_int_equal(vkattn_tensor_download(t, x, VKATTN_DTYPE_F32), VKATTN_OK);
+    return x;
+}
+
+static void set_threads(int n)
+{
+    char value[16];
+    snprintf(value, sizeof value, "%d", n);
+    setenv("VKATTN_CPU_THREADS", value, 1);
+}
+
+static const int thread_counts[] = {1, 2, 3, 7, 64};
+#define THREAD_COUNTS (int)(sizeof thread_counts / sizeof thread_counts[0])
+
+/* ------------------------------------------------------------- matmul -- */
+
+typedef struct matmul_case {
+    const char *name;
+    int a_ndim, b_ndim;
+    int64_t a_shape[4], b_shape[4];
+    bool transpose_b, bias;
+    float alpha;
+} matmul_case;
+
+/* C = alpha A op(B) + bias in plain loops, B batch a / group (vkattn.h). */
+static double plain_matmul(const matmul_case *c, const float *a, const float *b,
+                           const float *bias, size_t batch, size_t m, size_t n)
+{
+    int lead = c->a_ndim - 2;
+    size_t M = (size_t)c->a_shape[lead], K = (size_t)c->a_shape[lead + 1];
+    size_t N = (size_t)(c->transpose_b ? c->b_shape[c->b_ndim - 2] : c->b_shape[c->b_ndim - 1]);
+    size_t b_batches = count_of(c->b_ndim - 2, c->b_shape);
+    size_t group = count_of(lead, c->a_shape) / b_batches;
+    const float *bb = b + (batch / group) * K * N;
+    double sum = 0.0;
+    for (size_t k = 0; k < K; k++)
+        sum += (double)a[(batch * M + m) * K + k] *
+               (double)(c->transpose_b ? bb[n * K + k] : bb[k * N + n]);
+    return (double)c->alpha * sum + (bias ? bias[n] : 0.0);
+}
+
+static void test_matmul_threads(void **state)
+{
+    (void)state;
+    /* N past one block of 256 accumulated columns and not a multiple of it;
+     * B shared, batched and grouped (two A batches a B batch), transposed. */
+    const matmul_case cases[] = {
+        {"2-D B, bias", 3, 2, {3, 29, 45}, {45, 300}, false, true, 0.75f},
+        {"grouped transposed B", 4, 4, {2, 4, 17, 33}, {2, 2, 300, 33}, true, false, 1.0f},
+        {"one row", 2, 2, {1, 70}, {70, 513}, false, true, -1.5f},
+    };
+    vkattn_context *ctx = cpu_context();
+    rng r = {20261126};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const matmul_case *c = &cases[ci];
+        int lead = c->a_ndim - 2;
+        int64_t N = c->transpose_b ? c->b_shape[c->b_ndim - 2] : c->b_shape[c->b_ndim - 1];
+        int64_t c_shape[4];
+        memcpy(c_shape, c->a_shape, sizeof c_shape);
+        c_shape[lead + 1] = N;
+        size_t an = count_of(c->a_ndim, c->a_shape), bn = count_of(c->b_ndim, c->b_shape);
+        size_t cn = count_of(c->a_ndim, c_shape);
+        float *a = random_floats(&r, an), *b = random_floats(&r, bn);
+        float *bias = random_floats(&r, (size_t)N);
+        vkattn_tensor *at = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c->a_shape, a);
+        vkattn_tensor *bt = tensor(ctx, VKATTN_DTYPE_F32, c->b_ndim, c->b_shape, b);
+        vkattn_tensor *biast = tensor(ctx, VKATTN_DTYPE_F32, 1, &N, bias);
+        vkattn_tensor *ct = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c_shape, NULL);
+        vkattn_matmul_desc d = {.transpose_b = c->transpose_b, .alpha = c->alpha};
+        float *first = NULL;
+        for (int t = 0; t < THREAD_COUNTS; t++) {
+            set_threads(thread_counts[t]);
+            assert_int_equal(vkattn_matmul(ctx, &d, at, bt, c->bias ? biast : NULL, ct), VKATTN_OK);
+            float *got = download(ct, cn);
+            if (!first) {
+                first = got;
+                continue;
+            }
+            if (memcmp(got, first, cn * sizeof *got) != 0)
+                fail_msg("matmul %s: %d threads differ from 1", c->name, thread_counts[t]);
+            free(got);
+        }
+        size_t M = (size_t)c->a_shape[lead], batches = count_of(lead, c->a_shape);
+        for (size_t batch = 0; batch < batches; batch++)
+            for (size_t m = 0; m < M; m++)
+                for (size_t n = 0; n < (size_t)N; n++) {
+                    double want = plain_matmul(c, a, b, c->bias ? bias : NULL, batch, m, n);
+                    float got = first[(batch * M + m) * (size_t)N + n];
+                    if (fabs(got - want) > 1e-5 * (1.0 + fabs(want)))
+                        fail_msg("matmul %s: C[%zu][%zu][%zu] = %g, plain loops give %g", c->name,
+                                 batch, m, n, got, want);
+                }
+        free(first);
+        free(a);
+        free(b);
+        free(bias);
+        vkattn_tensor_destroy(at);
+        vkattn_tensor_destroy(bt);
+        vkattn_tensor_destroy(biast);
+        vkattn_tensor_destroy(ct);
+    }
+    unsetenv("VKATTN_CPU_THREADS");
+    vkattn_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------------- attention -- */
+
+/* Three packed sequences (one query row; more queries than keys, which the
+ * bottom-right causal alignment leaves some rows no key of; equal lengths),
+ * GQA, causal with a window, the rows dealt out across heads and sequences:
+ * the same bits on every thread count, and each sequence's rows equal to that
+ * sequence computed alone (BSHD, whose rows are the packed ones). */
+static void test_attention_threads(void **state)
+{
+    (void)state;
+    enum { B = 3, H = 4, HKV = 2, D = 24, DV = 20 };
+    const int32_t cu_q[B + 1] = {0, 1, 41, 58}, cu_k[B + 1] = {0, 5, 35, 52};
+    int64_t total_q = cu_q[B], total_k = cu_k[B];
+    vkattn_context *ctx = cpu_context();
+    rng r = {26112630};
+    int64_t qs[3] = {total_q, H, D}, ks[3] = {total_k, HKV, D}, vs[3] = {total_k, HKV, DV};
+    int64_t os[3] = {total_q, H, DV}, cs = B + 1;
+    float *q = random_floats(&r, (size_t)(total_q * H * D));
+    float *k = random_floats(&r, (size_t)(total_k * HKV * D));
+    float *v = random_floats(&r, (size_t)(total_k * HKV * DV));
+    vkattn_tensor *qt = tensor(ctx, VKATTN_DTYPE_F32, 3, qs, q);
+    vkattn_tensor *kt = tensor(ctx, VKATTN_DTYPE_F32, 3, ks, k);
+    vkattn_tensor *vt = tensor(ctx, VKATTN_DTYPE_F32, 3, vs, v);
+    vkattn_tensor *ot = tensor(ctx, VKATTN_DTYPE_F32, 3, os, NULL);
+    vkattn_tensor *cqt = tensor(ctx, VKATTN_DTYPE_I32, 1, &cs, cu_q);
+    vkattn_tensor *ckt = tensor(ctx, VKATTN_DTYPE_I32, 1, &cs, cu_k);
+    vkattn_attention_desc d = {
+        .causal = true, .has_window = true, .window_left = 9, .window_right = -1,
+        .cu_seqlens_q = cqt, .cu_seqlens_k = ckt,
+    };
+    size_t on = (size_t)(total_q * H * DV);
+    float *first = NULL;
+    for (int t = 0; t < THREAD_COUNTS; t++) {
+        set_threads(thread_counts[t]);
+        assert_int_equal(vkattn_attention(ctx, &d, qt, kt, vt, ot), VKATTN_OK);
+        float *got = download(ot, on);
+        if (!first) {
+            first = got;
+            continue;
+        }
+        if (memcmp(got, first, on * sizeof *got) != 0)
+            fail_msg("packed attention: %d threads differ from 1", thread_counts[t]);
+        free(got);
+    }
+    unsetenv("VKATTN_CPU_THREADS");
+
+    for (int b = 0; b < B; b++) {
+        int64_t tq = cu_q[b + 1] - cu_q[b], tk = cu_k[b + 1] - cu_k[b];
+        int64_t bq[4] = {1, tq, H, D}, bk[4] = {1, tk, HKV, D}, bv[4] = {1, tk, HKV, DV};
+        int64_t bo[4] = {1, tq, H, DV};
+        vkattn_tensor *bqt = tensor(ctx, VKATTN_DTYPE_F32, 4, bq, q + cu_q[b] * H * D);
+        vkattn_tensor *bkt = tensor(ctx, VKATTN_DTYPE_F32, 4, bk, k + cu_k[b] * HKV * D);
+        vkattn_tensor *bvt = tensor(ctx, VKATTN_DTYPE_F32, 4, bv, v + cu_k[b] * HKV * DV);
+        vkattn_tensor *bot = tensor(ctx, VKATTN_DTYPE_F32, 4, bo, NULL);
+        vkattn_attention_desc alone = {
+            .layout = VKATTN_LAYOUT_BSHD, .causal = true,
+            .has_window = true, .window_left = 9, .window_right = -1,
+        };
+        set_threads(5);
+        assert_int_equal(vkattn_attention(ctx, &alone, bqt, bkt, bvt, bot), VKATTN_OK);
+        unsetenv("VKATTN_CPU_THREADS");
+        size_t n = (size_t)(tq * H * DV);
+        float *got = download(bot, n);
+        if (memcmp(got, first + cu_q[b] * H * DV, n * sizeof *got) != 0)
+            fail_msg("packed attention: sequence %d differs from itself computed alone", b);
+        free(got);
+        vkattn_tensor_destroy(bqt);
+        vkattn_tensor_destroy(bkt);
+        vkattn_tensor_destroy(bvt);
+        vkattn_tensor_destroy(bot);
+    }
+    /* Rows with keys to see are not all zeros (a skipped row would be). */
+    for (int64_t row = 0; row < total_q; row++) {
+        double sum = 0.0;
+        for (int c = 0; c < H * DV; c++)
+            sum += fabs(first[row * H * DV + c]);
+        int b = row < cu_q[1] ? 0 : row < cu_q[2] ? 1 : 2;
+        int64_t pos = row - cu_q[b] + (cu_k[b + 1] - cu_k[b]) - (cu_q[b + 1] - cu_q[b]);
+        if (pos >= 0 && sum == 0.0)
+            fail_msg("packed attention: row %lld (sequence %d) is all zeros", (long long)row, b);
+    }
+    free(first);
+    free(q);
+    free(k);
+    free(v);
+    vkattn_tensor_destroy(qt);
+    vkattn_tensor_destroy(kt);
+    vkattn_tensor_destroy(vt);
+    vkattn_tensor_destroy(ot);
+    vkattn_tensor_destroy(cqt);
+    vkattn_tensor_destroy(ckt);
+    vkattn_context_destroy(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_threads),
+        cmocka_unit_test(test_attention_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
