@@ -57,15 +57,6 @@ static bool exists(const char *name)
     return stat(path, &st) == 0;
 }
 
-static float *random_array(rng *r, size_t n)
-{
-    float *v = malloc(n * sizeof *v);
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = rng_uniform(r, -1.0f, 1.0f);
-    return v;
-}
-
 /* Reads `name` and compares it with `want` (count values of the given shape). */
 static void expect_npy(const char *name, const float *want, int ndim, const int64_t *shape,
                        double atol)
@@ -131,7 +122,9 @@ static void test_attention_dtype(void **state)
     test_env *env = *state;
     rng r = {44};
     const int64_t q3[3] = {4, 5, 8}, k3[3] = {2, 9, 8}, v3[3] = {2, 9, 6}, o3[3] = {4, 5, 6};
-    float *q = random_array(&r, 160), *k = random_array(&r, 144), *v = random_array(&r, 108);
+    float *q = random_floats(&r, 160, -1.0f, 1.0f);
+    float *k = random_floats(&r, 144, -1.0f, 1.0f);
+    float *v = random_floats(&r, 108, -1.0f, 1.0f);
     write_npy("dq.npy", q, 3, q3);
     write_npy("dk.npy", k, 3, k3);
     write_npy("dv.npy", v, 3, v3);
@@ -225,7 +218,9 @@ static void test_float64_files(void **state)
     /* Row 1 of the mask all float64 min: uniform weights, the mean of V. */
     rng r = {71};
     const int64_t qs[4] = {1, 1, 3, 8}, ks[4] = {1, 1, 5, 8}, ms[2] = {3, 5};
-    float *q = random_array(&r, 24), *k = random_array(&r, 40), *v = random_array(&r, 40);
+    float *q = random_floats(&r, 24, -1.0f, 1.0f);
+    float *k = random_floats(&r, 40, -1.0f, 1.0f);
+    float *v = random_floats(&r, 40, -1.0f, 1.0f);
     write_npy("q.npy", q, 4, qs);
     write_npy("k.npy", k, 4, ks);
     write_npy("v.npy", v, 4, ks);
@@ -267,7 +262,9 @@ static void test_out_dtype(void **state)
     test_env *env = *state;
     rng r = {45};
     const int64_t q3[3] = {4, 5, 8}, k3[3] = {2, 9, 8}, o3[3] = {4, 5, 8};
-    float *q = random_array(&r, 160), *k = random_array(&r, 144), *v = random_array(&r, 144);
+    float *q = random_floats(&r, 160, -1.0f, 1.0f);
+    float *k = random_floats(&r, 144, -1.0f, 1.0f);
+    float *v = random_floats(&r, 144, -1.0f, 1.0f);
     for (int i = 0; i < 144; i++)
         v[i] *= 300.0f; /* outputs over many binades, past f16's subnormals */
     write_npy("oq.npy", q, 3, q3);
@@ -331,7 +328,9 @@ static void test_attention_runs(void **state)
     rng r = {41};
     /* 3-D: 4 query heads over 2 kv heads, Tq 5, Tk 9, D 8, Dv 6. */
     const int64_t q3[3] = {4, 5, 8}, k3[3] = {2, 9, 8}, v3[3] = {2, 9, 6}, o3[3] = {4, 5, 6};
-    float *q = random_array(&r, 160), *k = random_array(&r, 144), *v = random_array(&r, 108);
+    float *q = random_floats(&r, 160, -1.0f, 1.0f);
+    float *k = random_floats(&r, 144, -1.0f, 1.0f);
+    float *v = random_floats(&r, 108, -1.0f, 1.0f);
     write_npy("q.npy", q, 3, q3);
     write_npy("k.npy", k, 3, k3);
     write_npy("v.npy", v, 3, v3);
@@ -391,8 +390,10 @@ static void test_mha_run(void **state)
     test_env *env = *state;
     rng r = {42};
     const int64_t xs[2] = {7, 6}, wq[2] = {3 * 2 * 4, 6}, bq[1] = {24}, wo[2] = {5, 8}, bo[1] = {5};
-    float *x = random_array(&r, 42), *w_qkv = random_array(&r, 144), *b_qkv = random_array(&r, 24);
-    float *w_out = random_array(&r, 40), *b_out = random_array(&r, 5);
+    float *x = random_floats(&r, 42, -1.0f, 1.0f);
+    float *w_qkv = random_floats(&r, 144, -1.0f, 1.0f);
+    float *b_qkv = random_floats(&r, 24, -1.0f, 1.0f);
+    float *w_out = random_floats(&r, 40, -1.0f, 1.0f), *b_out = random_floats(&r, 5, -1.0f, 1.0f);
     write_npy("x.npy", x, 2, xs);
     write_npy("wq.npy", w_qkv, 2, wq);
     write_npy("bq.npy", b_qkv, 1, bq);
@@ -1088,7 +1089,7 @@ static void test_bad_runs(void **state)
 {
     (void)state;
     rng r = {43};
-    float *data = random_array(&r, 256);
+    float *data = random_floats(&r, 256, -1.0f, 1.0f);
     const int64_t q[2] = {4, 16}, k12[2] = {6, 12}, k[2] = {6, 16};
     write_npy("bq.npy", data, 2, q);
     write_npy("bk.npy", data, 2, k);
@@ -1222,7 +1223,7 @@ static void test_attention_empty_batches(void **state)
 {
     (void)state;
     rng r = {43};
-    float *q = random_array(&r, 3 * 2 * 8);
+    float *q = random_floats(&r, 3 * 2 * 8, -1.0f, 1.0f);
     const int64_t q3[3] = {3, 2, 8}, none_k[3] = {0, 1, 8}, none_v[3] = {0, 1, 6};
     const int64_t none_q[3] = {0, 2, 8}, k3[3] = {4, 1, 8}, v3[3] = {4, 1, 6};
     write_npy("eq.npy", q, 3, q3);
@@ -1253,7 +1254,7 @@ static void test_attention_empty_batches(void **state)
      * K's head size, V's kv heads, the query heads' grouping, the sinks'
      * length; no output is written. */
     const int64_t k7[3] = {4, 1, 7}, v2[3] = {4, 2, 6}, k3h[3] = {4, 3, 8};
-    float *kv = random_array(&r, 4 * 3 * 8); /* enough for each of them */
+    float *kv = random_floats(&r, 4 * 3 * 8, -1.0f, 1.0f); /* enough for each of them */
     write_npy("ek7.npy", kv, 3, k7);
     write_npy("ev2.npy", kv, 3, v2);
     write_npy("ek3h.npy", kv, 3, k3h);

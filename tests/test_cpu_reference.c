@@ -20,14 +20,6 @@ static vkattn_context *cpu_context(void)
     return ctx;
 }
 
-static size_t count_of(int ndim, const int64_t *shape)
-{
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= (size_t)shape[i];
-    return n;
-}
-
 /* A tensor holding `data` (f32 or i32 elements), or uninitialised for NULL. */
 static vkattn_tensor *tensor(vkattn_context *ctx, vkattn_dtype dtype, int ndim,
                              const int64_t *shape, const void *data)
@@ -39,15 +31,6 @@ static vkattn_tensor *tensor(vkattn_context *ctx, vkattn_dtype dtype, int ndim,
     if (data)
         assert_int_equal(vkattn_tensor_upload(t, data, dtype), VKATTN_OK);
     return t;
-}
-
-static float *random_floats(rng *r, size_t n)
-{
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_uniform(r, -2.0f, 2.0f);
-    return x;
 }
 
 static float *download(vkattn_tensor *t, size_t n)
@@ -85,8 +68,8 @@ static double plain_matmul(const matmul_case *c, const float *a, const float *b,
     int lead = c->a_ndim - 2;
     size_t M = (size_t)c->a_shape[lead], K = (size_t)c->a_shape[lead + 1];
     size_t N = (size_t)(c->transpose_b ? c->b_shape[c->b_ndim - 2] : c->b_shape[c->b_ndim - 1]);
-    size_t b_batches = count_of(c->b_ndim - 2, c->b_shape);
-    size_t group = count_of(lead, c->a_shape) / b_batches;
+    size_t b_batches = shape_count(c->b_ndim - 2, c->b_shape);
+    size_t group = shape_count(lead, c->a_shape) / b_batches;
     const float *bb = b + (batch / group) * K * N;
     double sum = 0.0;
     for (size_t k = 0; k < K; k++)
@@ -114,10 +97,10 @@ static void test_matmul_threads(void **state)
         int64_t c_shape[4];
         memcpy(c_shape, c->a_shape, sizeof c_shape);
         c_shape[lead + 1] = N;
-        size_t an = count_of(c->a_ndim, c->a_shape), bn = count_of(c->b_ndim, c->b_shape);
-        size_t cn = count_of(c->a_ndim, c_shape);
-        float *a = random_floats(&r, an), *b = random_floats(&r, bn);
-        float *bias = random_floats(&r, (size_t)N);
+        size_t an = shape_count(c->a_ndim, c->a_shape), bn = shape_count(c->b_ndim, c->b_shape);
+        size_t cn = shape_count(c->a_ndim, c_shape);
+        float *a = random_floats(&r, an, -2.0f, 2.0f), *b = random_floats(&r, bn, -2.0f, 2.0f);
+        float *bias = random_floats(&r, (size_t)N, -2.0f, 2.0f);
         vkattn_tensor *at = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c->a_shape, a);
         vkattn_tensor *bt = tensor(ctx, VKATTN_DTYPE_F32, c->b_ndim, c->b_shape, b);
         vkattn_tensor *biast = tensor(ctx, VKATTN_DTYPE_F32, 1, &N, bias);
@@ -136,7 +119,7 @@ static void test_matmul_threads(void **state)
                 fail_msg("matmul %s: %d threads differ from 1", c->name, thread_counts[t]);
             free(got);
         }
-        size_t M = (size_t)c->a_shape[lead], batches = count_of(lead, c->a_shape);
+        size_t M = (size_t)c->a_shape[lead], batches = shape_count(lead, c->a_shape);
         for (size_t batch = 0; batch < batches; batch++)
             for (size_t m = 0; m < M; m++)
                 for (size_t n = 0; n < (size_t)N; n++) {
@@ -176,9 +159,9 @@ static void test_attention_threads(void **state)
     rng r = {26112630};
     int64_t qs[3] = {total_q, H, D}, ks[3] = {total_k, HKV, D}, vs[3] = {total_k, HKV, DV};
     int64_t os[3] = {total_q, H, DV}, cs = B + 1;
-    float *q = random_floats(&r, (size_t)(total_q * H * D));
-    float *k = random_floats(&r, (size_t)(total_k * HKV * D));
-    float *v = random_floats(&r, (size_t)(total_k * HKV * DV));
+    float *q = random_floats(&r, (size_t)(total_q * H * D), -2.0f, 2.0f);
+    float *k = random_floats(&r, (size_t)(total_k * HKV * D), -2.0f, 2.0f);
+    float *v = random_floats(&r, (size_t)(total_k * HKV * DV), -2.0f, 2.0f);
     vkattn_tensor *qt = tensor(ctx, VKATTN_DTYPE_F32, 3, qs, q);
     vkattn_tensor *kt = tensor(ctx, VKATTN_DTYPE_F32, 3, ks, k);
     vkattn_tensor *vt = tensor(ctx, VKATTN_DTYPE_F32, 3, vs, v);

@@ -158,14 +158,6 @@ static const float seed002_masked[6 * 6] = {
 
 /* ----------------------------------------------------------------- helpers -- */
 
-static size_t count_of(int ndim, const int64_t *shape)
-{
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= (size_t)shape[i];
-    return n;
-}
-
 /* A tensor in `ctx` holding `data` (NULL: zeros). */
 static vkattn_tensor *tensor_with(vkattn_context *ctx, int ndim, const int64_t *shape,
                                   const float *data)
@@ -176,7 +168,7 @@ static vkattn_tensor *tensor_with(vkattn_context *ctx, int ndim, const int64_t *
     vkattn_status s = vkattn_tensor_create(ctx, &d, &t);
     if (s != VKATTN_OK)
         fail_msg("tensor_create: %s: %s", vkattn_status_string(s), vkattn_last_error(ctx));
-    size_t n = count_of(ndim, shape);
+    size_t n = shape_count(ndim, shape);
     float *zeros = NULL;
     if (!data) {
         zeros = calloc(n, sizeof *zeros);
@@ -191,7 +183,7 @@ static vkattn_tensor *tensor_with(vkattn_context *ctx, int ndim, const int64_t *
  * writes fails the comparison instead of passing as a stale 0. */
 static vkattn_tensor *tensor_output(vkattn_context *ctx, int ndim, const int64_t *shape)
 {
-    size_t n = count_of(ndim, shape);
+    size_t n = shape_count(ndim, shape);
     float *fill = malloc(n * sizeof *fill);
     assert_non_null(fill);
     for (size_t i = 0; i < n; i++)
@@ -217,7 +209,7 @@ static void expect_golden(const char *what, vkattn_tensor *out, const char *dims
                           const float *want, double tol, bool masked_zero)
 {
     vkattn_tensor_desc d = vkattn_tensor_get_desc(out);
-    size_t n = count_of(d.ndim, d.shape);
+    size_t n = shape_count(d.ndim, d.shape);
     float *got = malloc(n * sizeof *got);
     assert_non_null(got);
     assert_int_equal(vkattn_tensor_download(out, got, VKATTN_DTYPE_F32), VKATTN_OK);

@@ -19,14 +19,6 @@ static const char *dtype_label(vkattn_dtype d)
     return d == VKATTN_DTYPE_F16 ? "f16" : d == VKATTN_DTYPE_BF16 ? "bf16" : "f32";
 }
 
-static size_t count_of(int ndim, const int64_t *shape)
-{
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        n *= (size_t)shape[i];
-    return n;
-}
-
 /* An output tensor holding a sentinel (0x5a5a bits in 16-bit tensors), so that
  * an element the narrowing forgets, or an op that fails and still writes, shows. */
 static vkattn_tensor *sentinel_output(vkattn_context *ctx, vkattn_dtype dtype, int ndim,
@@ -36,7 +28,7 @@ static vkattn_tensor *sentinel_output(vkattn_context *ctx, vkattn_dtype dtype, i
     memcpy(desc.shape, shape, (size_t)ndim * sizeof *shape);
     vkattn_tensor *t = NULL;
     assert_int_equal(vkattn_tensor_create(ctx, &desc, &t), VKATTN_OK);
-    size_t n = count_of(ndim, shape);
+    size_t n = shape_count(ndim, shape);
     float *fill = malloc(n * sizeof *fill);
     assert_non_null(fill);
     for (size_t i = 0; i < n; i++)
@@ -50,7 +42,7 @@ static vkattn_tensor *sentinel_output(vkattn_context *ctx, vkattn_dtype dtype, i
 static void expect_narrowed(const char *name, vkattn_tensor *wide, vkattn_tensor *narrow)
 {
     vkattn_tensor_desc d = vkattn_tensor_get_desc(narrow);
-    size_t n = count_of(d.ndim, d.shape);
+    size_t n = shape_count(d.ndim, d.shape);
     uint16_t *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
     float *f32 = malloc(n * sizeof *f32);
     assert_non_null(want);

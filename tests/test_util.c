@@ -149,12 +149,21 @@ float rng_uniform(rng *r, float lo, float hi)
 
 int rng_int(rng *r, int lo, int hi) { return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1)); }
 
-static size_t count_of(int ndim, const int64_t *shape)
+size_t shape_count(int ndim, const int64_t *shape)
 {
     size_t n = 1;
     for (int i = 0; i < ndim; i++)
         n *= (size_t)shape[i];
     return n;
+}
+
+float *random_floats(rng *r, size_t n, float lo, float hi)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_uniform(r, lo, hi);
+    return x;
 }
 
 static vkattn_tensor *make(vkattn_context *ctx, vkattn_dtype dtype, int ndim, const int64_t *shape)
@@ -172,7 +181,7 @@ static vkattn_tensor *make(vkattn_context *ctx, vkattn_dtype dtype, int ndim, co
 pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *shape, rng *r,
                  float lo, float hi)
 {
-    pair p = {.count = count_of(ndim, shape)};
+    pair p = {.count = shape_count(ndim, shape)};
     p.host = malloc(p.count * sizeof *p.host);
     assert_non_null(p.host);
     for (size_t i = 0; i < p.count; i++)
@@ -188,7 +197,7 @@ pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *sha
 
 pair pair_output(test_env *env, int ndim, const int64_t *shape)
 {
-    pair p = {.count = count_of(ndim, shape)};
+    pair p = {.count = shape_count(ndim, shape)};
     p.host = malloc(p.count * sizeof *p.host);
     assert_non_null(p.host);
     /* A sentinel: an element the kernel forgets to write stays 12345 and fails. */

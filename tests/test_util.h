@@ -50,6 +50,11 @@ typedef struct rng { uint64_t state; } rng;
 uint64_t rng_next(rng *r);
 float rng_uniform(rng *r, float lo, float hi);
 int rng_int(rng *r, int lo, int hi); /* inclusive */
+/* n values uniform in [lo, hi] in a new array (free() it); fails the test when
+ * out of memory. */
+float *random_floats(rng *r, size_t n, float lo, float hi);
+/* The element count of a shape. */
+size_t shape_count(int ndim, const int64_t *shape);
 
 /* A host array and the same data in a GPU and a CPU tensor. */
 typedef struct pair {
