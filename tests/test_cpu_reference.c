@@ -1,5 +1,5 @@
 /* The CPU reference backend on several threads (VKATTN_CPU_THREADS): every bit
- * of every result the same as on one thread, and each row where it belongs
+ * of every result (matmul, attention, the layer) the same as on one thread, and each row where it belongs
  * (packed sequences against each sequence alone; the matmul against plain
  * loops here). The GPU tests compare every kernel with this backend, so a row
  * it computes twice, skips or puts in the wrong place would fail them all on
@@ -236,11 +236,69 @@ static void test_attention_threads(void **state)
     vkattn_context_destroy(ctx);
 }
 
+/* ---------------------------------------------------------------- mha -- */
+
+/* The layer: its projections' rows and its attention's rows dealt out alike. */
+static void test_mha_threads(void **state)
+{
+    (void)state;
+    enum { B = 2, T = 19, C = 24, H = 3, DH = 8, C_OUT = 10 };
+    vkattn_context *ctx = cpu_context();
+    rng r = {26112631};
+    int64_t xs[3] = {B, T, C}, wq[2] = {3 * H * DH, C}, bq = 3 * H * DH;
+    int64_t wo[2] = {C_OUT, H * DH}, bo = C_OUT, ys[3] = {B, T, C_OUT};
+    float *x = random_floats(&r, B * T * C, -2.0f, 2.0f);
+    float *w_qkv = random_floats(&r, 3 * H * DH * C, -0.5f, 0.5f);
+    float *b_qkv = random_floats(&r, 3 * H * DH, -0.5f, 0.5f);
+    float *w_out = random_floats(&r, C_OUT * H * DH, -0.5f, 0.5f);
+    float *b_out = random_floats(&r, C_OUT, -0.5f, 0.5f);
+    vkattn_tensor *xt = tensor(ctx, VKATTN_DTYPE_F32, 3, xs, x);
+    vkattn_tensor *wqt = tensor(ctx, VKATTN_DTYPE_F32, 2, wq, w_qkv);
+    vkattn_tensor *bqt = tensor(ctx, VKATTN_DTYPE_F32, 1, &bq, b_qkv);
+    vkattn_tensor *wot = tensor(ctx, VKATTN_DTYPE_F32, 2, wo, w_out);
+    vkattn_tensor *bot = tensor(ctx, VKATTN_DTYPE_F32, 1, &bo, b_out);
+    vkattn_tensor *yt = tensor(ctx, VKATTN_DTYPE_F32, 3, ys, NULL);
+    vkattn_mha_desc d = {.heads = H, .causal = true};
+    size_t yn = shape_count(3, ys);
+    float *first = NULL;
+    for (int t = 0; t < THREAD_COUNTS; t++) {
+        set_threads(thread_counts[t]);
+        assert_int_equal(vkattn_mha(ctx, &d, xt, wqt, bqt, wot, bot, yt), VKATTN_OK);
+        float *got = download(yt, yn);
+        if (!first) {
+            first = got;
+            continue;
+        }
+        if (memcmp(got, first, yn * sizeof *got) != 0)
+            fail_msg("mha: %d threads differ from 1", thread_counts[t]);
+        free(got);
+    }
+    unsetenv("VKATTN_CPU_THREADS");
+    double sum = 0.0;
+    for (size_t i = 0; i < yn; i++)
+        sum += fabs(first[i]);
+    assert_true(sum > 0.0);
+    free(first);
+    free(x);
+    free(w_qkv);
+    free(b_qkv);
+    free(w_out);
+    free(b_out);
+    vkattn_tensor_destroy(xt);
+    vkattn_tensor_destroy(wqt);
+    vkattn_tensor_destroy(bqt);
+    vkattn_tensor_destroy(wot);
+    vkattn_tensor_destroy(bot);
+    vkattn_tensor_destroy(yt);
+    vkattn_context_destroy(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_threads),
         cmocka_unit_test(test_attention_threads),
+        cmocka_unit_test(test_mha_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,20 +245,36 @@ vkattn_status cpu_attention(vkattn_context *ctx, const attention_dims *d, const 
 }
 
 /* y[r, n] = sum_c x[r, c] * w[n, c] + bias[n] (nn.Linear), rows r of x. */
+typedef struct linear_rows {
+    const double *x, *w, *bias;
+    int64_t in, out;
+    double *y;
+} linear_rows;
+
+static void linear_range(void *arg, int worker, int64_t begin, int64_t end)
+{
+    const linear_rows *l = arg;
+    (void)worker;
+    for (int64_t r = begin; r < end; r++)
+        for (int64_t n = 0; n < l->out; n++) {
+            double acc = 0.0;
+            for (int64_t c = 0; c < l->in; c++)
+                acc += l->x[r * l->in + c] * l->w[n * l->in + c];
+            l->y[r * l->out + n] = acc + (l->bias ? l->bias[n] : 0.0);
+        }
+}
+
 static bool linear(const double *x, int64_t rows, int64_t in, const vkattn_tensor *w,
                    const vkattn_tensor *bias, int64_t out, double *y)
 {
-    double *wd = to_double(w), *bd = bias ? to_double(bias) : NULL;
-    bool ok = wd && (!bias || bd);
-    for (int64_t r = 0; ok && r < rows; r++)
-        for (int64_t n = 0; n < out; n++) {
-            double acc = 0.0;
-            for (int64_t c = 0; c < in; c++)
-                acc += x[r * in + c] * wd[n * in + c];
-            y[r * out + n] = acc + (bd ? bd[n] : 0.0);
-        }
-    free(wd);
-    free(bd);
+    linear_rows l = {.x = x, .w = to_double(w), .bias = bias ? to_double(bias) : NULL,
+                     .in = in, .out = out, .y = y};
+    bool ok = l.w && (!bias || l.bias);
+    if (ok && rows > 0)
+        cpu_parallel_for(cpu_threads_for(rows, (double)rows * (double)in * (double)out), rows,
+                         linear_range, &l);
+    free((void *)l.w);
+    free((void *)l.bias);
     return ok;
 }
 
