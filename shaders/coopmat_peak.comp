@@ -15,7 +15,10 @@
 //      (result[0], 1), so that no compiler can prove two loads the same and
 //      merge or hoist them;
 //   2  B loaded once for two products of different accumulators (the kernel's
-//      two row blocks a subgroup, coopmat.rows=2).
+//      two row blocks a subgroup, coopmat.rows=2);
+//   3  as 1, B loaded column-major (as the attention kernel's K blocks are for
+//      S = Q K^T, where 1 is as its V blocks are for P V): a transposing load
+//      the driver may make slower than a plain one.
 // A's and B's elements are all 1/16, so each product adds MK / 256 to every
 // accumulator element; chain c starts at c (no two chains alike, so none can
 // be merged): the host checks c + ITERS * MK / 256 (exact in f32) in the
@@ -83,6 +86,11 @@ void main()
             MATRIX_UNROLL for (uint c = 0; c < CHAINS / 2; c++)
                 ACC_MMA_ROWS(acc, c, CHAINS / 2, a, 0, 0, 2, b_halves,
                              (it * CHAINS / 2 + c) * step % SLOTS * B_BLOCK, MN, false)
+    } else if (LOADS == 3) {
+        for (uint it = 0; it < ITERS; it++)
+            MATRIX_UNROLL for (uint c = 0; c < CHAINS; c++)
+                ACC_MMA(acc, c, a, 0, b_halves, (it * CHAINS + c) * step % SLOTS * B_BLOCK, MK,
+                        true)
     } else {
         for (uint it = 0; it < ITERS; it++)
             MATRIX_UNROLL for (uint c = 0; c < CHAINS; c++)

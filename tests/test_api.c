@@ -757,7 +757,9 @@ static void test_coopmat_peak_probe(void **state)
         assert_int_equal(strncmp(line, prefix, strlen(prefix)), 0);
         assert_null(strstr(line, "B in registers"));
     }
-    assert_non_null(strstr(line, " TFLOP/s with B from shared memory for two products;"));
+    assert_non_null(strstr(line, " TFLOP/s with B from shared memory for two products, "));
+    assert_non_null(
+        strstr(line, " TFLOP/s with B from shared memory column-major for each product;"));
     test_env_destroy(env);
 }
 

@@ -21,7 +21,7 @@ enum peak_spec { /* constant_id values in coopmat_peak.comp */
 #define PEAK_CHAINS 8      /* coopmat_peak.comp's CHAINS: keep the two the same */
 #define PEAK_TIMED_RUNS 5
 #define PEAK_WARMUP_MS 300.0
-#define PEAK_VARIANTS 3    /* LOADS = 0, 1, 2 */
+#define PEAK_VARIANTS 4    /* LOADS = 0, 1, 2, 3 */
 
 typedef struct peak_setup {
     coopmat_shape s;
@@ -31,7 +31,8 @@ typedef struct peak_setup {
 
 static const char *const peak_variant_names[PEAK_VARIANTS] = {
     "B in registers", "B from shared memory for each product",
-    "B from shared memory for two products"};
+    "B from shared memory for two products",
+    "B from shared memory column-major for each product"};
 
 /* result[0] (the step between B blocks), every accumulator of the first
  * workgroup, then every invocation's sum. */
@@ -170,7 +171,7 @@ void coopmat_peak_report(vkattn_context *ctx)
         ctx->last_error[0] = '\0';
         return;
     }
-    char rates[320];
+    char rates[448];
     size_t used = 0;
     for (uint32_t loads = p.emulated ? 1 : 0; loads < PEAK_VARIANTS && used < sizeof rates;
          loads++)
