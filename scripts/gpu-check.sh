@@ -297,7 +297,9 @@ check() {
   # tile step left out (bench/ablate.py; no profiler reads Vulkan kernels here).
   local ablation_summary="not run: the device has no cooperative matrices"
   if grep -q "cooperative matrix yes" "$work/devices.txt"; then
-    cap=$(step_budget 45 $(( sweep_least + khr_seconds + table_seconds )))
+    local after_ablation=$(( khr_seconds + table_seconds ))
+    [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
+    cap=$(step_budget 45 "$after_ablation")
     if [ "$cap" -gt 0 ]; then
       say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
       timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \

@@ -101,6 +101,10 @@ static void test_matmul_threads(void **state)
         size_t cn = shape_count(c->a_ndim, c_shape);
         float *a = random_floats(&r, an, -2.0f, 2.0f), *b = random_floats(&r, bn, -2.0f, 2.0f);
         float *bias = random_floats(&r, (size_t)N, -2.0f, 2.0f);
+        float *nans = malloc(cn * sizeof *nans);
+        assert_non_null(nans);
+        for (size_t i = 0; i < cn; i++)
+            nans[i] = NAN;
         vkattn_tensor *at = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c->a_shape, a);
         vkattn_tensor *bt = tensor(ctx, VKATTN_DTYPE_F32, c->b_ndim, c->b_shape, b);
         vkattn_tensor *biast = tensor(ctx, VKATTN_DTYPE_F32, 1, &N, bias);
@@ -108,6 +112,9 @@ static void test_matmul_threads(void **state)
         vkattn_matmul_desc d = {.transpose_b = c->transpose_b, .alpha = c->alpha};
         float *first = NULL;
         for (int t = 0; t < THREAD_COUNTS; t++) {
+            /* NaN first: the matmul writes C in place, and a row a run left
+             * out must not keep the last run's values. */
+            assert_int_equal(vkattn_tensor_upload(ct, nans, VKATTN_DTYPE_F32), VKATTN_OK);
             set_threads(thread_counts[t]);
             assert_int_equal(vkattn_matmul(ctx, &d, at, bt, c->bias ? biast : NULL, ct), VKATTN_OK);
             float *got = download(ct, cn);
@@ -125,7 +132,7 @@ static void test_matmul_threads(void **state)
                 for (size_t n = 0; n < (size_t)N; n++) {
                     double want = plain_matmul(c, a, b, c->bias ? bias : NULL, batch, m, n);
                     float got = first[(batch * M + m) * (size_t)N + n];
-                    if (fabs(got - want) > 1e-5 * (1.0 + fabs(want)))
+                    if (!(fabs(got - want) <= 1e-5 * (1.0 + fabs(want)))) /* NaN too */
                         fail_msg("matmul %s: C[%zu][%zu][%zu] = %g, plain loops give %g", c->name,
                                  batch, m, n, got, want);
                 }
@@ -133,6 +140,7 @@ static void test_matmul_threads(void **state)
         free(a);
         free(b);
         free(bias);
+        free(nans);
         vkattn_tensor_destroy(at);
         vkattn_tensor_destroy(bt);
         vkattn_tensor_destroy(biast);

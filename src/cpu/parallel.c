@@ -72,6 +72,7 @@ static void *run_worker(void *p)
 void cpu_parallel_for(int threads, int64_t items, cpu_range_fn body, void *arg)
 {
     parallel_loop loop = {.body = body, .arg = arg, .items = items};
+    threads = threads < 1 ? 1 : threads > MOST_THREADS ? MOST_THREADS : threads;
     /* Sixteen chunks a thread: small enough to even out unequal rows, large
      * enough that taking one costs nothing beside its work. */
     loop.chunk = items / ((int64_t)threads * 16);
@@ -81,8 +82,6 @@ void cpu_parallel_for(int threads, int64_t items, cpu_range_fn body, void *arg)
     worker workers[MOST_THREADS];
     pthread_t ids[MOST_THREADS];
     bool started[MOST_THREADS] = {false};
-    if (threads > MOST_THREADS)
-        threads = MOST_THREADS;
     /* A thread that cannot be started leaves its chunks to the others (the
      * calling thread, worker 0, always runs). */
     for (int t = 1; t < threads; t++) {
