@@ -51,6 +51,38 @@ static void set_threads(int n)
 static const int thread_counts[] = {1, 2, 3, 7, 64};
 #define THREAD_COUNTS (int)(sizeof thread_counts / sizeof thread_counts[0])
 
+typedef vkattn_status (*cpu_call)(const void *args);
+
+/* Makes `call` on each of thread_counts, its output `out` (n f32 elements)
+ * filled with NaN before each (an op may write it in place: a row a run left
+ * out must not keep the last run's values), and fails unless every run gives
+ * the bits of the first (one thread). Returns those (free() them). */
+static float *same_on_every_thread_count(const char *what, cpu_call call, const void *args,
+                                         vkattn_tensor *out, size_t n)
+{
+    float *nans = malloc(n * sizeof *nans);
+    assert_non_null(nans);
+    for (size_t i = 0; i < n; i++)
+        nans[i] = NAN;
+    float *first = NULL;
+    for (int t = 0; t < THREAD_COUNTS; t++) {
+        assert_int_equal(vkattn_tensor_upload(out, nans, VKATTN_DTYPE_F32), VKATTN_OK);
+        set_threads(thread_counts[t]);
+        assert_int_equal(call(args), VKATTN_OK);
+        float *got = download(out, n);
+        if (!first) {
+            first = got;
+            continue;
+        }
+        if (memcmp(got, first, n * sizeof *got) != 0)
+            fail_msg("%s: %d threads differ from 1", what, thread_counts[t]);
+        free(got);
+    }
+    unsetenv("VKATTN_CPU_THREADS");
+    free(nans);
+    return first;
+}
+
 /* ------------------------------------------------------------- matmul -- */
 
 typedef struct matmul_case {
@@ -78,6 +110,18 @@ static double plain_matmul(const matmul_case *c, const float *a, const float *b,
     return (double)c->alpha * sum + (bias ? bias[n] : 0.0);
 }
 
+typedef struct matmul_args {
+    vkattn_context *ctx;
+    vkattn_matmul_desc d;
+    vkattn_tensor *a, *b, *bias, *c;
+} matmul_args;
+
+static vkattn_status matmul_call(const void *args)
+{
+    const matmul_args *m = args;
+    return vkattn_matmul(m->ctx, &m->d, m->a, m->b, m->bias, m->c);
+}
+
 static void test_matmul_threads(void **state)
 {
     (void)state;
@@ -101,31 +145,15 @@ static void test_matmul_threads(void **state)
         size_t cn = shape_count(c->a_ndim, c_shape);
         float *a = random_floats(&r, an, -2.0f, 2.0f), *b = random_floats(&r, bn, -2.0f, 2.0f);
         float *bias = random_floats(&r, (size_t)N, -2.0f, 2.0f);
-        float *nans = malloc(cn * sizeof *nans);
-        assert_non_null(nans);
-        for (size_t i = 0; i < cn; i++)
-            nans[i] = NAN;
         vkattn_tensor *at = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c->a_shape, a);
         vkattn_tensor *bt = tensor(ctx, VKATTN_DTYPE_F32, c->b_ndim, c->b_shape, b);
         vkattn_tensor *biast = tensor(ctx, VKATTN_DTYPE_F32, 1, &N, bias);
         vkattn_tensor *ct = tensor(ctx, VKATTN_DTYPE_F32, c->a_ndim, c_shape, NULL);
-        vkattn_matmul_desc d = {.transpose_b = c->transpose_b, .alpha = c->alpha};
-        float *first = NULL;
-        for (int t = 0; t < THREAD_COUNTS; t++) {
-            /* NaN first: the matmul writes C in place, and a row a run left
-             * out must not keep the last run's values. */
-            assert_int_equal(vkattn_tensor_upload(ct, nans, VKATTN_DTYPE_F32), VKATTN_OK);
-            set_threads(thread_counts[t]);
-            assert_int_equal(vkattn_matmul(ctx, &d, at, bt, c->bias ? biast : NULL, ct), VKATTN_OK);
-            float *got = download(ct, cn);
-            if (!first) {
-                first = got;
-                continue;
-            }
-            if (memcmp(got, first, cn * sizeof *got) != 0)
-                fail_msg("matmul %s: %d threads differ from 1", c->name, thread_counts[t]);
-            free(got);
-        }
+        matmul_args args = {ctx, {.transpose_b = c->transpose_b, .alpha = c->alpha}, at, bt,
+                            c->bias ? biast : NULL, ct};
+        char what[64];
+        snprintf(what, sizeof what, "matmul %s", c->name);
+        float *first = same_on_every_thread_count(what, matmul_call, &args, ct, cn);
         size_t M = (size_t)c->a_shape[lead], batches = shape_count(lead, c->a_shape);
         for (size_t batch = 0; batch < batches; batch++)
             for (size_t m = 0; m < M; m++)
@@ -140,7 +168,6 @@ static void test_matmul_threads(void **state)
         free(a);
         free(b);
         free(bias);
-        free(nans);
         vkattn_tensor_destroy(at);
         vkattn_tensor_destroy(bt);
         vkattn_tensor_destroy(biast);
@@ -151,6 +178,18 @@ static void test_matmul_threads(void **state)
 }
 
 /* ---------------------------------------------------------- attention -- */
+
+typedef struct attention_args {
+    vkattn_context *ctx;
+    const vkattn_attention_desc *d;
+    vkattn_tensor *q, *k, *v, *o;
+} attention_args;
+
+static vkattn_status attention_call(const void *args)
+{
+    const attention_args *a = args;
+    return vkattn_attention(a->ctx, a->d, a->q, a->k, a->v, a->o);
+}
 
 /* Three packed sequences (one query row; more queries than keys, which the
  * bottom-right causal alignment leaves some rows no key of; equal lengths),
@@ -180,21 +219,9 @@ static void test_attention_threads(void **state)
         .causal = true, .has_window = true, .window_left = 9, .window_right = -1,
         .cu_seqlens_q = cqt, .cu_seqlens_k = ckt,
     };
-    size_t on = (size_t)(total_q * H * DV);
-    float *first = NULL;
-    for (int t = 0; t < THREAD_COUNTS; t++) {
-        set_threads(thread_counts[t]);
-        assert_int_equal(vkattn_attention(ctx, &d, qt, kt, vt, ot), VKATTN_OK);
-        float *got = download(ot, on);
-        if (!first) {
-            first = got;
-            continue;
-        }
-        if (memcmp(got, first, on * sizeof *got) != 0)
-            fail_msg("packed attention: %d threads differ from 1", thread_counts[t]);
-        free(got);
-    }
-    unsetenv("VKATTN_CPU_THREADS");
+    attention_args args = {ctx, &d, qt, kt, vt, ot};
+    float *first = same_on_every_thread_count("packed attention", attention_call, &args, ot,
+                                              (size_t)(total_q * H * DV));
 
     for (int b = 0; b < B; b++) {
         int64_t tq = cu_q[b + 1] - cu_q[b], tk = cu_k[b + 1] - cu_k[b];
@@ -246,6 +273,18 @@ static void test_attention_threads(void **state)
 
 /* ---------------------------------------------------------------- mha -- */
 
+typedef struct mha_args {
+    vkattn_context *ctx;
+    const vkattn_mha_desc *d;
+    vkattn_tensor *x, *w_qkv, *b_qkv, *w_out, *b_out, *y;
+} mha_args;
+
+static vkattn_status mha_call(const void *args)
+{
+    const mha_args *m = args;
+    return vkattn_mha(m->ctx, m->d, m->x, m->w_qkv, m->b_qkv, m->w_out, m->b_out, m->y);
+}
+
 /* The layer: its projections' rows and its attention's rows dealt out alike. */
 static void test_mha_threads(void **state)
 {
@@ -268,20 +307,8 @@ static void test_mha_threads(void **state)
     vkattn_tensor *yt = tensor(ctx, VKATTN_DTYPE_F32, 3, ys, NULL);
     vkattn_mha_desc d = {.heads = H, .causal = true};
     size_t yn = shape_count(3, ys);
-    float *first = NULL;
-    for (int t = 0; t < THREAD_COUNTS; t++) {
-        set_threads(thread_counts[t]);
-        assert_int_equal(vkattn_mha(ctx, &d, xt, wqt, bqt, wot, bot, yt), VKATTN_OK);
-        float *got = download(yt, yn);
-        if (!first) {
-            first = got;
-            continue;
-        }
-        if (memcmp(got, first, yn * sizeof *got) != 0)
-            fail_msg("mha: %d threads differ from 1", thread_counts[t]);
-        free(got);
-    }
-    unsetenv("VKATTN_CPU_THREADS");
+    mha_args args = {ctx, &d, xt, wqt, bqt, wot, bot, yt};
+    float *first = same_on_every_thread_count("mha", mha_call, &args, yt, yn);
     double sum = 0.0;
     for (size_t i = 0; i < yn; i++)
         sum += fabs(first[i]);
