@@ -142,7 +142,7 @@ static void attend_row(const attention_dims *d, const dense_attention *a, const 
 typedef struct attend_rows {
     const attention_dims *d;
     const dense_attention *a;
-    double *p;          /* keys scores a worker */
+    double *p;          /* `keys` scores for each worker */
     bool *allowed;
     size_t keys;
 } attend_rows;

@@ -3,8 +3,8 @@
  * mask's last rows see the most keys) still keep every thread busy. Each item
  * runs the same plain code whichever thread takes it, so results do not depend
  * on the thread count. Large references are the bench's verification and the
- * GPU check's tests (a 4096^3 matmul took 25 s on one core of an H200's host),
- * and the CPU backend is the fallback without a Vulkan device. */
+ * GPU check's tests (verifying a 4096^3 matmul took 25 s on one core of the
+ * H200's host), and the CPU backend is the fallback without a Vulkan device. */
 #include "internal.h"
 
 #include <pthread.h>
