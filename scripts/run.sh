@@ -25,13 +25,15 @@ case "$what" in
     # sequence tables are exercised here through test_errors and test_cli) and
     # the reruns in other memory or kernel modes, subgroup sizes or validation
     # modes (no other host code; the last CI spent 640 s of its 1570 s here on
-    # the subgroup and GPU-assisted reruns) stay out.
+    # the subgroup and GPU-assisted reruns) stay out. Failure injection in
+    # device-local memory stays in: the staged transfers' error paths are host
+    # code of their own, and it reuses its pipelines (about a minute).
     sanitize="$build-sanitize"
     cmake -S . -B "$sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKATTN_SANITIZE=ON \
       -DVKATTN_BUILD_STATIC=OFF -DVKATTN_TEST_CACHE_HOME="$(cd "$build" && pwd)/cache" >/dev/null
     cmake --build "$sanitize" -j "$(nproc)"
     ctest --test-dir "$sanitize" --output-on-failure -j "$(nproc)" \
-      -E '^test_(attention|attention_random_sweep|variants|install)$|_gpu_variants$|_device_memory$|_subgroup[0-9]+$|_gpu_assisted$'
+      -E '^test_(attention|attention_random_sweep|variants|install)$|_gpu_variants$|_subgroup[0-9]+$|_gpu_assisted$|^test_(head_transpose|softmax|matmul|mha|recording|errors|outputs|attention|attention_random_sweep|variants)_device_memory$'
     ;;
   build) ;;
   *) echo "usage: scripts/run.sh main|test|build" >&2; exit 2 ;;

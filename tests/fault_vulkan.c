@@ -2,6 +2,7 @@
  * fallible device entry point vkattn uses, handed out by a wrapped
  * vkGetDeviceProcAddr, itself handed out by the wrapped vkGetInstanceProcAddr. */
 #include "fault_vulkan.h"
+#include "fault_pipeline_pool.h"
 
 #include <string.h>
 
@@ -72,7 +73,12 @@ static VkResult inject_queue(const char *entry_point)
     return lost ? VK_ERROR_DEVICE_LOST : inject(entry_point, VK_ERROR_DEVICE_LOST);
 }
 
-#define CREATE_WRAPPER(Name, Kind, Info, Handle)                                                \
+#define HANDLE_BITS(h) ((uint64_t)(uintptr_t)(h))
+
+/* Define(handle, info): what the pipeline pool notes of a new object
+ * (fault_pipeline_pool.h), or NOTHING. */
+#define NOTHING(handle, info) ((void)0)
+#define CREATE_WRAPPER(Name, Kind, Info, Handle, Define)                                        \
     static PFN_vk##Name real_##Name;                                                           \
     static VKAPI_ATTR VkResult VKAPI_CALL wrap_##Name(VkDevice d, const Info *info,             \
                                                       const VkAllocationCallbacks *a,           \
@@ -81,8 +87,10 @@ static VkResult inject_queue(const char *entry_point)
         VkResult r = inject("vk" #Name, VK_ERROR_OUT_OF_DEVICE_MEMORY);                        \
         if (r == VK_SUCCESS)                                                                   \
             r = real_##Name(d, info, a, out);                                                  \
-        if (r == VK_SUCCESS)                                                                   \
+        if (r == VK_SUCCESS) {                                                                 \
             live[Kind]++;                                                                      \
+            Define(HANDLE_BITS(*out), info);                                                   \
+        }                                                                                      \
         return r;                                                                              \
     }
 #define DESTROY_WRAPPER(Name, Kind, Handle)                                                     \
@@ -90,51 +98,83 @@ static VkResult inject_queue(const char *entry_point)
     static VKAPI_ATTR void VKAPI_CALL wrap_##Name(VkDevice d, Handle h,                         \
                                                   const VkAllocationCallbacks *a)               \
     {                                                                                          \
-        if (h != VK_NULL_HANDLE)                                                               \
+        if (h != VK_NULL_HANDLE) {                                                             \
             live[Kind]--;                                                                      \
+            pool_forget(HANDLE_BITS(h));                                                       \
+        }                                                                                      \
         real_##Name(d, h, a);                                                                  \
     }
 
-CREATE_WRAPPER(CreateBuffer, KIND_BUFFER, VkBufferCreateInfo, VkBuffer)
+CREATE_WRAPPER(CreateBuffer, KIND_BUFFER, VkBufferCreateInfo, VkBuffer, NOTHING)
 DESTROY_WRAPPER(DestroyBuffer, KIND_BUFFER, VkBuffer)
-CREATE_WRAPPER(AllocateMemory, KIND_MEMORY, VkMemoryAllocateInfo, VkDeviceMemory)
+CREATE_WRAPPER(AllocateMemory, KIND_MEMORY, VkMemoryAllocateInfo, VkDeviceMemory, NOTHING)
 DESTROY_WRAPPER(FreeMemory, KIND_MEMORY, VkDeviceMemory)
-CREATE_WRAPPER(CreateBufferView, KIND_VIEW, VkBufferViewCreateInfo, VkBufferView)
+CREATE_WRAPPER(CreateBufferView, KIND_VIEW, VkBufferViewCreateInfo, VkBufferView, NOTHING)
 DESTROY_WRAPPER(DestroyBufferView, KIND_VIEW, VkBufferView)
-CREATE_WRAPPER(CreateShaderModule, KIND_SHADER, VkShaderModuleCreateInfo, VkShaderModule)
+CREATE_WRAPPER(CreateShaderModule, KIND_SHADER, VkShaderModuleCreateInfo, VkShaderModule,
+               pool_define_module)
 DESTROY_WRAPPER(DestroyShaderModule, KIND_SHADER, VkShaderModule)
 CREATE_WRAPPER(CreateDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayoutCreateInfo,
-               VkDescriptorSetLayout)
+               VkDescriptorSetLayout, pool_define_set_layout)
 DESTROY_WRAPPER(DestroyDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayout)
 CREATE_WRAPPER(CreatePipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayoutCreateInfo,
-               VkPipelineLayout)
+               VkPipelineLayout, pool_define_pipeline_layout)
 DESTROY_WRAPPER(DestroyPipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayout)
 CREATE_WRAPPER(CreatePipelineCache, KIND_PIPELINE_CACHE, VkPipelineCacheCreateInfo,
-               VkPipelineCache)
+               VkPipelineCache, NOTHING)
 DESTROY_WRAPPER(DestroyPipelineCache, KIND_PIPELINE_CACHE, VkPipelineCache)
-DESTROY_WRAPPER(DestroyPipeline, KIND_PIPELINE, VkPipeline)
 CREATE_WRAPPER(CreateDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPoolCreateInfo,
-               VkDescriptorPool)
+               VkDescriptorPool, NOTHING)
 DESTROY_WRAPPER(DestroyDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPool)
-CREATE_WRAPPER(CreateCommandPool, KIND_COMMAND_POOL, VkCommandPoolCreateInfo, VkCommandPool)
+CREATE_WRAPPER(CreateCommandPool, KIND_COMMAND_POOL, VkCommandPoolCreateInfo, VkCommandPool,
+               NOTHING)
 DESTROY_WRAPPER(DestroyCommandPool, KIND_COMMAND_POOL, VkCommandPool)
-CREATE_WRAPPER(CreateQueryPool, KIND_QUERY_POOL, VkQueryPoolCreateInfo, VkQueryPool)
+CREATE_WRAPPER(CreateQueryPool, KIND_QUERY_POOL, VkQueryPoolCreateInfo, VkQueryPool, NOTHING)
 DESTROY_WRAPPER(DestroyQueryPool, KIND_QUERY_POOL, VkQueryPool)
-CREATE_WRAPPER(CreateFence, KIND_FENCE, VkFenceCreateInfo, VkFence)
+CREATE_WRAPPER(CreateFence, KIND_FENCE, VkFenceCreateInfo, VkFence, NOTHING)
 DESTROY_WRAPPER(DestroyFence, KIND_FENCE, VkFence)
 
+/* Pipelines go through the pool (fault_pipeline_pool.h): one the pool has
+ * comes back from it, one it keeps is not destroyed. */
+static VkDevice pipeline_device;
 static PFN_vkCreateComputePipelines real_CreateComputePipelines;
 static VKAPI_ATTR VkResult VKAPI_CALL wrap_CreateComputePipelines(
     VkDevice d, VkPipelineCache cache, uint32_t n, const VkComputePipelineCreateInfo *infos,
     const VkAllocationCallbacks *a, VkPipeline *out)
 {
     VkResult r = inject("vkCreateComputePipelines", VK_ERROR_OUT_OF_DEVICE_MEMORY);
-    if (r == VK_SUCCESS)
+    if (r != VK_SUCCESS)
+        return r;
+    uint64_t key;
+    if (n == 1 && !a && pool_key(infos, &key)) {
+        if (!pool_take(key, out)) {
+            r = real_CreateComputePipelines(d, cache, 1, infos, a, out);
+            if (r == VK_SUCCESS)
+                pool_add(key, *out);
+        }
+        pipeline_device = d;
+    } else {
         r = real_CreateComputePipelines(d, cache, n, infos, a, out);
+    }
     if (r == VK_SUCCESS)
         live[KIND_PIPELINE] += n;
     return r;
 }
+
+static PFN_vkDestroyPipeline real_DestroyPipeline;
+static VKAPI_ATTR void VKAPI_CALL wrap_DestroyPipeline(VkDevice d, VkPipeline p,
+                                                       const VkAllocationCallbacks *a)
+{
+    if (p == VK_NULL_HANDLE)
+        return;
+    live[KIND_PIPELINE]--;
+    if (!pool_give_back(p))
+        real_DestroyPipeline(d, p, a);
+}
+
+static void destroy_pooled(VkPipeline p) { real_DestroyPipeline(pipeline_device, p, NULL); }
+
+void fault_release_pipelines(void) { pool_drain(destroy_pooled); }
 
 static PFN_vkMapMemory real_MapMemory;
 static VKAPI_ATTR VkResult VKAPI_CALL wrap_MapMemory(VkDevice d, VkDeviceMemory m,

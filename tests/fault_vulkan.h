@@ -3,7 +3,8 @@
  * fallible entry point vkattn loads through it counts its calls; the armed one
  * returns an error instead of calling the driver. Object creations and
  * destructions are counted, so a test can check that everything vkattn created
- * was destroyed. One device at a time, one thread. */
+ * was destroyed. Compute pipelines are kept and handed out again
+ * (fault_pipeline_pool.h). One device at a time, one thread. */
 #ifndef VKATTN_FAULT_VULKAN_H
 #define VKATTN_FAULT_VULKAN_H
 
@@ -27,5 +28,8 @@ bool fault_fired(VkResult *result, const char **entry_point);
 /* Objects created through the wrapper and not yet destroyed (all kinds), and
  * the kind of one of them ("" if none). */
 long fault_live_objects(const char **kind);
+/* Destroys the compute pipelines the wrapper kept after vkattn destroyed them
+ * (fault_pipeline_pool.h): before the application destroys its device. */
+void fault_release_pipelines(void);
 
 #endif
