@@ -14,6 +14,7 @@ typedef struct definition {
 typedef struct pooled {
     uint64_t key;
     VkPipeline pipeline;
+    VkPipelineLayout layout; /* it was created with */
     bool in_use;
 } pooled;
 
@@ -21,6 +22,8 @@ static definition definitions[MAX_DEFINITIONS];
 static int definition_count;
 static pooled pool[MAX_POOLED];
 static int pool_count;
+static VkPipelineLayout kept_layouts[MAX_POOLED]; /* destroyed by vkattn, kept for the pool */
+static int kept_layout_count;
 
 static const uint64_t fnv_basis = 14695981039346656037ull;
 
@@ -33,6 +36,8 @@ static uint64_t fnv(uint64_t hash, const void *data, size_t size)
 }
 
 #define HASH_VALUE(hash, value) ((hash) = fnv((hash), &(value), sizeof(value)))
+/* Handles as 64 bits: pointers on 64-bit builds, uint64_t on 32-bit ones. */
+#define HANDLE_BITS(h) ((uint64_t)(h))
 
 static void define(uint64_t handle, uint64_t hash)
 {
@@ -75,6 +80,7 @@ void pool_define_set_layout(uint64_t handle, const VkDescriptorSetLayoutCreateIn
         return;
     uint64_t h = fnv_basis;
     HASH_VALUE(h, info->flags);
+    HASH_VALUE(h, info->bindingCount);
     for (uint32_t i = 0; i < info->bindingCount; i++) {
         const VkDescriptorSetLayoutBinding *b = &info->pBindings[i];
         if (b->pImmutableSamplers)
@@ -94,12 +100,14 @@ void pool_define_pipeline_layout(uint64_t handle, const VkPipelineLayoutCreateIn
         return;
     uint64_t h = fnv_basis;
     HASH_VALUE(h, info->flags);
+    HASH_VALUE(h, info->setLayoutCount);
     for (uint32_t i = 0; i < info->setLayoutCount; i++) {
         uint64_t set_hash;
-        if (!defined((uint64_t)(uintptr_t)info->pSetLayouts[i], &set_hash))
+        if (!defined(HANDLE_BITS(info->pSetLayouts[i]), &set_hash))
             return;
         HASH_VALUE(h, set_hash);
     }
+    HASH_VALUE(h, info->pushConstantRangeCount);
     h = fnv(h, info->pPushConstantRanges,
             info->pushConstantRangeCount * sizeof *info->pPushConstantRanges);
     define(handle, h);
@@ -119,8 +127,8 @@ bool pool_key(const VkComputePipelineCreateInfo *info, uint64_t *key)
     }
     uint64_t module_hash, layout_hash;
     if (info->pNext || info->basePipelineHandle != VK_NULL_HANDLE ||
-        !defined((uint64_t)(uintptr_t)stage->module, &module_hash) ||
-        !defined((uint64_t)(uintptr_t)info->layout, &layout_hash))
+        !defined(HANDLE_BITS(stage->module), &module_hash) ||
+        !defined(HANDLE_BITS(info->layout), &layout_hash))
         return false;
     uint64_t h = fnv_basis;
     HASH_VALUE(h, info->flags);
@@ -132,6 +140,8 @@ bool pool_key(const VkComputePipelineCreateInfo *info, uint64_t *key)
     h = fnv(h, stage->pName, strlen(stage->pName) + 1);
     const VkSpecializationInfo *spec = stage->pSpecializationInfo;
     if (spec) {
+        HASH_VALUE(h, spec->mapEntryCount);
+        HASH_VALUE(h, spec->dataSize);
         h = fnv(h, spec->pMapEntries, spec->mapEntryCount * sizeof *spec->pMapEntries);
         h = fnv(h, spec->pData, spec->dataSize);
     }
@@ -150,10 +160,10 @@ bool pool_take(uint64_t key, VkPipeline *out)
     return false;
 }
 
-void pool_add(uint64_t key, VkPipeline pipeline)
+void pool_add(uint64_t key, VkPipeline pipeline, VkPipelineLayout layout)
 {
     if (pool_count < MAX_POOLED)
-        pool[pool_count++] = (pooled){key, pipeline, true};
+        pool[pool_count++] = (pooled){key, pipeline, layout, true};
 }
 
 bool pool_give_back(VkPipeline pipeline)
@@ -166,15 +176,38 @@ bool pool_give_back(VkPipeline pipeline)
     return false;
 }
 
-void pool_drain(void (*destroy)(VkPipeline pipeline))
+bool pool_keeps_layout(VkPipelineLayout layout)
+{
+    for (int i = 0; i < pool_count; i++)
+        if (pool[i].layout == layout && kept_layout_count < MAX_POOLED) {
+            kept_layouts[kept_layout_count++] = layout;
+            return true;
+        }
+    return false;
+}
+
+void pool_drain(void (*destroy_pipeline)(VkPipeline pipeline),
+                void (*destroy_layout)(VkPipelineLayout layout))
 {
     int kept = 0;
     for (int i = 0; i < pool_count; i++) {
         if (pool[i].in_use)
             pool[kept++] = pool[i];
         else
-            destroy(pool[i].pipeline);
+            destroy_pipeline(pool[i].pipeline);
     }
     pool_count = kept;
+    /* A pipeline still in use (a leak, already reported) keeps its layout. */
+    int layouts_kept = 0;
+    for (int i = 0; i < kept_layout_count; i++) {
+        bool used = false;
+        for (int j = 0; j < pool_count; j++)
+            used = used || pool[j].layout == kept_layouts[i];
+        if (used)
+            kept_layouts[layouts_kept++] = kept_layouts[i];
+        else
+            destroy_layout(kept_layouts[i]);
+    }
+    kept_layout_count = layouts_kept;
     definition_count = 0;
 }

@@ -28,12 +28,18 @@ void pool_forget(uint64_t handle);
 bool pool_key(const VkComputePipelineCreateInfo *info, uint64_t *key);
 /* A pooled pipeline of that key that nobody uses now, marked in use. */
 bool pool_take(uint64_t key, VkPipeline *out);
-/* A pipeline the driver has just created for the key, in use. */
-void pool_add(uint64_t key, VkPipeline pipeline);
+/* A pipeline the driver has just created for the key with the layout, in use. */
+void pool_add(uint64_t key, VkPipeline pipeline, VkPipelineLayout layout);
 /* The pipeline is being destroyed: true where the pool keeps it instead. */
 bool pool_give_back(VkPipeline pipeline);
-/* Every pooled pipeline nobody uses, handed to destroy and dropped; the
- * definitions too. */
-void pool_drain(void (*destroy)(VkPipeline pipeline));
+/* The pipeline layout is being destroyed: true where the pool keeps it instead,
+ * because a pooled pipeline was created with it (without maintenance4 a
+ * pipeline must not outlive its layout; a later context binds it with its own,
+ * identically defined layout, which is compatible). */
+bool pool_keeps_layout(VkPipelineLayout layout);
+/* Every pooled pipeline nobody uses, then every layout kept for them, handed
+ * to destroy_pipeline and destroy_layout and dropped; the definitions too. */
+void pool_drain(void (*destroy_pipeline)(VkPipeline pipeline),
+                void (*destroy_layout)(VkPipelineLayout layout));
 
 #endif

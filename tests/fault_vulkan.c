@@ -73,7 +73,7 @@ static VkResult inject_queue(const char *entry_point)
     return lost ? VK_ERROR_DEVICE_LOST : inject(entry_point, VK_ERROR_DEVICE_LOST);
 }
 
-#define HANDLE_BITS(h) ((uint64_t)(uintptr_t)(h))
+#define HANDLE_BITS(h) ((uint64_t)(h)) /* pointers on 64-bit builds, uint64_t on 32-bit */
 
 /* Define(handle, info): what the pipeline pool notes of a new object
  * (fault_pipeline_pool.h), or NOTHING. */
@@ -119,7 +119,6 @@ CREATE_WRAPPER(CreateDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayout
 DESTROY_WRAPPER(DestroyDescriptorSetLayout, KIND_SET_LAYOUT, VkDescriptorSetLayout)
 CREATE_WRAPPER(CreatePipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayoutCreateInfo,
                VkPipelineLayout, pool_define_pipeline_layout)
-DESTROY_WRAPPER(DestroyPipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayout)
 CREATE_WRAPPER(CreatePipelineCache, KIND_PIPELINE_CACHE, VkPipelineCacheCreateInfo,
                VkPipelineCache, NOTHING)
 DESTROY_WRAPPER(DestroyPipelineCache, KIND_PIPELINE_CACHE, VkPipelineCache)
@@ -150,7 +149,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL wrap_CreateComputePipelines(
         if (!pool_take(key, out)) {
             r = real_CreateComputePipelines(d, cache, 1, infos, a, out);
             if (r == VK_SUCCESS)
-                pool_add(key, *out);
+                pool_add(key, *out, infos->layout);
         }
         pipeline_device = d;
     } else {
@@ -172,9 +171,26 @@ static VKAPI_ATTR void VKAPI_CALL wrap_DestroyPipeline(VkDevice d, VkPipeline p,
         real_DestroyPipeline(d, p, a);
 }
 
-static void destroy_pooled(VkPipeline p) { real_DestroyPipeline(pipeline_device, p, NULL); }
+/* A layout a pooled pipeline was created with outlives vkattn's destroy. */
+static PFN_vkDestroyPipelineLayout real_DestroyPipelineLayout;
+static VKAPI_ATTR void VKAPI_CALL wrap_DestroyPipelineLayout(VkDevice d, VkPipelineLayout l,
+                                                             const VkAllocationCallbacks *a)
+{
+    if (l == VK_NULL_HANDLE)
+        return;
+    live[KIND_PIPELINE_LAYOUT]--;
+    pool_forget(HANDLE_BITS(l));
+    if (!pool_keeps_layout(l))
+        real_DestroyPipelineLayout(d, l, a);
+}
 
-void fault_release_pipelines(void) { pool_drain(destroy_pooled); }
+static void destroy_pooled(VkPipeline p) { real_DestroyPipeline(pipeline_device, p, NULL); }
+static void destroy_kept_layout(VkPipelineLayout l)
+{
+    real_DestroyPipelineLayout(pipeline_device, l, NULL);
+}
+
+void fault_release_pipelines(void) { pool_drain(destroy_pooled, destroy_kept_layout); }
 
 static PFN_vkMapMemory real_MapMemory;
 static VKAPI_ATTR VkResult VKAPI_CALL wrap_MapMemory(VkDevice d, VkDeviceMemory m,

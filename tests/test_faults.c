@@ -423,6 +423,9 @@ static void test_every_fault(void **state)
            "of them failing (%d losing the device)\n", total, runs, lost_runs);
     fault_release_pipelines();
     test_app_destroy(&app);
+    /* The device's destruction found nothing left: no pooled pipeline or kept
+     * layout. */
+    assert_int_equal(app.validation_messages, 0);
 }
 
 int main(void)
