@@ -36,8 +36,6 @@ static uint64_t fnv(uint64_t hash, const void *data, size_t size)
 }
 
 #define HASH_VALUE(hash, value) ((hash) = fnv((hash), &(value), sizeof(value)))
-/* Handles as 64 bits: pointers on 64-bit builds, uint64_t on 32-bit ones. */
-#define HANDLE_BITS(h) ((uint64_t)(h))
 
 static void define(uint64_t handle, uint64_t hash)
 {
@@ -103,7 +101,7 @@ void pool_define_pipeline_layout(uint64_t handle, const VkPipelineLayoutCreateIn
     HASH_VALUE(h, info->setLayoutCount);
     for (uint32_t i = 0; i < info->setLayoutCount; i++) {
         uint64_t set_hash;
-        if (!defined(HANDLE_BITS(info->pSetLayouts[i]), &set_hash))
+        if (!defined(POOL_HANDLE(info->pSetLayouts[i]), &set_hash))
             return;
         HASH_VALUE(h, set_hash);
     }
@@ -127,8 +125,8 @@ bool pool_key(const VkComputePipelineCreateInfo *info, uint64_t *key)
     }
     uint64_t module_hash, layout_hash;
     if (info->pNext || info->basePipelineHandle != VK_NULL_HANDLE ||
-        !defined(HANDLE_BITS(stage->module), &module_hash) ||
-        !defined(HANDLE_BITS(info->layout), &layout_hash))
+        !defined(POOL_HANDLE(stage->module), &module_hash) ||
+        !defined(POOL_HANDLE(info->layout), &layout_hash))
         return false;
     uint64_t h = fnv_basis;
     HASH_VALUE(h, info->flags);

@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+/* A handle as the 64 bits the pool keys on: a pointer on 64-bit builds, a
+ * uint64_t on 32-bit ones. */
+#define POOL_HANDLE(h) ((uint64_t)(h))
+
 /* What a pipeline depends on, noted as the wrapper creates it; forgotten when
  * destroyed (the driver may hand the handle out again). An object whose create
  * info has anything the pool does not understand is left undefined, and a

@@ -73,8 +73,6 @@ static VkResult inject_queue(const char *entry_point)
     return lost ? VK_ERROR_DEVICE_LOST : inject(entry_point, VK_ERROR_DEVICE_LOST);
 }
 
-#define HANDLE_BITS(h) ((uint64_t)(h)) /* pointers on 64-bit builds, uint64_t on 32-bit */
-
 /* Define(handle, info): what the pipeline pool notes of a new object
  * (fault_pipeline_pool.h), or NOTHING. */
 #define NOTHING(handle, info) ((void)0)
@@ -89,7 +87,7 @@ static VkResult inject_queue(const char *entry_point)
             r = real_##Name(d, info, a, out);                                                  \
         if (r == VK_SUCCESS) {                                                                 \
             live[Kind]++;                                                                      \
-            Define(HANDLE_BITS(*out), info);                                                   \
+            Define(POOL_HANDLE(*out), info);                                                   \
         }                                                                                      \
         return r;                                                                              \
     }
@@ -100,7 +98,7 @@ static VkResult inject_queue(const char *entry_point)
     {                                                                                          \
         if (h != VK_NULL_HANDLE) {                                                             \
             live[Kind]--;                                                                      \
-            pool_forget(HANDLE_BITS(h));                                                       \
+            pool_forget(POOL_HANDLE(h));                                                       \
         }                                                                                      \
         real_##Name(d, h, a);                                                                  \
     }
@@ -179,7 +177,7 @@ static VKAPI_ATTR void VKAPI_CALL wrap_DestroyPipelineLayout(VkDevice d, VkPipel
     if (l == VK_NULL_HANDLE)
         return;
     live[KIND_PIPELINE_LAYOUT]--;
-    pool_forget(HANDLE_BITS(l));
+    pool_forget(POOL_HANDLE(l));
     if (!pool_keeps_layout(l))
         real_DestroyPipelineLayout(d, l, a);
 }

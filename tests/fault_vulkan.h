@@ -28,8 +28,9 @@ bool fault_fired(VkResult *result, const char **entry_point);
 /* Objects created through the wrapper and not yet destroyed (all kinds), and
  * the kind of one of them ("" if none). */
 long fault_live_objects(const char **kind);
-/* Destroys the compute pipelines the wrapper kept after vkattn destroyed them
- * (fault_pipeline_pool.h): before the application destroys its device. */
+/* Destroys the compute pipelines the wrapper kept after vkattn destroyed them,
+ * and the pipeline layouts kept for them (fault_pipeline_pool.h): before the
+ * application destroys its device. */
 void fault_release_pipelines(void);
 
 #endif
