@@ -352,12 +352,24 @@ def run_mha_case(c, cli, seed):
     return True, worst / tolerance
 
 
-def run_case(cli, seed, folder):
+# Added to the tolerance of the coopmat kernels, times the largest |V|: they
+# round P to f16 before P V (half an ulp of f16 at 1 is 4.9e-4).
+COOPMAT_P_ROUNDING = 1e-3
+
+
+def run_case(cli, seed, folder, kernels):
+    """One seed's case; a kernel drawn from `kernels` (an independent stream:
+    the case is the seed's without it) is forced with --kernel. Returns
+    (True, error / tolerance), (False, what failed) or (None, the kernel's
+    refusal) where the forced kernel cannot run the case."""
     c = Case(seed, folder)
     r = c.r
     kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q", "mha"]))
     if kind == "mha":
         return run_mha_case(c, cli, seed)
+    picker = np.random.default_rng([seed, 1])
+    kernel = str(picker.choice(kernels))
+    coopmat = kernel.startswith("coopmat")
     B, Hkv = int(r.integers(1, 4)), int(r.integers(1, 3))
     H = Hkv * int(r.choice([1, 2, 4]))
     wide = r.random() < 0.15  # DeepSeek's MLA sizes and D = 256, few tokens
@@ -366,6 +378,8 @@ def run_case(cli, seed, folder):
     most = 3 if wide else 40
     magnitude = float(r.choice([1.0, 1.0, 3.0]))
     dtype = str(r.choice(["f32", "f32", "f16", "bf16"]))
+    if coopmat and dtype == "f32":  # they take 16-bit inputs only
+        dtype = str(picker.choice(["f16", "bf16"]))
     c.args += ["--dtype", dtype]
     c.float64 = r.random() < 0.25  # float64 files: Q, K, V and the mask
     opt = draw_options(c, H, D)
@@ -379,7 +393,8 @@ def run_case(cli, seed, folder):
                             [1, 4] if wide else [1, 2, 3, 16, 256], kind == "paged_packed_q")
     mask = draw_mask(c, B, H, Tq, Tk)
     # The unfused path takes dense inputs only (DESIGN.md: packed and paged are fused).
-    c.args += ["--path", str(r.choice(["auto", "fused", "unfused"] if kind in ("bhsd", "bshd") else ["auto", "fused"]))]
+    path = str(r.choice(["auto", "fused", "unfused"] if kind in ("bhsd", "bshd") else ["auto", "fused"]))
+    c.args += ["--path", path] if kernel == "auto" else ["--kernel", kernel]  # which implies fused
     out_dtype = draw_out_dtype(c)
     if out_dtype != "f32":
         c.args += ["--out-dtype", out_dtype]
@@ -388,6 +403,8 @@ def run_case(cli, seed, folder):
     command = [cli, "attention", "-q", paths[0], "-k", paths[1], "-v", paths[2], "-o", out] + c.args
     run = subprocess.run(command, capture_output=True, text=True)
     label = "seed %d: %s B=%d H=%d Hkv=%d D=%d Dv=%d: %s" % (seed, kind, B, H, Hkv, D, Dv, " ".join(command))
+    if kernel != "auto" and run.returncode == 1 and "fused path: " in run.stderr:
+        return None, run.stderr.strip()
     if run.returncode != 0 or run.stderr:
         return False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
     o = np.load(out)
@@ -409,6 +426,8 @@ def run_case(cli, seed, folder):
     # f32 accumulation of scores up to |s| ~ magnitude^2 * D * scale; soft-capping bounds them.
     tolerance = 1e-4 * (1 + magnitude ** 2 * (1 if opt["softcap"] else 10))
     tolerance *= 1 if opt["scale"] <= 1 / np.sqrt(D) + 1e-9 else 4
+    if coopmat:
+        tolerance += COOPMAT_P_ROUNDING * float(np.abs(qkv[2]).max(initial=0))
     if not np.isfinite(o).all() or worst > tolerance:
         return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
     return True, worst / tolerance
@@ -418,24 +437,36 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cli", required=True, help="the vkattn executable")
     parser.add_argument("--seeds", default="0:60", help="A:B, the seeds A..B-1 (default 0:60)")
+    parser.add_argument("--kernels", default="auto",
+                        help="comma-separated fused kernels (--kernel names); each case forces one "
+                             "(auto: none), drawn per seed; the layer's cases take AUTO's")
     args = parser.parse_args()
     first, end = (int(x) for x in args.seeds.split(":"))
-    failures, worst = 0, 0.0
+    kernels = args.kernels.split(",")
+    failures, worst, refused = 0, 0.0, {}
     env_note = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
                         if k.startswith(("VKATTN_", "LP_")))
     for seed in range(first, end):
         folder = tempfile.mkdtemp(prefix="vkattn-numpy-")
         try:
-            ok, detail = run_case(args.cli, seed, folder)
+            ok, detail = run_case(args.cli, seed, folder, kernels)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        if ok:
+        if ok is None:  # the forced kernel's own refusal, by its first words
+            reason = detail.split("fused path: ", 1)[1][:60]
+            refused[reason] = refused.get(reason, 0) + 1
+        elif ok:
             worst = max(worst, detail)
         else:
             failures += 1
             print("FAILED " + detail, flush=True)
-    print("cli_vs_numpy: %d cases (seeds %d..%d%s), %d failed; largest error %.3f of its tolerance"
-          % (end - first, first, end - 1, ", " + env_note if env_note else "", failures, worst))
+    for reason, count in sorted(refused.items()):
+        print("refused %d: %s..." % (count, reason))
+    print("cli_vs_numpy: %d cases (seeds %d..%d%s%s), %d refused by the kernel forced, %d failed; "
+          "largest error %.3f of its tolerance"
+          % (end - first, first, end - 1, ", " + env_note if env_note else "",
+             ", kernels " + args.kernels if args.kernels != "auto" else "",
+             sum(refused.values()), failures, worst))
     return 1 if failures else 0
 
 

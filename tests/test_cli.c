@@ -347,6 +347,17 @@ static void test_attention_runs(void **state)
         assert_string_equal(err_text, ""); /* validation is on: no message at all */
         expect_npy("o.npy", want, 3, o3, 1e-5);
     }
+    /* Kernels by name: the one asked for runs (--verbose says which). */
+    static const char *kernels[] = {"rows", "tiled", "decode"};
+    for (int i = 0; i < 3; i++) {
+        int rc = run("attention -q q.npy -k k.npy -v v.npy -o o.npy --causal --kernel %s --verbose",
+                     kernels[i]);
+        char ran[64];
+        snprintf(ran, sizeof ran, "attention ran fused, variant %s,", kernels[i]);
+        if (rc != 0 || !strstr(err_text, ran))
+            fail_msg("--kernel %s: exit %d: %s", kernels[i], rc, err_text);
+        expect_npy("o.npy", want, 3, o3, 1e-5);
+    }
     d = (vkattn_attention_desc){.causal = true, .has_q_offset = true, .q_offset = 0, .scale = 0.5f};
     reference_attention(env, q, k, v, qs, ks, vs, &d, want);
     assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o o.npy --causal --q-offset 0 "
@@ -1120,6 +1131,14 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --frobnicate", 2, "unknown option --frobnicate"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --path sideways", 2, "--path sideways"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --scale -1", 2, "--scale -1"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel sideways", 2,
+         "--kernel sideways: expected one of auto, rows, tiled, coopmat, coopmat_emulated, decode"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel tiled --path unfused", 2,
+         "--kernel tiled is a fused kernel: not with --path unfused"},
+        /* A kernel forced where it cannot run fails with its reason (not the
+         * unfused path AUTO would take): f32 inputs, on any device. */
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel coopmat", 1,
+         "fused path: the coopmat kernel takes f16 or bf16 Q, K and V (got f32, f32, f32)"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --scale", 2, "--scale needs a value"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kv-len 3,4", 2, "--kv-len has more"},
         {"frobnicate", 2, "unknown command"},

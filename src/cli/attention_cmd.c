@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage[] =
+static const char *const usage[] = {
     "usage: vkattn attention -q Q.npy -k K.npy -v V.npy -o O.npy [options]\n"
     "\n"
     "O = softmax(scale * Q K^T, masked) V. Inputs are float32, float16 or float64\n"
@@ -26,6 +26,9 @@ static const char usage[] =
     "  --kv-len L[,L...]     valid keys per batch entry (padding masked)\n"
     "  --layout bhsd|bshd    layout of 4-D inputs (default bhsd)\n"
     "  --path auto|fused|unfused\n"
+    "  --kernel NAME         the fused kernel, by name: auto (default), rows,\n"
+    "                        tiled, coopmat, coopmat_emulated or decode; implies\n"
+    "                        --path fused (an error where it cannot run)\n"
     "  --dtype f32|f16|bf16  round Q, K and V to this type on loading (to nearest\n"
     "                        even) and compute on it (accumulating in f32); default:\n"
     "                        each file's own (float32 for float64 files)\n"
@@ -56,7 +59,7 @@ static const char usage[] =
     "                        Packed: Tq and Tk are the longest sequences; paged: Tk\n"
     "                        is max_blocks * block_size\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
-    "\n"
+    "\n",
     "packed sequences and paged KV cache (int32 or int64 .npy index files; fused\n"
     "path only):\n"
     "  --cu-seqlens-q CQ.npy, --cu-seqlens-k CK.npy\n"
@@ -71,7 +74,9 @@ static const char usage[] =
     "                        T[b][j / block_size].\n"
     "                        Needs --kv-len (each entry's key count, Tk_b). Q is\n"
     "                        (B, H, Tq, D), or packed with --cu-seqlens-q\n"
-    "exit status: 0 success, 1 runtime error, 2 usage error\n";
+    "exit status: 0 success, 1 runtime error, 2 usage error\n",
+    NULL,
+};
 
 typedef struct attention_options {
     const char *q, *k, *v, *o, *kv_len;
@@ -100,6 +105,23 @@ static int check_combination(const attention_options *o)
     return 0;
 }
 
+/* --kernel NAME: the library's names of the fused variants
+ * (vkattn_fused_variant_name), in the enum's order. */
+static int parse_kernel(const char *name, vkattn_fused_variant *out)
+{
+    char names[128] = "";
+    for (int v = VKATTN_FUSED_AUTO; strcmp(vkattn_fused_variant_name(v), "?"); v++) {
+        if (!strcmp(name, vkattn_fused_variant_name(v))) {
+            *out = (vkattn_fused_variant)v;
+            return 0;
+        }
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", v ? ", " : "",
+                 vkattn_fused_variant_name(v));
+    }
+    return cli_error("attention", EXIT_USAGE, "--kernel %s: expected one of %s", name, names), -1;
+}
+
 static int parse(int argc, char **argv, attention_options *o)
 {
     args a = {argc, argv, 1, "attention"};
@@ -118,6 +140,9 @@ static int parse(int argc, char **argv, attention_options *o)
                    (r = take_value(&a, "--cu-seqlens-k", NULL, &o->cu_seqlens_k)) ||
                    (r = take_value(&a, "--block-table", NULL, &o->block_table))) {
             if (r < 0)
+                return -1;
+        } else if ((r = take_value(&a, "--kernel", NULL, &value)) != 0) {
+            if (r < 0 || parse_kernel(value, &o->desc.fused_variant))
                 return -1;
         } else if (!strcmp(argv[a.i], "--causal")) {
             o->desc.causal = true;
@@ -146,6 +171,15 @@ static int parse(int argc, char **argv, attention_options *o)
     }
     if (check_combination(o))
         return -1;
+    if (o->desc.fused_variant != VKATTN_FUSED_AUTO) {
+        /* A kernel asked for by name runs or fails with the library's reason:
+         * the AUTO path would quietly take the unfused one where it cannot. */
+        if (o->common.path == VKATTN_PATH_UNFUSED)
+            return cli_error("attention", EXIT_USAGE, "--kernel %s is a fused kernel: not with "
+                             "--path unfused", vkattn_fused_variant_name(o->desc.fused_variant)),
+                   -1;
+        o->common.path = VKATTN_PATH_FUSED;
+    }
     o->desc.path = o->common.path;
     o->desc.has_window = o->variants.has_window;
     o->desc.window_left = o->variants.window_left;

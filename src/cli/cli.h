@@ -54,9 +54,11 @@ int library_error(const vkattn_context *ctx);
 /* If argv[i] is `name` (or `alias`), stores the next word in *value and advances;
  * returns 1 when matched, 0 when not, -1 when the value is missing (reported). */
 int take_value(args *a, const char *name, const char *alias, const char **value);
-/* Parses the options every command takes at argv[i], --help (prints `usage`)
- * included: 1 matched, 0 not, -1 bad value (reported), -2 help printed. */
-int take_common(args *a, common_options *o, const char *usage);
+/* Parses the options every command takes at argv[i], --help (prints the parts
+ * of `usage`, a NULL-terminated list: ISO C caps one string literal at 4095
+ * characters) included: 1 matched, 0 not, -1 bad value (reported), -2 help
+ * printed. */
+int take_common(args *a, common_options *o, const char *const *usage);
 int parse_int(const args *a, const char *option, const char *text, int64_t lo, int64_t hi,
               int64_t *out);
 int parse_float(const args *a, const char *option, const char *text, float *out);

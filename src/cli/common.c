@@ -145,12 +145,13 @@ int take_variant(args *a, variant_options *o)
     return take_value(a, "--alibi", NULL, &o->alibi);
 }
 
-int take_common(args *a, common_options *o, const char *usage)
+int take_common(args *a, common_options *o, const char *const *usage)
 {
     const char *value;
     int r;
     if (!strcmp(a->argv[a->i], "--help") || !strcmp(a->argv[a->i], "-h")) {
-        fputs(usage, stdout);
+        for (; *usage; usage++)
+            fputs(*usage, stdout);
         return -2;
     }
     if ((r = take_value(a, "--backend", NULL, &value)) != 0) {

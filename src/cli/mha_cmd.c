@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
+static const char *const usage[] = {
     "usage: vkattn mha -x X.npy --w-qkv W.npy --w-out W.npy --heads H -o Y.npy [options]\n"
     "\n"
     "The multi-head attention layer with PyTorch nn.Linear weights:\n"
@@ -38,7 +38,9 @@ static const char usage[] =
     "                                 (gpt-oss)\n"
     "  --alibi SLOPES.npy             (H) floats: s += slope[h] * (j - pos)\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
-    "exit status: 0 success, 1 runtime error, 2 usage error\n";
+    "exit status: 0 success, 1 runtime error, 2 usage error\n",
+    NULL,
+};
 
 typedef struct mha_options {
     const char *x, *w_qkv, *b_qkv, *w_out, *b_out, *y;
