@@ -24,6 +24,7 @@ command line), 77 (ctest's skip) without numpy.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -452,8 +453,8 @@ def main():
             ok, detail = run_case(args.cli, seed, folder, kernels)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        if ok is None:  # the forced kernel's own refusal, by its first words
-            reason = detail.split("fused path: ", 1)[1][:60]
+        if ok is None:  # the forced kernel's own refusal, by its words (numbers as N)
+            reason = re.sub(r"\d+", "N", detail.split("fused path: ", 1)[1])[:70]
             refused[reason] = refused.get(reason, 0) + 1
         elif ok:
             worst = max(worst, detail)
