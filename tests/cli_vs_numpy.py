@@ -358,9 +358,11 @@ def run_mha_case(c, cli, seed):
 COOPMAT_P_ROUNDING = 1e-3
 
 
-def run_case(cli, seed, folder, kernels):
+def run_case(cli, seed, folder, kernels, big):
     """One seed's case; a kernel drawn from `kernels` (an independent stream:
-    the case is the seed's without it) is forced with --kernel. Returns
+    the case is the seed's without it) is forced with --kernel; with `big`,
+    sequences of up to 64, 160 or 400 tokens and head sizes of any size up to
+    256 (drawn from that stream too, in place of the usual ones). Returns
     (True, error / tolerance), (False, what failed) or (None, the kernel's
     refusal) where the forced kernel cannot run the case."""
     c = Case(seed, folder)
@@ -377,6 +379,10 @@ def run_case(cli, seed, folder, kernels):
     D = int(r.choice([576, 256] if wide else [1, 5, 8, 32, 64, 80, 128]))
     Dv = D if r.random() < 0.6 else int(r.choice([512, 64] if wide else [3, 16, 64]))
     most = 3 if wide else 40
+    if big and not wide:
+        most = int(picker.choice([64, 160, 400]))
+        D = int(picker.integers(1, 257))
+        Dv = D if picker.random() < 0.5 else int(picker.integers(1, 257))
     magnitude = float(r.choice([1.0, 1.0, 3.0]))
     dtype = str(r.choice(["f32", "f32", "f16", "bf16"]))
     if coopmat and dtype == "f32":  # they take 16-bit inputs only
@@ -438,6 +444,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cli", required=True, help="the vkattn executable")
     parser.add_argument("--seeds", default="0:60", help="A:B, the seeds A..B-1 (default 0:60)")
+    parser.add_argument("--big", action="store_true",
+                        help="longer sequences (up to 400) and head sizes of any size up to 256")
     parser.add_argument("--kernels", default="auto",
                         help="comma-separated fused kernels (--kernel names); each case forces one "
                              "(auto: none), drawn per seed; the layer's cases take AUTO's")
@@ -450,7 +458,7 @@ def main():
     for seed in range(first, end):
         folder = tempfile.mkdtemp(prefix="vkattn-numpy-")
         try:
-            ok, detail = run_case(args.cli, seed, folder, kernels)
+            ok, detail = run_case(args.cli, seed, folder, kernels, args.big)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if ok is None:  # the forced kernel's own refusal, by its words (numbers as N)
@@ -466,7 +474,8 @@ def main():
     print("cli_vs_numpy: %d cases (seeds %d..%d%s%s), %d refused by the kernel forced, %d failed; "
           "largest error %.3f of its tolerance"
           % (end - first, first, end - 1, ", " + env_note if env_note else "",
-             ", kernels " + args.kernels if args.kernels != "auto" else "",
+             (", kernels " + args.kernels if args.kernels != "auto" else "") +
+             (", big" if args.big else ""),
              sum(refused.values()), failures, worst))
     return 1 if failures else 0
 
