@@ -132,24 +132,29 @@ class Case:
         return [int(self.r.choice([0, 1, 2, self.r.integers(0, most + 1), most])) for _ in range(count)]
 
 
-def draw_options(c, H, D, layer=False):
-    """The options every kind of case takes (a layer has no q_offset)."""
+def draw_options(c, H, D, layer=False, far=None):
+    """The options every kind of case takes (a layer has no q_offset). With
+    `far` (an rng: --big), each option that is on takes its value from wider
+    ranges (offsets and windows of hundreds of keys, scales past 1, softcaps
+    from 0.5 to 50), drawn from `far`."""
     r = c.r
+    pick = lambda usual, wide: far.choice(wide) if far is not None else r.choice(usual)
     opt = {"causal": r.random() < 0.5, "window": None, "softcap": 0.0, "sinks": None,
            "alibi": None, "scale": 1.0 / np.sqrt(D), "q_offset": None}
     if opt["causal"]:
         c.args.append("--causal")
     if r.random() < 0.25 and not layer:
-        opt["q_offset"] = int(r.integers(-3, 12))
+        opt["q_offset"] = int(r.integers(-3, 12) if far is None else far.integers(-450, 450))
         c.args += ["--q-offset", str(opt["q_offset"])]
     if r.random() < 0.3:
-        opt["window"] = (int(r.choice([-1, 0, 2, 9])), int(r.choice([-1, 0, 3])))
+        opt["window"] = (int(pick([-1, 0, 2, 9], [-1, 0, 1, 17, 64, 200])),
+                         int(pick([-1, 0, 3], [-1, 0, 5, 130])))
         c.args += ["--window", "%d,%d" % opt["window"]]
     if r.random() < 0.25:
-        opt["softcap"] = float(r.choice([2.0, 20.0]))
+        opt["softcap"] = float(pick([2.0, 20.0], [0.5, 5.0, 50.0]))
         c.args += ["--softcap", str(opt["softcap"])]
     if r.random() < 0.2:
-        opt["scale"] = float(r.choice([0.05, 0.5]))
+        opt["scale"] = float(pick([0.05, 0.5], [0.01, 0.3, 1.0, 4.0]))
         c.args += ["--scale", str(opt["scale"])]
     # Sinks and slopes are float32 in the library: the oracle reads them so
     # rounded, also from float64 files.
@@ -389,7 +394,7 @@ def run_case(cli, seed, folder, kernels, big):
         dtype = str(picker.choice(["f16", "bf16"]))
     c.args += ["--dtype", dtype]
     c.float64 = r.random() < 0.25  # float64 files: Q, K, V and the mask
-    opt = draw_options(c, H, D)
+    opt = draw_options(c, H, D, far=picker if big else None)
     rnd = ROUND[dtype]
     if kind in ("bhsd", "bshd"):
         qkv, Tq, Tk = dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, kind)
