@@ -366,15 +366,16 @@ COOPMAT_P_ROUNDING = 1e-3
 def run_case(cli, seed, folder, kernels, big):
     """One seed's case; a kernel drawn from `kernels` (an independent stream:
     the case is the seed's without it) is forced with --kernel; with `big`,
-    sequences of up to 64, 160 or 400 tokens and head sizes of any size up to
-    256 (drawn from that stream too, in place of the usual ones). Returns
-    (True, error / tolerance), (False, what failed) or (None, the kernel's
-    refusal) where the forced kernel cannot run the case."""
+    sequences of up to 64, 160 or 400 tokens, head sizes of any size up to
+    256 and wider option values (from that stream too: the later draws of the
+    case then differ). Returns the kernel and (True, error / tolerance),
+    (False, what failed) or (None, the kernel's refusal: its one line) where
+    the forced kernel cannot run the case."""
     c = Case(seed, folder)
     r = c.r
     kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q", "mha"]))
     if kind == "mha":
-        return run_mha_case(c, cli, seed)
+        return ("auto",) + run_mha_case(c, cli, seed)
     picker = np.random.default_rng([seed, 1])
     kernel = str(picker.choice(kernels))
     coopmat = kernel.startswith("coopmat")
@@ -415,14 +416,15 @@ def run_case(cli, seed, folder, kernels, big):
     command = [cli, "attention", "-q", paths[0], "-k", paths[1], "-v", paths[2], "-o", out] + c.args
     run = subprocess.run(command, capture_output=True, text=True)
     label = "seed %d: %s B=%d H=%d Hkv=%d D=%d Dv=%d: %s" % (seed, kind, B, H, Hkv, D, Dv, " ".join(command))
-    if kernel != "auto" and run.returncode == 1 and "fused path: " in run.stderr:
-        return None, run.stderr.strip()
+    if kernel != "auto" and run.returncode == 1 and "fused path: " in run.stderr and \
+            run.stderr.count("\n") == 1:
+        return kernel, None, run.stderr.strip()
     if run.returncode != 0 or run.stderr:
-        return False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
+        return kernel, False, "%s\n    exit status %d, stderr: %s" % (label, run.returncode, run.stderr.strip()[:400])
     o = np.load(out)
     why = check_out_file(o, out_dtype)
     if why:
-        return False, "%s\n    %s" % (label, why)
+        return kernel, False, "%s\n    %s" % (label, why)
     o = o.astype(np.float64)
     group, worst = H // Hkv, 0.0
     for b, (q_b, k_b, v_b, q_offset, keys, where) in enumerate(c.entries):
@@ -432,7 +434,7 @@ def run_case(cli, seed, folder, kernels, big):
                                v_b[h // group].astype(np.float64), opt, q_offset, keys, h, mask2)
             got = output_of(o, where, h)
             if got.shape != want.shape:
-                return False, "%s\n    entry %d head %d: shape %s, expected %s" % (label, b, h, got.shape, want.shape)
+                return kernel, False, "%s\n    entry %d head %d: shape %s, expected %s" % (label, b, h, got.shape, want.shape)
             if want.size:
                 worst = max(worst, float((np.abs(got - want) - OUT_ROUNDING[out_dtype] * np.abs(want)).max()))
     # f32 accumulation of scores up to |s| ~ magnitude^2 * D * scale; soft-capping bounds them.
@@ -441,8 +443,8 @@ def run_case(cli, seed, folder, kernels, big):
     if coopmat:
         tolerance += COOPMAT_P_ROUNDING * float(np.abs(qkv[2]).max(initial=0))
     if not np.isfinite(o).all() or worst > tolerance:
-        return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
-    return True, worst / tolerance
+        return kernel, False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
+    return kernel, True, worst / tolerance
 
 
 def main():
@@ -453,33 +455,46 @@ def main():
                         help="longer sequences (up to 400) and head sizes of any size up to 256")
     parser.add_argument("--kernels", default="auto",
                         help="comma-separated fused kernels (--kernel names); each case forces one "
-                             "(auto: none), drawn per seed; the layer's cases take AUTO's")
+                             "(auto: none), drawn per seed; the layer's cases take AUTO's. A "
+                             "kernel that refuses every case it is drawn for fails the run")
+    parser.add_argument("--may-refuse", default="",
+                        help="comma-separated kernels of --kernels that may refuse every case "
+                             "(the coopmat kernel where the device has no matrix units)")
     args = parser.parse_args()
     first, end = (int(x) for x in args.seeds.split(":"))
     kernels = args.kernels.split(",")
-    failures, worst, refused = 0, 0.0, {}
+    failures, worst, refused, ran = 0, 0.0, {}, {k: 0 for k in kernels}
     env_note = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
                         if k.startswith(("VKATTN_", "LP_")))
     for seed in range(first, end):
         folder = tempfile.mkdtemp(prefix="vkattn-numpy-")
         try:
-            ok, detail = run_case(args.cli, seed, folder, kernels, args.big)
+            kernel, ok, detail = run_case(args.cli, seed, folder, kernels, args.big)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if ok is None:  # the forced kernel's own refusal, by its words (numbers as N)
-            reason = re.sub(r"\d+", "N", detail.split("fused path: ", 1)[1])[:70]
+            reason = kernel + ": " + re.sub(r"\d+", "N", detail.split("fused path: ", 1)[1])[:70]
             refused[reason] = refused.get(reason, 0) + 1
-        elif ok:
+            continue
+        ran[kernel] = ran.get(kernel, 0) + 1
+        if ok:
             worst = max(worst, detail)
         else:
             failures += 1
             print("FAILED " + detail, flush=True)
     for reason, count in sorted(refused.items()):
         print("refused %d: %s..." % (count, reason))
+    may_refuse = set(filter(None, args.may_refuse.split(",")))
+    for kernel in sorted(set(kernels) - {"auto"} - may_refuse):
+        if not ran[kernel]:
+            failures += 1
+            print("FAILED kernel %s ran no case (drawn %d times, refused by it every time)"
+                  % (kernel, sum(n for r, n in refused.items() if r.startswith(kernel + ": "))))
+    forced = ", ".join("%s %d" % (k, n) for k, n in sorted(ran.items()) if k != "auto")
     print("cli_vs_numpy: %d cases (seeds %d..%d%s%s), %d refused by the kernel forced, %d failed; "
           "largest error %.3f of its tolerance"
           % (end - first, first, end - 1, ", " + env_note if env_note else "",
-             (", kernels " + args.kernels if args.kernels != "auto" else "") +
+             (", kernels " + args.kernels + " (ran: " + forced + ")" if args.kernels != "auto" else "") +
              (", big" if args.big else ""),
              sum(refused.values()), failures, worst))
     return 1 if failures else 0

@@ -347,7 +347,8 @@ static void test_attention_runs(void **state)
         assert_string_equal(err_text, ""); /* validation is on: no message at all */
         expect_npy("o.npy", want, 3, o3, 1e-5);
     }
-    /* Kernels by name: the one asked for runs (--verbose says which). */
+    /* Kernels by name: the one asked for runs (--verbose says which), with
+     * no message of any other kind. */
     static const char *kernels[] = {"rows", "tiled", "decode"};
     for (int i = 0; i < 3; i++) {
         int rc = run("attention -q q.npy -k k.npy -v v.npy -o o.npy --causal --kernel %s --verbose",
@@ -355,6 +356,9 @@ static void test_attention_runs(void **state)
         char ran[64];
         snprintf(ran, sizeof ran, "attention ran fused, variant %s,", kernels[i]);
         if (rc != 0 || !strstr(err_text, ran))
+            fail_msg("--kernel %s: exit %d: %s", kernels[i], rc, err_text);
+        rc = run("attention -q q.npy -k k.npy -v v.npy -o o.npy --causal --kernel %s", kernels[i]);
+        if (rc != 0 || *err_text)
             fail_msg("--kernel %s: exit %d: %s", kernels[i], rc, err_text);
         expect_npy("o.npy", want, 3, o3, 1e-5);
     }
@@ -1135,6 +1139,10 @@ static void test_bad_runs(void **state)
          "--kernel sideways: expected one of auto, rows, tiled, coopmat, coopmat_emulated, decode"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel tiled --path unfused", 2,
          "--kernel tiled is a fused kernel: not with --path unfused"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel rows --backend cpu", 2,
+         "--kernel rows is a Vulkan kernel: not with --backend cpu"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --kernel tiled", 2,
+         "unknown option --kernel"},
         /* A kernel forced where it cannot run fails with its reason (not the
          * unfused path AUTO would take): f32 inputs, on any device. */
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel coopmat", 1,

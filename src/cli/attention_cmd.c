@@ -174,10 +174,13 @@ static int parse(int argc, char **argv, attention_options *o)
     if (o->desc.fused_variant != VKATTN_FUSED_AUTO) {
         /* A kernel asked for by name runs or fails with the library's reason:
          * the AUTO path would quietly take the unfused one where it cannot. */
+        const char *name = vkattn_fused_variant_name(o->desc.fused_variant);
         if (o->common.path == VKATTN_PATH_UNFUSED)
             return cli_error("attention", EXIT_USAGE, "--kernel %s is a fused kernel: not with "
-                             "--path unfused", vkattn_fused_variant_name(o->desc.fused_variant)),
-                   -1;
+                             "--path unfused", name), -1;
+        if (o->common.backend == VKATTN_BACKEND_CPU)
+            return cli_error("attention", EXIT_USAGE, "--kernel %s is a Vulkan kernel: not with "
+                             "--backend cpu", name), -1;
         o->common.path = VKATTN_PATH_FUSED;
     }
     o->desc.path = o->common.path;
@@ -452,6 +455,18 @@ static void unload_files(attention_files *f)
 }
 
 
+/* A kernel asked for by name where AUTO's backend is the CPU reference (no
+ * Vulkan device): an error, not the reference's result under its name. */
+static int check_kernel_backend(vkattn_context *ctx, const attention_options *o)
+{
+    vkattn_device_info info;
+    if (o->desc.fused_variant == VKATTN_FUSED_AUTO || vkattn_context_info(ctx, &info) != VKATTN_OK ||
+        info.backend != VKATTN_BACKEND_CPU)
+        return 0;
+    return cli_error("attention", EXIT_RUNTIME, "--kernel %s: no Vulkan device, and the CPU "
+                     "backend has no fused kernels", vkattn_fused_variant_name(o->desc.fused_variant));
+}
+
 /* --verbose: the path, fused variant and key splits the call took. */
 static void log_choice(vkattn_context *ctx, const vkattn_attention_desc *desc,
                        const attention_files *f, const vkattn_tensor *out)
@@ -487,7 +502,8 @@ int run_attention(int argc, char **argv)
     if ((rc = run_without_rows(&o, &f, &s)) >= 0)
         goto done;
     rc = 0;
-    if ((rc = open_context("attention", &o.common, &ctx)) || (rc = make_tensors(ctx, &o, &f, &s)))
+    if ((rc = open_context("attention", &o.common, &ctx)) || (rc = check_kernel_backend(ctx, &o)) ||
+        (rc = make_tensors(ctx, &o, &f, &s)))
         goto done;
     if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, s.batch, &kv_len)))
         goto done;
