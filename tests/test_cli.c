@@ -1220,6 +1220,24 @@ static void test_bad_runs(void **state)
             fail_msg("vkattn %s: stderr is not one line: \"%s\"", runs[i].args, err_text);
         assert_false(exists("out.npy"));
     }
+    /* No Vulkan driver: AUTO falls back to the CPU reference (saying so),
+     * which has no kernel to force. The loader's variables are restored (a
+     * GPU check names NVIDIA's driver in them). */
+    static const char *const loader_vars[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"};
+    char *saved[2];
+    for (int i = 0; i < 2; i++) {
+        saved[i] = getenv(loader_vars[i]) ? strdup(getenv(loader_vars[i])) : NULL;
+        assert_int_equal(setenv(loader_vars[i], "/nonexistent/driver.json", 1), 0);
+    }
+    int status = run("attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel tiled");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(saved[i] ? setenv(loader_vars[i], saved[i], 1) : unsetenv(loader_vars[i]), 0);
+        free(saved[i]);
+    }
+    if (status != 1 || !strstr(err_text, "falling back to the CPU reference backend") ||
+        !strstr(err_text, "--kernel tiled: no Vulkan device, and the CPU backend has no fused kernels"))
+        fail_msg("--kernel tiled without a Vulkan driver: exit %d, stderr \"%s\"", status, err_text);
+    assert_false(exists("out.npy"));
     assert_int_equal(run("--help"), 0);
     assert_int_equal(run("attention --help"), 0);
     assert_int_equal(run("mha --help"), 0);
