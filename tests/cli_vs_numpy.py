@@ -3,8 +3,8 @@
 
 Every other test compares the GPU kernels with vkattn's own CPU reference; this
 one checks the whole chain a user drives -- the CLI's options exactly as the
-issues name them, the .npy files, the library, the kernels AUTO picks or the
---path asked for -- against attention written here from DESIGN.md alone, per
+issues name them, the .npy files, the library, the kernels AUTO picks, the
+--path asked for or the kernel forced by name (--kernels) -- against attention written here from DESIGN.md alone, per
 (batch entry, head), in float64. Each seed draws one random case: dense BHSD or
 BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
 (--block-table, with 4-D or packed queries); GQA, causal, q_offset, kv_len,
@@ -18,9 +18,13 @@ variants it takes.
 
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
+    tests/cli_vs_numpy.py --cli build/vkattn --seeds 23:41 \
+        --kernels coopmat,coopmat_emulated,decode --may-refuse coopmat  # cli_vs_numpy_kernels
+    tests/cli_vs_numpy.py --cli build/vkattn --seeds 5000:5200 --big  # long sequences, any D
 
 Exit status 0 if every case matches, 1 if any does not (each printed with its
-command line), 77 (ctest's skip) without numpy.
+command line) or if a forced kernel not named by --may-refuse refused every case
+it was drawn for, 77 (ctest's skip) without numpy.
 """
 import argparse
 import os
