@@ -482,7 +482,7 @@ uint slot_row(uint s)
     }
 #else
 #define FOR_SLOT_ELEMENTS(S, K, BODY)                                                           \
-    [[unroll]] for (uint K = 0; K < uint(where_acc[0].length()); K++)                           \
+    [[unroll]] for (uint K = 0; K < ACC_ELEMENTS(where_acc, 0); K++)                            \
         if (slot_of(K) == (S)) {                                                                \
             BODY                                                                                \
         }

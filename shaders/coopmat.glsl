@@ -61,7 +61,8 @@
 //   ACC_ZERO(NAME, I), ACC_FILL(NAME, I, VALUE)  every element 0, or VALUE
 //   ACC_ELEMENTS(NAME, I)              how many of accumulator I's elements this
 //                                      invocation holds (the same for every one
-//                                      where MM x MN is a multiple of the subgroup)
+//                                      where MM x MN is a multiple of the subgroup;
+//                                      0 in the KHR build, which has no use for it)
 //   ACC_ELEMENT(NAME, I, K)            its element K: which row and column that is
 //                                      is the implementation's (coopmat_layout.comp)
 //   A_FROM_ACC(A, AI, ACC, I)          operand AI = accumulator I in f16 (MK == MN)
@@ -195,7 +196,17 @@ uint acc_elements()
     coopMatLoadNV(NAME[I], SRC, (OFF) / PACK, (STRIDE) / PACK, false)
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
 #define ACC_FILL(NAME, I, VALUE) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(VALUE)
+#ifdef COOPMAT_KHR
+// An accumulator's length is a specialization constant where its dimensions
+// are, and glslang writes it as OpSpecConstantOp CooperativeMatrixLengthNV,
+// which SPV_NV_cooperative_matrix allows and SPV_KHR_cooperative_matrix does
+// not (Mesa's SPIR-V reader cannot evaluate it, and evaluates every constant
+// of a module, used or not): the KHR build takes no path that needs it, like
+// A_FROM_ACC below, and tools/coopmat_khr.c refuses one.
+#define ACC_ELEMENTS(NAME, I) 0u
+#else
 #define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
+#endif
 #define ACC_ELEMENT(NAME, I, K) NAME[I][K]
 #ifdef COOPMAT_KHR
 // The VK_KHR_cooperative_matrix build (made from this one's SPIR-V by

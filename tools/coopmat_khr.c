@@ -14,7 +14,9 @@
  *                                           -> OpCooperativeMatrixStoreKHR P O Layout Stride [mem]
  *   OpCooperativeMatrixMulAddNV T r A B C   -> OpCooperativeMatrixMulAddKHR T r A B C
  *   OpCooperativeMatrixLengthNV T r M       -> OpCooperativeMatrixLengthKHR T r M
- *   OpSpecConstantOp T r CooperativeMatrixLengthNV M (likewise)
+ *
+ * A matrix's length as OpSpecConstantOp (glslang's form where the dimensions
+ * are specialization constants) is refused: NV allows it there, KHR does not.
  *
  * A KHR matrix type names its use (A, B or accumulator), which NV leaves to
  * the product: each NV type takes the use its values have as a product's
@@ -300,11 +302,13 @@ static int rewrite(const module *m, writer *o, const direction *d)
             w[0] = count << 16 | (op == d->from_muladd ? d->to_muladd : d->to_length);
             ok = emit(o, w, count);
         } else if (op == OP_SPEC_CONSTANT_OP && count == 5 && in[3] == d->from_length) {
-            /* A matrix's length as a specialization constant (glslang's form
-             * where the dimensions are). */
-            memcpy(w, in, count * sizeof *w);
-            w[3] = d->to_length;
-            ok = emit(o, w, count);
+            /* glslang's form of a matrix's length where its dimensions are
+             * specialization constants. SPV_NV_cooperative_matrix adds the
+             * length to OpSpecConstantOp's opcodes; SPV_KHR_cooperative_matrix
+             * does not, and Mesa's SPIR-V reader, which evaluates every
+             * constant of a module, fails on it: the shader must not ask. */
+            r = fail("word %zu: a matrix's length as a specialization constant, which "
+                     "SPV_KHR_cooperative_matrix does not allow (build without .length())", i);
         } else if (op == OP_SPEC_CONSTANT_OP && count > 3 &&
                    (in[3] == d->from_type || in[3] == d->from_load || in[3] == d->from_store ||
                     in[3] == d->from_muladd || in[3] == d->from_length)) {
