@@ -592,7 +592,8 @@ VKATTN_API vkattn_status vkattn_matmul(vkattn_context *ctx, const vkattn_matmul_
                                        const vkattn_tensor *bias, vkattn_tensor *c);
 
 typedef enum vkattn_softmax_variant {
-    VKATTN_SOFTMAX_AUTO = 0,  /* SUBGROUP where the device has subgroup arithmetic */
+    VKATTN_SOFTMAX_AUTO = 0,  /* SUBGROUP where the device has subgroup arithmetic and
+                                 whole subgroups (a required size or one size), else SHARED */
     VKATTN_SOFTMAX_SUBGROUP,  /* one row per subgroup, subgroup reductions, no barriers */
     VKATTN_SOFTMAX_SHARED,    /* one row per workgroup, shared-memory reductions */
 } vkattn_softmax_variant;

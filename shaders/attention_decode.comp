@@ -18,7 +18,8 @@
 // row's range are not visited.
 //
 // Subgroup size: correct for any size, specialized for the smallest the
-// pipeline may get (SG; required where the device allows). A lane's share of
+// pipeline may get (SG; required where the device allows), given whole
+// subgroups (the host refuses devices that may launch partial ones). A lane's share of
 // the O columns is sized for SG and a larger size leaves part of it unused; the
 // subgroups of a workgroup walk its WG / SG splits, however many there are.
 #extension GL_GOOGLE_include_directive : require

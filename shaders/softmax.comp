@@ -1,7 +1,9 @@
 #version 450
 // Masked softmax, one row per subgroup: the lanes of a subgroup stride along the
 // row and reduce with subgroupMax/subgroupAdd, so no barrier and no shared memory
-// (on lavapipe a workgroup of 8 is one SIMD vector that never waits).
+// (on lavapipe a workgroup of 8 is one SIMD vector that never waits). Any
+// subgroup size, but whole subgroups: a row's lanes are gl_SubgroupSize of them
+// (the host runs it only where subgroups are whole, src/ops/softmax.c).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require

@@ -228,6 +228,11 @@ void device_caps_features(const device_caps *caps, vkattn_device_features *c)
     c->chain = next;
 }
 
+bool device_caps_whole_subgroups(const device_caps *e)
+{
+    return e->subgroup_size_control || (e->subgroup_min > 0 && e->subgroup_min == e->subgroup_max);
+}
+
 device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *f)
 {
     device_caps e = {.subgroup_min = caps->subgroup_min, .subgroup_max = caps->subgroup_max};

@@ -235,6 +235,13 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
 void device_caps_features(const device_caps *caps, vkattn_device_features *out);
 /* What of `caps` an application says it enabled. */
 device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *enabled);
+/* Whether a kernel that needs every lane of its subgroups active (a row per
+ * subgroup, lanes counted as gl_SubgroupSize) gets them: where the size can be
+ * required with full subgroups, or where the device has one size only. Where
+ * the size varies and cannot be required, SPIR-V below 1.6 promises neither a
+ * size nor full subgroups: Intel's Mesa driver, for one, reports
+ * gl_SubgroupSize 32 there and may run 8 or 16 lanes of it. */
+bool device_caps_whole_subgroups(const device_caps *enabled);
 
 /* ---------------------------------------------------- command stream --- */
 

@@ -242,6 +242,32 @@ static void test_no_compute_stage(void **state)
     assert_int_equal(none.coopmat_shape_count, 0);
 }
 
+/* Kernels that count a row's lanes as gl_SubgroupSize (the subgroup softmax,
+ * the decode kernel) run only where subgroups are whole: a size that can be
+ * required with full subgroups, or a device of one size. Intel's Mesa driver
+ * reports 32 where the size varies (8 to 32) and may run 16 lanes of it. */
+static void test_whole_subgroups(void **state)
+{
+    (void)state;
+    device_caps varying = {.subgroup_min = 8, .subgroup_max = 32};
+    assert_false(device_caps_whole_subgroups(&varying));
+    varying.subgroup_size_control = true;
+    assert_true(device_caps_whole_subgroups(&varying));
+    device_caps fixed = {.subgroup_min = 32, .subgroup_max = 32};
+    assert_true(device_caps_whole_subgroups(&fixed));
+    device_caps unknown = {0};
+    assert_false(device_caps_whole_subgroups(&unknown));
+    /* An application that did not enable size control: the device's range
+     * remains, the control does not. */
+    vkattn_device_features none;
+    memset(&none, 0, sizeof none);
+    device_caps adopted = device_caps_enabled(&varying, &none);
+    assert_false(adopted.subgroup_size_control);
+    assert_false(device_caps_whole_subgroups(&adopted));
+    assert_true(device_caps_whole_subgroups(&(device_caps){
+        .subgroup_min = 64, .subgroup_max = 64}));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_khr_only),
         cmocka_unit_test(test_both),
         cmocka_unit_test(test_no_compute_stage),
+        cmocka_unit_test(test_whole_subgroups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  * stages tiles for a workgroup of rows leaves most of it idle and too few
  * workgroups in flight to cover memory latency. Needs: subgroup arithmetic and
  * shuffles; at most DECODE_MAX_ROWS packed query rows per problem (group * Tq);
- * shared memory for their Q. Correct for any subgroup size (see the kernel);
- * specialized for, and where possible required at, kernel_subgroup_size(). */
+ * shared memory for their Q; whole subgroups. Correct for any subgroup size
+ * (see the kernel); specialized for, and where possible required at,
+ * kernel_subgroup_size(). */
 #include "attention_fused.h"
 
 #include <stdio.h>
@@ -67,6 +68,15 @@ static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan
     if (!ctx->vk.subgroup_shuffle || !info->subgroup_arithmetic || sg == 0) {
         snprintf(why, why_size, "the decode kernel needs subgroup shuffles and arithmetic, "
                  "which %s lacks", info->name);
+        return false;
+    }
+    /* A lane's keys and columns are counted in gl_SubgroupSize lanes: a
+     * partial subgroup would leave some unscored (device_caps_whole_subgroups). */
+    if (!device_caps_whole_subgroups(&ctx->vk.enabled)) {
+        snprintf(why, why_size, "the decode kernel needs whole subgroups: a required size "
+                 "(subgroupSizeControl and computeFullSubgroups, which %s lacks or the "
+                 "application did not enable) or one size (it has %u to %u)", info->name,
+                 ctx->vk.enabled.subgroup_min, ctx->vk.enabled.subgroup_max);
         return false;
     }
     uint32_t rm = pow2_ceil(rows);

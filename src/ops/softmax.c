@@ -25,9 +25,12 @@ enum softmax_spec { /* constant_id values in softmax_body.glsl */
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
  * invocations or one subgroup, whichever is larger. The kernel is correct for
- * any subgroup size the pipeline gets (its subgroups stride over the rows by
- * gl_NumSubgroups), so no size is required; the device's default only sizes
- * the workgroup. The shared variant uses no subgroup operations. */
+ * any subgroup size (its subgroups stride over the rows by gl_NumSubgroups)
+ * but not for partial subgroups: a row's lanes are gl_SubgroupSize of them, so
+ * it runs only where the subgroups are whole (device_caps_whole_subgroups):
+ * at the size required where the device allows, full; else on a device of one
+ * size. AUTO takes the shared variant elsewhere, which uses no subgroup
+ * operations. */
 #define SUBGROUP_VARIANT_INVOCATIONS 64
 /* The shared-memory variant: one row per workgroup of this many (a power of 2). */
 #define SHARED_VARIANT_WORKGROUP 64
@@ -90,18 +93,31 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_softmax_desc *
 vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
 {
     vkattn_softmax_variant variant = c->variant;
+    bool whole = device_caps_whole_subgroups(&ctx->vk.enabled);
     if (variant == VKATTN_SOFTMAX_AUTO)
-        variant = ctx->info.subgroup_arithmetic ? VKATTN_SOFTMAX_SUBGROUP : VKATTN_SOFTMAX_SHARED;
+        variant = ctx->info.subgroup_arithmetic && whole ? VKATTN_SOFTMAX_SUBGROUP
+                                                         : VKATTN_SOFTMAX_SHARED;
     if (variant == VKATTN_SOFTMAX_SUBGROUP && !ctx->info.subgroup_arithmetic)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
                         "softmax: the subgroup variant needs subgroup arithmetic, which %s lacks",
                         ctx->info.name);
+    if (variant == VKATTN_SOFTMAX_SUBGROUP && !whole)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "softmax: the subgroup variant needs whole subgroups: a required size "
+                        "(subgroupSizeControl and computeFullSubgroups, which %s lacks or the "
+                        "application did not enable) or one size (it has %u to %u)",
+                        ctx->info.name, ctx->vk.enabled.subgroup_min,
+                        ctx->vk.enabled.subgroup_max);
 
-    uint32_t workgroup, rows_per_workgroup;
+    uint32_t workgroup, rows_per_workgroup, required_size = 0;
     if (variant == VKATTN_SOFTMAX_SUBGROUP) {
-        uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
+        bool required;
+        uint32_t sg = kernel_subgroup_size(ctx, &required);
+        if (sg == 0)
+            sg = 1;
         workgroup = sg > SUBGROUP_VARIANT_INVOCATIONS ? sg : SUBGROUP_VARIANT_INVOCATIONS;
         rows_per_workgroup = workgroup / sg;
+        required_size = required ? sg : 0;
     } else {
         workgroup = SHARED_VARIANT_WORKGROUP;
         rows_per_workgroup = 1;
@@ -133,6 +149,7 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
     vk_dispatch dispatch = {
         .key = {.shader = variant == VKATTN_SOFTMAX_SUBGROUP ? SHADER_SOFTMAX_SUBGROUP
                                                              : SHADER_SOFTMAX_SHARED,
+                .subgroup_size = required_size,
                 .spec_count = SM_SPEC_COUNT,
                 .spec = {[SM_SPEC_WORKGROUP] = workgroup,
                          [SM_SPEC_X_DTYPE] = shader_dtype(c->x),
