@@ -240,7 +240,10 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
  * required with full subgroups, or where the device has one size only. Where
  * the size varies and cannot be required, SPIR-V below 1.6 promises neither a
  * size nor full subgroups: Intel's Mesa driver, for one, reports
- * gl_SubgroupSize 32 there and may run 8 or 16 lanes of it. */
+ * gl_SubgroupSize 32 there and may run 8 or 16 lanes of it. "One size" is
+ * what the device says: without Vulkan 1.3 or VK_EXT_subgroup_size_control
+ * min and max are its default size, taken on trust (llvmpipe at
+ * LP_NATIVE_VECTOR_WIDTH=1024 reports 32 and runs 16, README). */
 bool device_caps_whole_subgroups(const device_caps *enabled);
 
 /* ---------------------------------------------------- command stream --- */

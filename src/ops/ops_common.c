@@ -49,12 +49,16 @@ uint32_t kernel_subgroup_size(const vkattn_context *ctx, bool *required)
     const device_caps *caps = &ctx->vk.enabled;
     uint32_t preferred = ctx->info.subgroup_size;
     /* Where the size can be required, the device's default size (the one its
-     * driver favours), within the allowed range. Elsewhere the pipeline may get
-     * any size from min to max: specialize for the smallest, which a kernel
-     * that only needs "at least this many lanes" then always has. */
-    *required = caps->subgroup_size_control && preferred >= caps->subgroup_min &&
-                preferred <= caps->subgroup_max && preferred > 0;
+     * driver favours), brought into the allowed range: required wherever
+     * device_caps_whole_subgroups says so, which kernels that need whole
+     * subgroups rely on. Elsewhere the pipeline may get any size from min to
+     * max: specialize for the smallest, which a kernel that only needs "at
+     * least this many lanes" then always has. */
+    *required = caps->subgroup_size_control && caps->subgroup_min > 0 &&
+                caps->subgroup_min <= caps->subgroup_max;
     if (*required)
-        return preferred;
+        return preferred < caps->subgroup_min   ? caps->subgroup_min
+               : preferred > caps->subgroup_max ? caps->subgroup_max
+                                                : preferred;
     return caps->subgroup_min ? caps->subgroup_min : preferred;
 }
