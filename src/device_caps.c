@@ -5,6 +5,7 @@
  * vkattn knows: the application chose its features. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,14 @@ void device_caps_features(const device_caps *caps, vkattn_device_features *c)
 bool device_caps_whole_subgroups(const device_caps *e)
 {
     return e->subgroup_size_control || (e->subgroup_min > 0 && e->subgroup_min == e->subgroup_max);
+}
+
+void device_caps_whole_subgroups_why(const device_caps *e, const char *device, char *why,
+                                     size_t why_size)
+{
+    snprintf(why, why_size, "needs whole subgroups: a required size (subgroupSizeControl and "
+             "computeFullSubgroups, which %s lacks or the application did not enable) or one "
+             "size (it has %u to %u)", device, e->subgroup_min, e->subgroup_max);
 }
 
 device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *f)

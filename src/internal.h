@@ -245,6 +245,10 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
  * min and max are its default size, taken on trust (llvmpipe at
  * LP_NATIVE_VECTOR_WIDTH=1024 reports 32 and runs 16, README). */
 bool device_caps_whole_subgroups(const device_caps *enabled);
+/* Why a kernel refuses where device_caps_whole_subgroups is false, for its
+ * message: "needs whole subgroups: ..." naming `device` and its sizes. */
+void device_caps_whole_subgroups_why(const device_caps *enabled, const char *device, char *why,
+                                     size_t why_size);
 
 /* ---------------------------------------------------- command stream --- */
 

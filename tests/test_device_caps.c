@@ -266,6 +266,14 @@ static void test_whole_subgroups(void **state)
     assert_false(device_caps_whole_subgroups(&adopted));
     assert_true(device_caps_whole_subgroups(&(device_caps){
         .subgroup_min = 64, .subgroup_max = 64}));
+    /* The refusal every such kernel gives names the device and its sizes,
+     * and fits the callers' 256 bytes. */
+    char why[256];
+    device_caps_whole_subgroups_why(&adopted, "Intel(R) Arc(tm) A770 Graphics (DG2)", why,
+                                    sizeof why);
+    assert_non_null(strstr(why, "needs whole subgroups"));
+    assert_non_null(strstr(why, "Intel(R) Arc(tm) A770 Graphics (DG2) lacks"));
+    assert_non_null(strstr(why, "it has 8 to 32)"));
 }
 
 int main(void)

@@ -88,10 +88,11 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %s has no cooperative "
                         "matrices with a required subgroup size", ctx->info.name);
     /* Its lanes walk the matrix by gl_SubgroupSize (as the peak probe's). */
-    if (emulated && !device_caps_whole_subgroups(&ctx->vk.enabled))
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: needs a required "
-                        "subgroup size or one size, and %s has %u to %u", ctx->info.name,
-                        ctx->vk.enabled.subgroup_min, ctx->vk.enabled.subgroup_max);
+    if (emulated && !device_caps_whole_subgroups(&ctx->vk.enabled)) {
+        char why[256];
+        device_caps_whole_subgroups_why(&ctx->vk.enabled, ctx->info.name, why, sizeof why);
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: %s", why);
+    }
     if (!emulated && ctx->vk.enabled.coopmat_khr)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat layout: the probe is built for "
                         "VK_NV_cooperative_matrix only (it serves the softmax in registers, which "

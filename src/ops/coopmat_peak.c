@@ -163,13 +163,13 @@ void coopmat_peak_report(vkattn_context *ctx)
     if (!p.sg || p.s.n % 8 || p.s.k % 8)
         s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat peak: %ux%ux%u matrices: N and K "
                      "must be multiples of 8 (packed operands)", p.s.m, p.s.n, p.s.k);
-    else if (!device_caps_whole_subgroups(&ctx->vk.enabled))
+    else if (!device_caps_whole_subgroups(&ctx->vk.enabled)) {
         /* As the emulated kernels: its workgroup is one subgroup of the size
          * specialized for, which a varying size would leave part idle or short. */
-        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat peak: needs a required subgroup "
-                     "size or one size, and %s has %u to %u", ctx->info.name,
-                     ctx->vk.enabled.subgroup_min, ctx->vk.enabled.subgroup_max);
-    else
+        char why[256];
+        device_caps_whole_subgroups_why(&ctx->vk.enabled, ctx->info.name, why, sizeof why);
+        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "coopmat peak: %s", why);
+    } else
         s = measure(ctx, &p, tflops);
     if (s != VKATTN_OK) {
         ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat peak%s: not measured: %s", build,

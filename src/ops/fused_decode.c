@@ -73,10 +73,9 @@ static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan
     /* A lane's keys and columns are counted in gl_SubgroupSize lanes: a
      * partial subgroup would leave some unscored (device_caps_whole_subgroups). */
     if (!device_caps_whole_subgroups(&ctx->vk.enabled)) {
-        snprintf(why, why_size, "the decode kernel needs whole subgroups: a required size "
-                 "(subgroupSizeControl and computeFullSubgroups, which %s lacks or the "
-                 "application did not enable) or one size (it has %u to %u)", info->name,
-                 ctx->vk.enabled.subgroup_min, ctx->vk.enabled.subgroup_max);
+        char reason[256];
+        device_caps_whole_subgroups_why(&ctx->vk.enabled, info->name, reason, sizeof reason);
+        snprintf(why, why_size, "the decode kernel %s", reason);
         return false;
     }
     uint32_t rm = pow2_ceil(rows);

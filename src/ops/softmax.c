@@ -101,13 +101,11 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
                         "softmax: the subgroup variant needs subgroup arithmetic, which %s lacks",
                         ctx->info.name);
-    if (variant == VKATTN_SOFTMAX_SUBGROUP && !whole)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "softmax: the subgroup variant needs whole subgroups: a required size "
-                        "(subgroupSizeControl and computeFullSubgroups, which %s lacks or the "
-                        "application did not enable) or one size (it has %u to %u)",
-                        ctx->info.name, ctx->vk.enabled.subgroup_min,
-                        ctx->vk.enabled.subgroup_max);
+    if (variant == VKATTN_SOFTMAX_SUBGROUP && !whole) {
+        char why[256];
+        device_caps_whole_subgroups_why(&ctx->vk.enabled, ctx->info.name, why, sizeof why);
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "softmax: the subgroup variant %s", why);
+    }
 
     uint32_t workgroup, rows_per_workgroup, required_size = 0;
     if (variant == VKATTN_SOFTMAX_SUBGROUP) {
