@@ -70,7 +70,8 @@ layout(constant_id = 10) const uint SG_SIZE = 32;
 // latency hides behind them (more registers: the planner counts them).
 layout(constant_id = 11) const uint STAGES = 1;
 // Bits 0, 1, 2: Q, K, V are bf16 (else f16). Each is converted to f16 as it is
-// staged, divided by a power of 2 that puts the largest finite element of its
+// staged (K and V tiles with one stage: staged as they are, then converted in
+// place once the tile's exponents are known), divided by a power of 2 that puts the largest finite element of its
 // group in [2^15, 2^16) (below f16's 65504): a Q row, a key's row of K, a tile
 // of V. Every element within 2^32 of its group's largest is then exact in f16
 // (bf16's 8 significant bits fit f16's normal and upper subnormal range), and
@@ -162,9 +163,12 @@ const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
 const bool K_BF16 = (BF16_INPUTS & 2u) != 0u;
 const bool V_BF16 = (BF16_INPUTS & 4u) != 0u;
 const bool ANY_BF16 = BF16_INPUTS != 0u;
-// Loads of K and V land in registers before a tile is written (two stages, or
-// bf16 inputs, whose tile's exponents are needed first).
-const bool REGISTER_STAGING = STAGES == 2 || ANY_BF16;
+// Loads of K and V land in registers before a tile is written: two stages.
+// With one, bf16 tiles are staged as they are and converted in place once
+// their exponents are known (CONVERT_TILE): no registers held across the
+// barrier between, and no unrolled copy per packed element a lane stages
+// (on lavapipe's 8 lanes, 32 of them at D = 128: 20 s of compile a pipeline).
+const bool REGISTER_STAGING = STAGES == 2;
 // The powers of 2 of bf16 groups stay within f32's normal range, and so do
 // their products' two factors (bf16_shift).
 const int SHIFT_LIMIT = 112;
@@ -293,6 +297,25 @@ bool nonfinite_halves(uvec4 words)
         uint e = tid + i_ * WG;                                                                  \
         if (e < BC * (WIDTH_P) / PACK)                                                           \
             atomicMax(EXPONENTS[e / ((WIDTH_P) / PACK)], bf16_max_exponent(WORDS[i_]));          \
+    }
+
+// One stage, bf16: the same over the packed elements this thread staged into
+// TILE as they were (STAGE_TILE), read back by the thread that wrote them;
+// then, once the exponents are known, each converted in place from bf16,
+// divided by 2^SHIFT, as STORE_TILE converts them.
+#define TILE_KEY_EXPONENTS(EXPONENTS, TILE, TILE_STRIDE, WIDTH_P)                                \
+    for (uint e = tid; e < BC * (WIDTH_P) / PACK; e += WG) {                                     \
+        uint c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;                      \
+        atomicMax(EXPONENTS[c], bf16_max_exponent(TILE[(c * (TILE_STRIDE) + d) / PACK]));        \
+    }
+#define CONVERT_TILE(TILE, TILE_STRIDE, WIDTH_P, NONFINITE, SHIFT)                               \
+    for (uint e = tid; e < BC * (WIDTH_P) / PACK; e += WG) {                                     \
+        uint c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;                      \
+        uint at_ = (c * (TILE_STRIDE) + d) / PACK;                                               \
+        uvec4 words = bf16_to_f16(TILE[at_], (SHIFT));                                           \
+        TILE[at_] = words;                                                                       \
+        if (NONFINITE && nonfinite_halves(words))                                                \
+            atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }
 
 // The largest biased exponent among a packed element's eight finite bf16
@@ -616,17 +639,25 @@ void main()
     }
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
         barrier();  // every subgroup is done with the previous tile (and with Q)
-        if (STAGES == 1 && ANY_BF16) {
-            LOAD_TILE(k_next, K_LOADS, t0, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
-            LOAD_TILE(v_next, V_LOADS, t0, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
+        if (!REGISTER_STAGING && ANY_BF16) {   // as they are; bf16 converted below
+            STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
+            STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, !V_BF16)
         }
         if (ANY_BF16) {     // the tile's exponents, then its powers of 2
-            if (K_BF16)
+            if (K_BF16 && REGISTER_STAGING)
                 KEY_EXPONENTS(k_exponent, k_next, K_LOADS, DP)
+            else if (K_BF16)
+                TILE_KEY_EXPONENTS(k_exponent, k_tile, KS, DP)
             if (V_BF16) {
                 uint top = 0;
-                [[unroll]] for (uint i = 0; i < V_LOADS; i++)
-                    top = max(top, bf16_max_exponent(v_next[i]));
+                if (REGISTER_STAGING)
+                    [[unroll]] for (uint i = 0; i < V_LOADS; i++)
+                        top = max(top, bf16_max_exponent(v_next[i]));
+                else
+                    for (uint e = tid; e < BC * DVP / PACK; e += WG) {
+                        uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
+                        top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
+                    }
                 for (uint offset = 1; offset < SG_SIZE; offset *= 2)
                     top = max(top, subgroupShuffleXor(top, offset));
                 if (lane == 0)
@@ -646,6 +677,11 @@ void main()
         if (REGISTER_STAGING) {
             STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
             STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
+        } else if (ANY_BF16) {
+            if (K_BF16)
+                CONVERT_TILE(k_tile, KS, DP, false, bf16_shift(k_exponent[c]))
+            if (V_BF16)
+                CONVERT_TILE(v_tile, VS, DVP, true, v_unit)
         } else {
             STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
             STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)

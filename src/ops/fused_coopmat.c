@@ -91,15 +91,15 @@ static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
 
 /* Registers per invocation of the real kernel's matrices for a subgroup's rs
  * rows (Q and P as f16 operands, two per register; O and S as f32
- * accumulators), with two stages or bf16 inputs of the K and V tiles it
- * loads before staging (16 bytes per packed element, the workgroup's wg
+ * accumulators), with two stages of the K and V tiles it loads before
+ * staging (16 bytes per packed element, the workgroup's wg
  * invocations sharing them), of the softmax's state of the rows a lane
  * holds beyond its first (about 10 registers a row) and, with the softmax in
  * registers, of the index matrix. */
 static uint64_t matrix_registers(const tile_fit *f, uint32_t bc, uint32_t stages, uint32_t wg)
 {
     uint32_t rs = f->rs, sg = f->sg, dp = f->dp, dvp = f->dvp;
-    uint64_t staged = stages == 2 || f->bf16
+    uint64_t staged = stages == 2
                           ? 4 * (div_up((uint64_t)bc * dp / COOPMAT_PACK, wg) +
                                  div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
                           : 0;
@@ -301,8 +301,9 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         /* Per tile, each lane walks its share of the K and V tiles and of the
          * softmax, and its elements of every block operation (score and
          * output products, stores, operand loads, a rescaling) and, with
-         * bf16 inputs, of the K tile's exponents and factors and the V tile's
-         * reduction, and the check of the subgroup's rows for a rescaling;
+         * bf16 inputs, of the K tile's exponents and factors, the V tile's
+         * reduction and the two passes over its share of the staged tiles
+         * (their exponents, their conversion in place), and the check of the subgroup's rows for a rescaling;
          * all counted as one. The block operations repeat for each of a
          * subgroup's row_tiles row blocks. With the softmax in registers, each
          * held row walks its elements of the score blocks twice and of the
@@ -313,7 +314,10 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                           (uint64_t)(bc / s.k) * (a + 1) +
                           (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
-                            row_tiles * blocks + rs + 8 + (bf16 ? 2 * div_up(bc, wg) + 8 : 0);
+                            row_tiles * blocks + rs + 8 +
+                            (bf16 ? 2 * div_up(bc, wg) + 8 +
+                                        2 * div_up((uint64_t)bc * (dp + dvp) / COOPMAT_PACK, wg)
+                                  : 0);
         if (plan->row_cluster)
             per_tile += (uint64_t)row_tiles * plan->lane_rows * (2 * (bc / s.n) + dvp / s.n) *
                             (acc / plan->lane_rows + 1) +
