@@ -107,7 +107,7 @@ void main()
     if (!stores)
         return;
     uint h = g * p.group + r / seq.Tq, i = r % seq.Tq;
-    vec4 v = acc * output_scale(M, L, h);
+    vec4 v = acc * output_scale(M, L, row_sink(seq, h, i, alibi_slope_log2e(h)));
     uint base = b * p.o_sb + h * p.o_sh + (seq.q_first + i) * p.o_ss;
     if (VEC4) {
         o4[(base >> 2) + d4] = v;

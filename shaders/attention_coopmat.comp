@@ -227,7 +227,7 @@ MATRIX_ACC(where_acc, 1, SUBGROUPS)  // ROW_CLUSTER: each element's cell index r
 struct Row {
     uint h, i;          // query head and position
     uint lo, limit;     // keys [lo, limit) of this split the row may see
-    int pos;            // key position of the row
+    int origin;         // the key position its ALiBi distances are measured from
     float slope;        // ALiBi (exp2 domain)
     float q_factor;     // the power of 2 its bf16 Q row was divided by (else 1)
     float m, l;         // running maximum and sum (exp2 domain)
@@ -427,7 +427,7 @@ float tile_score(float s, Row w, uint b, uint t0, uint c)
     if (Q_BF16 || K_BF16)
         s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
     s *= p.scale_log2e;
-    return j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.pos) : NEG_INF;
+    return j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.origin) : NEG_INF;
 }
 
 // Row w's running maximum after a tile whose largest score is step_max,
@@ -577,7 +577,7 @@ void main()
         uvec2 keys = row_keys(seq, row, rows, key_begin, key_end);
         held[pass].lo = keys.x;
         held[pass].limit = keys.y;
-        held[pass].pos = int(held[pass].i) + seq.q_offset;
+        held[pass].origin = alibi_origin(seq, held[pass].i);
         held[pass].slope = alibi_slope_log2e(held[pass].h);
         held[pass].m = NEG_INF;
         held[pass].l = 0.0;
@@ -864,7 +864,8 @@ void main()
         uint row = first + r;
         Row w = held[pass];
         if (row_writer)
-            row_factor[r] = SPLIT ? 1.0 : output_scale(w.m, w.l, w.h);
+            row_factor[r] = SPLIT ? 1.0
+                                  : output_scale(w.m, w.l, row_sink(seq, w.h, w.i, w.slope));
         if (SPLIT && row_writer && row < rows) {
             uint record = partial_record(b * p.Hkv + g, split, row);
             o32[p.ml_offset + 2 * record] = w.m;

@@ -163,7 +163,7 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
         for (uint r = 0; r < RM; r++) {
             float x = j >= lo[r] && j < limit[r]
                 ? adjust_score(s[r], slope[r], b, head[r], position[r], j,
-                               int(position[r]) + seq.q_offset)
+                               alibi_origin(seq, position[r]))
                 : NEG_INF;
             float m_new = max(m[r], subgroupMax(x));
             float shift = m_new == NEG_INF ? 0.0 : m_new;
@@ -221,7 +221,8 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
             o32[p.ml_offset + 2 * (record_base + r)] = m[r];
             o32[p.ml_offset + 2 * (record_base + r) + 1] = sum;
         }
-        float scale = SPLIT ? 1.0 : output_scale(m[r], sum, head[r]);
+        float sink = row_sink(seq, head[r], position[r], slope[r]);
+        float scale = SPLIT ? 1.0 : output_scale(m[r], sum, sink);
         uint out_base = b * p.o_sb + head[r] * p.o_sh + (seq.q_first + position[r]) * p.o_ss;
         for (uint v = 0; v < OV; v++) {
             uint d4 = lane + v * width;

@@ -242,7 +242,7 @@ void main()
                 float mask = !HAS_MASK || !seen ? 0.0
                              : MASK_TEXELS4 ? mask4[c & 3u]
                              : mask_value(mask_index(b, head[t], position[t], j));
-                int rel = int(j) - int(position[t]) - seq.q_offset;
+                int rel = int(j) - alibi_origin(seq, position[t]);
                 s[t * KB + c] = seen ? shifted_score(s[t * KB + c], slope[t], rel, mask) : NEG_INF;
                 step_max = max(step_max, s[t * KB + c]);
             }
@@ -286,7 +286,8 @@ void main()
     uint record_base = partial_record(b * p.Hkv + g, split, 0);
     for (uint t = 0; t < TM; t++) {
         uint row = block * TM + t;
-        scale_out[t] = SPLIT ? 1.0 : output_scale(m[t], l[t], head[t]);
+        float sink = row_sink(seq, head[t], position[t], slope[t]);
+        scale_out[t] = SPLIT ? 1.0 : output_scale(m[t], l[t], sink);
         if (SPLIT && row < rows) {
             o32[p.ml_offset + 2 * (record_base + row)] = m[t];
             o32[p.ml_offset + 2 * (record_base + row) + 1] = l[t];

@@ -43,7 +43,7 @@ void main()
     float s2 = NEG_INF;
     if (int(j) >= window.x && int(j) < window.y)
         s2 = adjusted_score(scores[e] * p.scale_log2e, p.softcap_log2e, alibi_slope_log2e(h),
-                            int(j) - pos,
+                            int(j) - alibi_origin_in(pos, p.Tk),
                             b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j);
     scores[e] = s2;
 }

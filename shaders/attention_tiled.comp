@@ -184,7 +184,7 @@ void main()
                 uint j = t0 + c;
                 sc[t * BC + c] = j >= lo[t] && j < limit[t]
                     ? adjust_score(sc[t * BC + c], slope[t], b, head[t], position[t], j,
-                                   int(position[t]) + seq.q_offset)
+                                   alibi_origin(seq, position[t]))
                     : NEG_INF;
                 step_max = max(step_max, sc[t * BC + c]);
             }
@@ -243,7 +243,7 @@ void main()
             }
             continue;
         }
-        float inv = output_scale(m[t], l[t], head[t]);
+        float inv = output_scale(m[t], l[t], row_sink(seq, head[t], position[t], slope[t]));
         uint out_base = b * p.o_sb + head[t] * p.o_sh + (seq.q_first + position[t]) * p.o_ss;
         for (uint s = 0; s < DVS; s++) {
             uint d = 4 * (lane + TPR * s);

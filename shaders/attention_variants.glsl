@@ -106,23 +106,39 @@ uint mask_index(uint b, uint h, uint i, uint j)
 }
 
 // Soft-capping, ALiBi (the row's slope from alibi_slope_log2e) and the mask on
-// a score s2 (exp2 domain) of key j for the row at position i (key position
-// pos) of head h of batch entry b.
-float adjust_score(float s2, float slope, uint b, uint h, uint i, uint j, int pos)
+// a score s2 (exp2 domain) of key j for the row at position i of head h of
+// batch entry b, whose ALiBi distances are measured from `origin`
+// (alibi_origin).
+float adjust_score(float s2, float slope, uint b, uint h, uint i, uint j, int origin)
 {
-    return adjusted_score(s2, p.softcap_log2e, slope, int(j) - pos, mask_index(b, h, i, j));
+    return adjusted_score(s2, p.softcap_log2e, slope, int(j) - origin, mask_index(b, h, i, j));
+}
+
+// The key position the ALiBi distances of the row at position i are measured
+// from (its key position where that is one of its sequence's, else the
+// nearest), with the sink logit moved to match (row_sink): alibi_origin_in.
+int alibi_origin(Sequence seq, uint i)
+{
+    return alibi_origin_in(int(i) + seq.q_offset, seq.keys);
+}
+
+// The sink logit of head h (exp2 domain) for the row at position i, whose ALiBi
+// (slope from alibi_slope_log2e) is measured from alibi_origin.
+float row_sink(Sequence seq, uint h, uint i, float slope)
+{
+    int pos = int(i) + seq.q_offset;
+    return HAS_SINKS ? sink_from_origin(sinks[h] * LOG2E, slope, pos, alibi_origin(seq, i)) : 0.0;
 }
 
 // The factor that turns a row's unnormalised O (running maximum m, sum l) into
-// the output: 1 / l, with the sink logit of head h joining the denominator;
-// 0 for a row that saw no allowed key, sink or no sink.
-float output_scale(float m, float l, uint h)
+// the output: 1 / l, with the row's sink logit `sink` (row_sink) joining the
+// denominator; 0 for a row that saw no allowed key, sink or no sink.
+float output_scale(float m, float l, float sink)
 {
     if (l == 0.0)
         return 0.0;
     if (!HAS_SINKS)
         return 1.0 / l;
-    float sink = sinks[h] * LOG2E;  // a raw logit, not scaled
     float top = max(m, sink);
     float rescale = exp2(m - top);
     return rescale / (l * rescale + exp2(sink - top));

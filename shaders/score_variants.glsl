@@ -116,9 +116,31 @@ vec4 mask_values4(uint mask_at)
     return texelFetch(mask_tex, int(mask_at >> 2));
 }
 
+// ALiBi's bias slope * (j - pos) is the same for every key of a row up to
+// slope * (origin - pos), a constant of the row that the softmax cancels; so
+// the kernels measure a row's distances from `origin`, the key position
+// nearest pos among the sequence's `keys` (pos itself, where it is one), and
+// move only the sink logit (sink_from_origin), the one term of the softmax
+// the constant does not cancel in. In f32, j - pos itself would not do:
+// with pos far from every key (|q_offset| up to 2^28 over a few keys) it
+// rounds to a multiple of up to 16 (keys a few positions apart get one
+// distance), and its bias, up to slope * 2^28, leaves no bits of the scores
+// beside it. The distances from the origin stay below the sequence's length.
+int alibi_origin_in(int pos, uint keys)
+{
+    return HAS_ALIBI ? clamp(pos, 0, max(int(keys) - 1, 0)) : pos;
+}
+
+// A sink logit (exp2 domain) moved for a row whose ALiBi distances are
+// measured from `origin`: sink - slope * (origin - pos).
+float sink_from_origin(float sink, float slope_log2e, int pos, int origin)
+{
+    return HAS_ALIBI ? sink - slope_log2e * float(origin - pos) : sink;
+}
+
 // ALiBi (slope from alibi_slope_log2e) and the mask entry m (0 without a mask)
-// on a score s2 (exp2 domain, soft-capped already) whose key is `rel` = j - pos
-// positions from the row's own.
+// on a score s2 (exp2 domain, soft-capped already) whose key is `rel` = j -
+// origin positions from the row's ALiBi origin (alibi_origin_in).
 float shifted_score(float s2, float slope_log2e, int rel, float m)
 {
     if (HAS_ALIBI)
@@ -134,8 +156,8 @@ float shifted_score(float s2, float slope_log2e, int rel, float m)
 }
 
 // Soft-capping, ALiBi (slope from alibi_slope_log2e) and the mask (element
-// `mask_at`) on a score s2 (exp2 domain) whose key is `rel` = j - pos positions
-// from the row's own.
+// `mask_at`) on a score s2 (exp2 domain) whose key is `rel` = j - origin
+// positions from the row's ALiBi origin.
 float adjusted_score(float s2, float softcap_log2e, float slope_log2e, int rel, uint mask_at)
 {
     if (HAS_SOFTCAP)

@@ -33,6 +33,10 @@ layout(constant_id = 8) const bool MARK_NEG_INF = false;
 // applied by position, so that a -inf the data made inside it weighs 0 as in
 // the fused kernels, while the keys outside it are masked.
 layout(constant_id = 9) const bool HAS_WINDOW = false;
+// With HAS_SINKS: attention's scores carry ALiBi measured from each row's
+// origin, the key position nearest the row's own (score_variants.glsl,
+// alibi_origin_in over Tk), so the sink is moved to match.
+layout(constant_id = 10) const bool SINK_ALIBI = false;
 
 layout(set = 0, binding = 0) readonly buffer X32 { float x32[]; };
 layout(set = 0, binding = 0) readonly buffer X16 { uint x16[]; };
@@ -41,6 +45,7 @@ layout(set = 0, binding = 1) readonly buffer KvLen { int kv_len[]; };
 layout(set = 0, binding = 2) buffer Y { float y[]; };
 layout(set = 0, binding = 2) buffer Y4 { vec4 y4[]; };
 layout(set = 0, binding = 3) readonly buffer Sinks { float sinks[]; };
+layout(set = 0, binding = 4) readonly buffer Alibi { float alibi[]; };  // with SINK_ALIBI
 // X again: an RGBA view when VEC4, else an R view.
 layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer x_tex;
 
@@ -138,8 +143,15 @@ void softmax_row(uint row, bool row_valid)
     // A sink logit (raw, so in X's units it is divided by the scale) joins the
     // denominator of a row that has any allowed key.
     if (HAS_SINKS && !empty) {
-        float sink = sinks[((row + p.kv_row_base) / p.rows_per_head) % p.heads] *
-                     (1.4426950408889634 / p.scale_log2e);
+        const float LOG2E = 1.4426950408889634;
+        uint head = ((row + p.kv_row_base) / p.rows_per_head) % p.heads;
+        float sink = sinks[head] * LOG2E;
+        if (SINK_ALIBI) {   // sink - slope (origin - pos), as score_variants.glsl's
+            int pos = int(row % p.Tq) + p.q_offset;
+            int origin = clamp(pos, 0, max(int(p.Tk) - 1, 0));
+            sink -= alibi[head] * LOG2E * float(origin - pos);
+        }
+        sink /= p.scale_log2e;
         float top = max(row_m, sink);
         s = s * exp2((row_m - top) * p.scale_log2e) + exp2((sink - top) * p.scale_log2e);
         row_m = top;

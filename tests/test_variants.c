@@ -517,6 +517,51 @@ static void test_coopmat_register_variants(void **state)
     test_env_destroy(env);
 }
 
+/* ALiBi on rows far from every key (DESIGN.md allows |q_offset| up to 2^28):
+ * in f32, j - pos there rounds to a multiple of up to 16 and its bias leaves
+ * no bits of the scores beside it, so the kernels measure a row's distances
+ * from its origin (the key position nearest its own) and move the sink logit
+ * to match (score_variants.glsl). Rows 2^28 after or before their keys, with
+ * and without sinks (which, that far, take all the weight or none), and a few
+ * positions past either end, where the moved sink and the keys compete: on
+ * every path, and the coopmat kernel's, against the CPU reference's float64
+ * distances. */
+static void test_alibi_far_rows(void **state)
+{
+    test_env *env = *state;
+    rng r = {61};
+    static const var_case cases[] = {
+        {.name = "alibi, rows 2^28 after their keys", .B = 2, .H = 4, .Hkv = 2, .Tq = 3,
+         .Tk = 40, .D = 8, .Dv = 4, .causal = true, .has_q_offset = true, .q_offset = 1 << 28,
+         .alibi = true, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks, rows 2^28 before their keys", .B = 1, .H = 2, .Hkv = 1, .Tq = 5,
+         .Tk = 33, .D = 16, .Dv = 16, .has_q_offset = true, .q_offset = -(1 << 28),
+         .sinks = true, .alibi = true, .kv_len = true, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks, rows 2^24 + 1 past the keys", .B = 1, .H = 3, .Hkv = 3, .Tq = 4,
+         .Tk = 21, .D = 12, .Dv = 8, .has_q_offset = true, .q_offset = (1 << 24) + 1,
+         .sinks = true, .alibi = true, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks, rows 20 past the keys", .B = 2, .H = 4, .Hkv = 1, .Tq = 6,
+         .Tk = 30, .D = 8, .Dv = 8, .causal = true, .has_q_offset = true, .q_offset = 50,
+         .sinks = true, .alibi = true, .layout = BSHD, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks, rows 25 before the keys", .B = 1, .H = 4, .Hkv = 2, .Tq = 7,
+         .Tk = 19, .D = 8, .Dv = 12, .has_q_offset = true, .q_offset = -25, .sinks = true,
+         .alibi = true, .dtype = F32, .magnitude = 1},
+    };
+    static const var_path coopmat[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
+    };
+    vkattn_device_info info;
+    bool f16 = test_has_float16(env, &info);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_var_case(env, &cases[i], all_paths, NPATHS(all_paths), &r);
+        var_case c = cases[i];
+        c.dtype = F16;
+        if (f16)
+            run_var_case(env, &c, coopmat, NPATHS(coopmat), &r);
+    }
+}
+
 /* A window of W keys at T: long enough that only the window's tiles are read. */
 static void test_long_window(void **state)
 {
@@ -936,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_layout_variants),
         cmocka_unit_test(test_coopmat_variants),
         cmocka_unit_test(test_coopmat_register_variants),
+        cmocka_unit_test(test_alibi_far_rows),
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
         cmocka_unit_test(test_nonfinite),

@@ -162,6 +162,7 @@ static vkattn_status record_chunk(vkattn_context *ctx, const attention_call *c, 
         .causal = d->causal,
         .q_offset = (int32_t)(d->q_offset + (int64_t)r0),
         .sinks = d->var.sinks,
+        .alibi = d->var.alibi,
         .rows_per_head = (uint32_t)Tq,
         .heads = (uint32_t)d->H,
         /* The window by position (its keys outside are also -inf here, from

@@ -165,6 +165,11 @@ typedef struct softmax_call {
      * ((r + kv_row_base) / rows_per_head) % heads. */
     const vkattn_tensor *sinks;
     uint32_t rows_per_head, heads;
+    /* The ALiBi slopes (F32, per head as sinks; NULL: none) of scores whose
+     * distances were measured from each row's origin, not its position
+     * (score_variants.glsl, alibi_origin_in over Tk): the sink is moved to
+     * match. Only with sinks. */
+    const vkattn_tensor *alibi;
     /* Attention's sliding window: key j of a row at position pos (its query
      * row + q_offset) is allowed only if pos - window_left <= j <= pos +
      * window_right (a side of -1: unbounded). */

@@ -20,7 +20,7 @@ _Static_assert(sizeof(softmax_push) <= VKATTN_PUSH_CONSTANT_BYTES, "push constan
 enum softmax_spec { /* constant_id values in softmax_body.glsl */
     SM_SPEC_WORKGROUP = 0, SM_SPEC_X_DTYPE, SM_SPEC_CAUSAL, SM_SPEC_HAS_KV_LEN, SM_SPEC_X_TEXELS,
     SM_SPEC_VEC4, SM_SPEC_HAS_SINKS, SM_SPEC_MARK_MASKED, SM_SPEC_MARK_NEG_INF, SM_SPEC_HAS_WINDOW,
-    SM_SPEC_COUNT
+    SM_SPEC_SINK_ALIBI, SM_SPEC_COUNT
 };
 
 /* Rows per workgroup for the subgroup variant: enough that a workgroup is 64
@@ -158,9 +158,11 @@ vkattn_status vk_softmax_record(vkattn_context *ctx, const softmax_call *c)
                          [SM_SPEC_HAS_SINKS] = c->sinks != NULL,
                          [SM_SPEC_MARK_MASKED] = c->mark_masked,
                          [SM_SPEC_MARK_NEG_INF] = c->mark_masked && c->neg_inf_masked,
-                         [SM_SPEC_HAS_WINDOW] = c->has_window}},
-        .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true), vk_bind(c->sinks, false)},
-        .binding_count = 4,
+                         [SM_SPEC_HAS_WINDOW] = c->has_window,
+                         [SM_SPEC_SINK_ALIBI] = c->sinks && c->alibi}},
+        .bindings = {x, vk_bind(c->kv_len, false), vk_bind(c->y, true), vk_bind(c->sinks, false),
+                     vk_bind(c->sinks ? c->alibi : NULL, false)},
+        .binding_count = 5,
         .push = &push,
         .push_bytes = sizeof push,
     };
