@@ -255,6 +255,27 @@ static void test_float64_files(void **state)
     assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o refused64.npy --softcap 1e39"), 2);
     assert_non_null(strstr(err_text, "--softcap 1e39: expected a positive number"));
     assert_false(exists("refused64.npy"));
+
+    /* --softcap 0 is off (DESIGN.md: a variant's zero), as the library's 0:
+     * the same output as no --softcap, where a cap of 1 would change it. */
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o plain.npy --scale 8"), 0);
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o zero.npy --scale 8 "
+                         "--softcap 0"), 0);
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o capped.npy --scale 8 "
+                         "--softcap 1"), 0);
+    npy_array plain, zero, capped;
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/plain.npy", dir);
+    assert_int_equal(npy_read(path, &plain, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/zero.npy", dir);
+    assert_int_equal(npy_read(path, &zero, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/capped.npy", dir);
+    assert_int_equal(npy_read(path, &capped, err, sizeof err), 0);
+    assert_int_equal(plain.count, zero.count);
+    assert_int_equal(plain.count, capped.count);
+    assert_memory_equal(plain.data, zero.data, plain.count * sizeof(float));
+    assert_memory_not_equal(plain.data, capped.data, plain.count * sizeof(float));
+    npy_free(&plain), npy_free(&zero), npy_free(&capped);
 }
 
 static void test_out_dtype(void **state)
@@ -1177,8 +1198,10 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window 1,2,3", 2, "--window 1,2,3"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --window 1,-3", 2,
          "--window 1,-3"},
-        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --softcap 0", 2,
-         "--softcap 0: expected a positive number"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --softcap -1", 2,
+         "--softcap -1: expected a positive number"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --softcap 0x", 2,
+         "--softcap 0x: expected a positive number"},
         {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt.npy", 2,
          "--block-table needs --kv-len"},
         {"attention -q bk3.npy -k bk3.npy -v bk3.npy -o out.npy --cu-seqlens-k cu.npy", 2,

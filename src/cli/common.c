@@ -138,8 +138,15 @@ int take_variant(args *a, variant_options *o)
     int r;
     if ((r = take_value(a, "--window", NULL, &value)) != 0)
         return r < 0 || parse_window(a, value, o) ? -1 : 1;
-    if ((r = take_value(a, "--softcap", NULL, &value)) != 0)
+    if ((r = take_value(a, "--softcap", NULL, &value)) != 0) {
+        /* 0 is off, as in the library (DESIGN.md: every variant's zero). */
+        char *end;
+        if (r > 0 && strtod(value, &end) == 0.0 && end != value && !*end) {
+            o->softcap = 0.0f;
+            return 1;
+        }
         return r < 0 || parse_float(a, "--softcap", value, &o->softcap) ? -1 : 1;
+    }
     if ((r = take_value(a, "--sinks", NULL, &o->sinks)) != 0)
         return r;
     return take_value(a, "--alibi", NULL, &o->alibi);

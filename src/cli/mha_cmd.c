@@ -32,7 +32,7 @@ static const char *const usage[] = {
     "  --window L,R                   sliding window: key j only if\n"
     "                                 pos - L <= j <= pos + R; -1 leaves a side\n"
     "                                 unbounded (FlashAttention's window_size)\n"
-    "  --softcap C                    s = C * tanh(s / C) (Gemma 2), C > 0\n"
+    "  --softcap C                    s = C * tanh(s / C) (Gemma 2), C > 0; 0 is off\n"
     "  --sinks S.npy                  (H) floats: one raw logit per head, not scaled,\n"
     "                                 in the softmax denominator with no value row\n"
     "                                 (gpt-oss)\n"
