@@ -149,6 +149,10 @@ def draw_options(c, H, D, layer=False, far=None):
         c.args.append("--causal")
     if r.random() < 0.25 and not layer:
         opt["q_offset"] = int(r.integers(-3, 12) if far is None else far.integers(-450, 450))
+        # Now and then rows far from every key (the CLI takes |q_offset| up to
+        # 2^28), where f32 cannot hold j - pos for ALiBi.
+        if r.random() < 0.15:
+            opt["q_offset"] = int(r.choice([2**28, -2**28, 2**24 + 1, -(2**20) - 3, 2**20]))
         c.args += ["--q-offset", str(opt["q_offset"])]
     if r.random() < 0.3:
         opt["window"] = (int(pick([-1, 0, 2, 9], [-1, 0, 1, 17, 64, 200])),
