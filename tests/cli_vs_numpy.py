@@ -149,10 +149,8 @@ def draw_options(c, H, D, layer=False, far=None):
         c.args.append("--causal")
     if r.random() < 0.25 and not layer:
         opt["q_offset"] = int(r.integers(-3, 12) if far is None else far.integers(-450, 450))
-        # Now and then rows far from every key (the CLI takes |q_offset| up to
-        # 2^28), where f32 cannot hold j - pos for ALiBi.
         if r.random() < 0.15:
-            opt["q_offset"] = int(r.choice([2**28, -2**28, 2**24 + 1, -(2**20) - 3, 2**20]))
+            opt["q_offset"] = far_offset(r)
         c.args += ["--q-offset", str(opt["q_offset"])]
     if r.random() < 0.3:
         opt["window"] = (int(pick([-1, 0, 2, 9], [-1, 0, 1, 17, 64, 200])),
@@ -174,7 +172,19 @@ def draw_options(c, H, D, layer=False, far=None):
         alibi = -np.abs(c.normal(H)) * 0.5
         c.args += ["--alibi", c.save("alibi.npy", alibi)]
         opt["alibi"] = alibi.astype(np.float32)
+        if not layer and r.random() < 0.3:
+            opt["q_offset"] = far_offset(r)
+            if "--q-offset" in c.args:
+                c.args[c.args.index("--q-offset") + 1] = str(opt["q_offset"])
+            else:
+                c.args += ["--q-offset", str(opt["q_offset"])]
     return opt
+
+
+def far_offset(r):
+    """Rows far from every key (the CLI takes |q_offset| up to 2^28), where
+    f32 cannot hold ALiBi's j - pos."""
+    return int(r.choice([2**28, -2**28, 2**24 + 1, -(2**20) - 3, 2**20]))
 
 
 def dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, layout):
