@@ -132,10 +132,16 @@ int alibi_origin_in(int pos, uint keys)
 }
 
 // A sink logit (exp2 domain) moved for a row whose ALiBi distances are
-// measured from `origin`: sink - slope * (origin - pos).
+// measured from `origin`: sink - slope * (origin - pos). A finite sink moved
+// past f32's range stays the largest finite value: it takes all the weight,
+// as it does against the keys' unmoved scores (an infinite one would give
+// exp2(inf - inf) = NaN); an infinite sink stays what IEEE makes of it.
 float sink_from_origin(float sink, float slope_log2e, int pos, int origin)
 {
-    return HAS_ALIBI ? sink - slope_log2e * float(origin - pos) : sink;
+    if (!HAS_ALIBI)
+        return sink;
+    float moved = sink - slope_log2e * float(origin - pos);
+    return isinf(moved) && !isinf(sink) ? sign(moved) * FLT_MAX : moved;
 }
 
 // ALiBi (slope from alibi_slope_log2e) and the mask entry m (0 without a mask)

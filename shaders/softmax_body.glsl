@@ -152,6 +152,8 @@ void softmax_row(uint row, bool row_valid)
             sink -= alibi[head] * LOG2E * float(origin - pos);
         }
         sink /= p.scale_log2e;
+        if (SINK_ALIBI && isinf(sink) && !isinf(sinks[head]))  // as sink_from_origin
+            sink = sign(sink) * FLT_MAX;
         float top = max(row_m, sink);
         s = s * exp2((row_m - top) * p.scale_log2e) + exp2((sink - top) * p.scale_log2e);
         row_m = top;

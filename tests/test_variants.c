@@ -521,11 +521,13 @@ static void test_coopmat_register_variants(void **state)
  * in f32, j - pos there rounds to a multiple of up to 16 and its bias leaves
  * no bits of the scores beside it, so the kernels measure a row's distances
  * from its origin (the key position nearest its own) and move the sink logit
- * to match (score_variants.glsl). Rows 2^28 after or before their keys, with
- * and without sinks (which, that far, take all the weight or none), and a few
- * positions past either end, where the moved sink and the keys compete: on
- * every path, and the coopmat kernel's, against the CPU reference's float64
- * distances. */
+ * to match (score_variants.glsl). Rows 2^28 and 2^24 + 1 after their keys
+ * (the keys' own distances decide), 2^28 before them with sinks (which, moved
+ * the wrong way, would take all the weight), and a few positions past either
+ * end, where the moved sink and the keys compete; packed sequences and a
+ * paged cache, whose origins follow each sequence's keys (also through the
+ * combine pass): on every path and the coopmat kernel's (the real one where
+ * the device has it), against the CPU reference's float64 distances. */
 static void test_alibi_far_rows(void **state)
 {
     test_env *env = *state;
@@ -534,31 +536,45 @@ static void test_alibi_far_rows(void **state)
         {.name = "alibi, rows 2^28 after their keys", .B = 2, .H = 4, .Hkv = 2, .Tq = 3,
          .Tk = 40, .D = 8, .Dv = 4, .causal = true, .has_q_offset = true, .q_offset = 1 << 28,
          .alibi = true, .dtype = F32, .magnitude = 1},
-        {.name = "alibi sinks, rows 2^28 before their keys", .B = 1, .H = 2, .Hkv = 1, .Tq = 5,
+        {.name = "alibi, rows 2^24 + 1 after their keys", .B = 1, .H = 3, .Hkv = 3, .Tq = 4,
+         .Tk = 21, .D = 12, .Dv = 8, .has_q_offset = true, .q_offset = (1 << 24) + 1,
+         .alibi = true, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks, rows 2^28 before their keys", .B = 3, .H = 2, .Hkv = 1, .Tq = 5,
          .Tk = 33, .D = 16, .Dv = 16, .has_q_offset = true, .q_offset = -(1 << 28),
          .sinks = true, .alibi = true, .kv_len = true, .dtype = F32, .magnitude = 1},
-        {.name = "alibi sinks, rows 2^24 + 1 past the keys", .B = 1, .H = 3, .Hkv = 3, .Tq = 4,
-         .Tk = 21, .D = 12, .Dv = 8, .has_q_offset = true, .q_offset = (1 << 24) + 1,
-         .sinks = true, .alibi = true, .dtype = F32, .magnitude = 1},
-        {.name = "alibi sinks, rows 20 past the keys", .B = 2, .H = 4, .Hkv = 1, .Tq = 6,
+        {.name = "alibi sinks, rows 20 past the keys", .B = 2, .H = 4, .Hkv = 1, .Tq = 4,
          .Tk = 30, .D = 8, .Dv = 8, .causal = true, .has_q_offset = true, .q_offset = 50,
          .sinks = true, .alibi = true, .layout = BSHD, .dtype = F32, .magnitude = 1},
         {.name = "alibi sinks, rows 25 before the keys", .B = 1, .H = 4, .Hkv = 2, .Tq = 7,
          .Tk = 19, .D = 8, .Dv = 12, .has_q_offset = true, .q_offset = -25, .sinks = true,
          .alibi = true, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks varlen, rows 2^28 after their keys", .B = 4, .H = 4, .Hkv = 2,
+         .D = 16, .Dv = 8, .has_q_offset = true, .q_offset = 1 << 28, .sinks = true,
+         .alibi = true, .q_lens = lens_q4, .k_lens = lens_k4, .dtype = F32, .magnitude = 1},
+        {.name = "alibi paged, rows 2^28 after their keys", .B = 2, .H = 4, .Hkv = 2, .Tq = 3,
+         .Tk = 37, .D = 16, .Dv = 16, .causal = true, .has_q_offset = true, .q_offset = 1 << 28,
+         .alibi = true, .block_size = 5, .dtype = F32, .magnitude = 1},
+        {.name = "alibi sinks paged, rows 12 past the keys", .B = 2, .H = 2, .Hkv = 1, .Tq = 2,
+         .Tk = 300, .D = 8, .Dv = 8, .has_q_offset = true, .q_offset = 312, .sinks = true,
+         .alibi = true, .block_size = 16, .dtype = F32, .magnitude = 1},
     };
-    static const var_path coopmat[] = {
+    static const var_path emulated[] = {
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
     };
+    static const var_path real[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
+    };
     vkattn_device_info info;
     bool f16 = test_has_float16(env, &info);
+    const var_path *coopmat = info.cooperative_matrix ? real : emulated;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_var_case(env, &cases[i], all_paths, NPATHS(all_paths), &r);
         var_case c = cases[i];
         c.dtype = F16;
         if (f16)
-            run_var_case(env, &c, coopmat, NPATHS(coopmat), &r);
+            run_var_case(env, &c, coopmat, NPATHS(emulated), &r);
     }
 }
 
