@@ -467,19 +467,21 @@ static void test_layout_variants(void **state)
 /* Every score and layout variant case on the coopmat kernels: in f16 on the
  * emulated kernel's paths from `first` (1 and 3 splits) and the real kernel's
  * where there is one, in bf16 on one path. */
+static const var_path coopmat_emulated_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
+};
+static const var_path coopmat_real_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
+};
+
 static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
 {
+    const var_path *emulated = coopmat_emulated_paths, *real = coopmat_real_paths;
     vkattn_device_info info;
     if (!test_has_float16(env, &info))
         return;
-    static const var_path emulated[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
-    };
-    static const var_path real[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
-    };
     const var_path *paths = info.cooperative_matrix ? real : emulated;
     for (int layout = 0; layout < 2; layout++) {
         const var_case *cases = layout ? layout_cases : score_cases;
@@ -488,9 +490,9 @@ static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
         for (size_t i = 0; i < count; i++) {
             var_case c = cases[i];
             c.dtype = F16;
-            run_var_case(env, &c, &emulated[first], NPATHS(emulated) - first, r);
+            run_var_case(env, &c, &emulated[first], NPATHS(coopmat_emulated_paths) - first, r);
             if (paths != emulated)
-                run_var_case(env, &c, paths, NPATHS(real), r);
+                run_var_case(env, &c, paths, NPATHS(coopmat_real_paths), r);
             c.dtype = BF16;
             run_var_case(env, &c, &paths[1], 1, r);
         }
@@ -558,23 +560,16 @@ static void test_alibi_far_rows(void **state)
          .Tk = 300, .D = 8, .Dv = 8, .has_q_offset = true, .q_offset = 312, .sinks = true,
          .alibi = true, .block_size = 16, .dtype = F32, .magnitude = 1},
     };
-    static const var_path emulated[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
-    };
-    static const var_path real[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
-    };
     vkattn_device_info info;
     bool f16 = test_has_float16(env, &info);
-    const var_path *coopmat = info.cooperative_matrix ? real : emulated;
+    const var_path *coopmat =
+        info.cooperative_matrix ? coopmat_real_paths : coopmat_emulated_paths;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run_var_case(env, &cases[i], all_paths, NPATHS(all_paths), &r);
         var_case c = cases[i];
         c.dtype = F16;
         if (f16)
-            run_var_case(env, &c, coopmat, NPATHS(emulated), &r);
+            run_var_case(env, &c, coopmat, NPATHS(coopmat_emulated_paths), &r);
     }
 }
 
