@@ -71,16 +71,16 @@ layout(constant_id = 10) const uint SG_SIZE = 32;
 layout(constant_id = 11) const uint STAGES = 1;
 // Bits 0, 1, 2: Q, K, V are bf16 (else f16). Each is converted to f16 as it is
 // staged (K and V tiles with one stage: staged as they are, then converted in
-// place once the tile's exponents are known), divided by a power of 2 that
-// puts the largest finite element of its group in [2^15, 2^16) (below f16's
-// 65504): a Q row, a key's row of K, a tile of V. Every element within 2^32 of its group's largest is then exact in f16
-// (bf16's 8 significant bits fit f16's normal and upper subnormal range), and
-// the powers are undone in f32: on the scores (Q's and K's, which do not mix
-// within a product's sum), and on O (V's: the keys are summed, so O keeps one
-// unit: raised to any tile's that needs it, lowered to a tile's far below it,
-// so that small values after large ones keep their bits for the rows that do
-// not see the large ones). bf16 subnormals are read as f32 subnormals: zero
-// on devices that flush those.
+// place once the tile's exponents are known), divided by a power of 2 that puts
+// the largest finite element of its group in [2^15, 2^16) (below f16's 65504):
+// a Q row, a key's row of K, a tile of V. Every element within 2^32 of its
+// group's largest is then exact in f16 (bf16's 8 significant bits fit f16's
+// normal and upper subnormal range), and the powers are undone in f32: on the
+// scores (Q's and K's, which do not mix within a product's sum), and on O (V's:
+// the keys are summed, so O keeps one unit: raised to any tile's that needs it,
+// lowered to a tile's far below it, so that small values after large ones keep
+// their bits for the rows that do not see the large ones). bf16 subnormals are
+// read as f32 subnormals: zero on devices that flush those.
 layout(constant_id = 12) const uint BF16_INPUTS = 0;
 // Row blocks in reverse grid order: with CAUSAL the last see the most keys, and
 // a GPU starts workgroups about in grid order (fused_heavy_first).

@@ -304,8 +304,9 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
          * bf16 inputs, of the K tile's exponents and factors, the V tile's
          * reduction and the two passes over its share of the staged tiles
          * (their exponents, their conversion in place), and the check of
-         * the subgroup's rows for a rescaling; all counted as one. The block operations repeat for each of a
-         * subgroup's row_tiles row blocks. With the softmax in registers, each
+         * the subgroup's rows for a rescaling; all counted as one. The
+         * block operations repeat for each of a subgroup's row_tiles row
+         * blocks. With the softmax in registers, each
          * held row walks its elements of the score blocks twice and of the
          * output blocks once, and the score blocks become P operands. */
         uint32_t bc = plan->bc, lpr = sg >= rs ? sg / rs : 1, passes = sg >= rs ? 1 : rs / sg;
