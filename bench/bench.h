@@ -128,6 +128,9 @@ typedef struct bench_cli {
     vkattn_dtype out_dtype;     /* --out-dtype: O's, of --shape cases */
     int shape_count;
     int64_t shapes[BENCH_MAX_SHAPES][7];   /* B,H,Hkv,Tq,Tk,D,Dv */
+    int matmul_count;                      /* --matmul cases: replace the sweep's matmuls */
+    int64_t matmuls[BENCH_MAX_SHAPES][4];  /* M,N,K,batch */
+    vkattn_matmul_variant matmul_variant;  /* --matmul-variant: of --matmul cases */
     vkattn_fused_variant fused_variant;    /* --variant: forced on --shape cases */
     uint32_t kv_splits;                    /* --splits: of --shape cases (0: chosen) */
     int with_count;                        /* --with: each --shape case once per entry */

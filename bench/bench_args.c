@@ -27,6 +27,10 @@ static void usage(FILE *f)
         "                       \"variant.knob=N,...\" (vkattn_context_desc.tuning, the same\n"
         "                       as VKATTN_TUNE; knobs in README.md; bench/tune_sweep.py)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
+        "  --matmul M,N,K[,B]   a matmul case C (B, M, N) = A (B, M, K) @ W (K, N)\n"
+        "                       (repeatable); these replace the sweep's matmul cases\n"
+        "  --matmul-variant V   auto|tiled|naive|texel|coopmat|coopmat_emulated: the\n"
+        "                       kernel of --matmul cases (default auto)\n"
         "  --with LIST          run each --shape case once per entry, in this order:\n"
         "                       plain (none), window=W (left W keys; right W too unless\n"
         "                       --causal), softcap (30), sinks, alibi, mask, varlen\n"
@@ -161,26 +165,53 @@ static int parse_ops(const char *list, unsigned *mask)
     return rc ? rc : *mask ? 0 : bad("--op needs an op name%s", "");
 }
 
-static int parse_shape(const char *text, int64_t out[7])
+/* A comma list of `min`..`max` positive integers into out; their count, or
+ * -1 after reporting `option` and its `form`. */
+static int parse_counts(const char *text, const char *option, const char *form, int min, int max,
+                        int64_t *out)
 {
     char buf[256];
     int n = 0;
-    if (strlen(text) >= sizeof buf)
-        return bad("--shape too long: '%s'", text);
-    strcpy(buf, text);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        long long v;
-        if (n == 7 || !parse_int(tok, 1, 1ll << 31, &v))
-            return bad("--shape takes B,H,Hkv,Tq,Tk,D[,Dv], positive integers, not '%s'", text);
-        out[n++] = v;
+    if (strlen(text) >= sizeof buf) {
+        bad("%s too long", option);
+        return -1;
     }
-    if (n < 6)
-        return bad("--shape takes B,H,Hkv,Tq,Tk,D[,Dv], not '%s'", text);
+    strcpy(buf, text);
+    bool well_formed = true;
+    for (char *tok = strtok(buf, ","); tok && well_formed; tok = strtok(NULL, ",")) {
+        long long v;
+        well_formed = n < max && parse_int(tok, 1, 1ll << 31, &v);
+        if (well_formed)
+            out[n++] = v;
+    }
+    if (!well_formed || n < min) {
+        char form_and_text[320];
+        snprintf(form_and_text, sizeof form_and_text, "%s takes %s, positive integers, not '%s'",
+                 option, form, text);
+        bad("%s", form_and_text);
+        return -1;
+    }
+    return n;
+}
+
+static int parse_shape(const char *text, int64_t out[7])
+{
+    int n = parse_counts(text, "--shape", "B,H,Hkv,Tq,Tk,D[,Dv]", 6, 7, out);
+    if (n < 0)
+        return 2;
     if (n == 6)
         out[6] = out[5];
     if (out[1] % out[2])
         return bad("--shape '%s': H must be a multiple of Hkv", text);
     return 0;
+}
+
+static int parse_matmul(const char *text, int64_t out[4])
+{
+    int n = parse_counts(text, "--matmul", "M,N,K[,B]", 3, 4, out);
+    if (n == 3)
+        out[3] = 1;
+    return n < 0 ? 2 : 0;
 }
 
 /* One --with entry: a variant's name, with its parameter after '='. */
@@ -279,6 +310,20 @@ static int value_option(bench_cli *c, const char *a, const char *v)
         if (c->shape_count == BENCH_MAX_SHAPES)
             return bad("at most 32 --shape options%s", "");
         return parse_shape(v, c->shapes[c->shape_count++]);
+    } else if (!strcmp(a, "--matmul")) {
+        if (c->matmul_count == BENCH_MAX_SHAPES)
+            return bad("at most 32 --matmul options%s", "");
+        return parse_matmul(v, c->matmuls[c->matmul_count++]);
+    } else if (!strcmp(a, "--matmul-variant")) {
+        static const char *const names[] = {"auto", "tiled", "naive", "texel", "coopmat",
+                                            "coopmat_emulated"};
+        size_t k = 0;
+        while (k < sizeof names / sizeof names[0] && strcmp(v, names[k]))
+            k++;
+        if (k == sizeof names / sizeof names[0])
+            return bad("--matmul-variant takes auto, tiled, naive, texel, coopmat or "
+                       "coopmat_emulated, not '%s'", v);
+        c->matmul_variant = (vkattn_matmul_variant)k;
     } else if (!strcmp(a, "--path")) {
         c->path_given = true;
         if (!strcmp(v, "auto")) c->path = PATH_AUTO;
@@ -360,6 +405,8 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
     }
     if ((c->fused_variant || c->kv_splits || c->with_count) && !c->shape_count)
         return bad("--variant, --splits and --with apply to --shape cases%s", "");
+    if (c->matmul_variant && !c->matmul_count)
+        return bad("--matmul-variant applies to --matmul cases%s", "");
     /* Timed runs of one case take about this long at most (see bench_time). */
     c->opt.budget_ms = c->full ? 4000.0 : 1500.0;
     return 0;

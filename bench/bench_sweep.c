@@ -209,8 +209,8 @@ static void add_table(const bench_cli *cli, const bench_case *table, size_t coun
 {
     for (size_t i = 0; i < count; i++) {
         bench_case c = table[i];
-        if (c.op == OP_ATTENTION && cli->shape_count)
-            continue; /* replaced by the --shape cases */
+        if ((c.op == OP_ATTENTION && cli->shape_count) || (c.op == OP_MATMUL && cli->matmul_count))
+            continue; /* replaced by the --shape or --matmul cases */
         if (cli->dtype_given)
             c.dtype = cli->dtype;
         add(cli, c, out, capacity, n);
@@ -226,6 +226,15 @@ int bench_build_cases(const bench_cli *cli, bench_case *out, int capacity)
         add_table(cli, quick, sizeof quick / sizeof quick[0], out, capacity, &n);
         if (cli->full)
             add_table(cli, full, sizeof full / sizeof full[0], out, capacity, &n);
+    }
+    for (int i = 0; i < cli->matmul_count; i++) {
+        const int64_t *m = cli->matmuls[i];
+        bench_case c = {
+            .op = OP_MATMUL, .path = PATH_NONE, .variant = (int)cli->matmul_variant, .B = m[3],
+            .H = 1, .Hkv = 1, .Tq = m[0], .Tk = m[1], .D = m[2],
+            .dtype = cli->dtype_given ? cli->dtype : F32,
+        };
+        add(cli, c, out, capacity, &n);
     }
     for (int i = 0; i < cli->shape_count; i++) {
         const int64_t *s = cli->shapes[i];

@@ -29,10 +29,13 @@ from compare_sdpa import KEY, case_name, number  # noqa: E402
 PREFILL_128 = "4,16,16,4096,4096,128"
 PREFILL_64 = "4,16,16,4096,4096,64"
 DECODE = "1,32,8,1,8192,128"
+MATMUL_4096 = "4096,4096,4096"
 
 # (label, shape, dtype, causal, reps, settings); a setting is (variant or None
 # for AUTO's choice, tuning string or None for the planner's own values). The
-# first setting of each case is its default, the baseline of its ratios. Cases
+# first setting of each case is its default, the baseline of its ratios. A
+# shape of three numbers is a matmul M,N,K (its variant a matmul kernel's name),
+# else an attention B,H,Hkv,Tq,Tk,D. Cases
 # and settings run in this order, the ones a GPU session most needs first: the
 # H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
 # stages and 16-key tiled tiles the defaults, so the settings here are the
@@ -51,6 +54,19 @@ CASES = [
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=16"),
         ("coopmat", "coopmat.order=2"),
+    ]),
+    # The coopmat matmul's revision 3 (a 2 x 4 grid of subgroups each 64 x 32 of
+    # C, two stages) against revision 2's blocks (four subgroups each 16 x 128,
+    # one stage: 4.5 ms on the H200) and the scalar tiled kernel; then the
+    # subgroup tile's shape.
+    ("matmul f16 4096^3", MATMUL_4096, "f16", False, 5, [
+        ("coopmat", None),
+        ("coopmat", "matmul_coopmat.subgroups=4,matmul_coopmat.grid_columns=1,"
+                    "matmul_coopmat.rows=1,matmul_coopmat.columns=8,matmul_coopmat.stages=1"),
+        ("tiled", None),
+        ("coopmat", "matmul_coopmat.stages=1"),
+        ("coopmat", "matmul_coopmat.rows=2"),
+        ("coopmat", "matmul_coopmat.columns=4"),
     ]),
     # Two row blocks a subgroup (32 rows: each K and V block loaded from shared
     # memory feeds two products); at D=128 their registers do not fit.
@@ -87,6 +103,10 @@ CASES = [
 ]
 
 
+def is_matmul(shape):
+    return shape.count(",") == 2
+
+
 def timed(row):
     """The median, unless the run did not time anything (an error)."""
     return None if (row.get("error") or "").strip() else number(row.get("ms_median"))
@@ -102,12 +122,18 @@ def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s, e
     with tempfile.NamedTemporaryFile(suffix=".csv") as out:
         # --profile: the library logs each new pipeline's statistics (registers:
         # whether a setting's tiles spill is half of why it is fast or slow).
-        args = [bench, "--op", "attention", "--shape", shape, "--dtype", dtype, "--path", "fused",
-                "--reps", str(reps), "--csv", out.name, "--profile", *extra]
-        if causal:
-            args.append("--causal")
-        if variant:
-            args += ["--variant", variant]
+        args = [bench, "--dtype", dtype, "--reps", str(reps), "--csv", out.name, "--profile",
+                *extra]
+        if is_matmul(shape):
+            args += ["--op", "matmul", "--matmul", shape]
+            if variant:
+                args += ["--matmul-variant", variant]
+        else:
+            args += ["--op", "attention", "--shape", shape, "--path", "fused"]
+            if causal:
+                args.append("--causal")
+            if variant:
+                args += ["--variant", variant]
         if tuning:
             args += ["--tune", tuning]
         try:
@@ -133,18 +159,24 @@ def run_setting(bench, shape, dtype, causal, reps, variant, tuning, timeout_s, e
 
 
 def kernel_statistics(stderr):
-    """The registers and shared memory of the setting's attention kernel (the
-    first pipeline statistics line of one that is not the combine pass), where
-    the driver reports them; {} where it does not."""
+    """The registers, shared memory and local memory of the setting's kernel
+    (the first pipeline statistics line of an attention kernel that is not the
+    combine pass, or of a matmul), where the driver reports them; {} where it
+    does not. Local memory is the low 32 bits of the driver's figure: NVIDIA's
+    580 driver reported 2^36 plus a few bytes for every kernel on the H200
+    (bench/results/nvidia-h200/profile.txt), 2^36 + 256 for the coopmat
+    matmul's revision 2."""
     for line in stderr.splitlines():
-        m = re.match(r"vkattn: pipeline statistics: (attention_\w+) \[", line)
+        m = re.match(r"vkattn: pipeline statistics: (attention_\w+|matmul\w*) \[", line)
         if not m or m.group(1) == "attention_combine":
             continue
         stats = {}
-        for field, name in (("registers", "Register Count"), ("shared_bytes", "Shared Memory Size")):
+        for field, name in (("registers", "Register Count"), ("shared_bytes", "Shared Memory Size"),
+                            ("local_bytes", "Local Memory Size")):
             v = re.search(re.escape(name) + r"=(\d+)", line)
             if v:
-                stats[field] = v.group(1)
+                stats[field] = str(int(v.group(1)) & 0xffffffff) if field == "local_bytes" \
+                    else v.group(1)
         return stats
     return {}
 
@@ -157,6 +189,8 @@ def sdpa_times(path):
 
 
 def case_key(shape, dtype, causal):
+    if is_matmul(shape):  # no SDPA time
+        return ("matmul", shape, dtype)
     B, H, Hkv, Tq, Tk, D = shape.split(",")
     return (B, H, Hkv, Tq, Tk, D, D, "1" if causal else "0", str(int(Tk) - int(Tq)), dtype)
 
@@ -183,14 +217,15 @@ def write_results(a, cases, results, sdpa, start):
         rows = [(name, row) for (l, _, _, _, name, row) in results if l == label]
         if not rows:
             continue
-        c = dict(zip(KEY, case_key(shape, dtype, causal)))
+        title = f"matmul {shape.replace(',', 'x')}" if is_matmul(shape) else \
+            case_name(dict(zip(KEY, case_key(shape, dtype, causal))))
         base = timed(rows[0][1])
         ref = sdpa.get(case_key(shape, dtype, causal))
-        lines += [f"## {label}: {case_name(c)} {dtype}", "",
+        lines += [f"## {label}: {title} {dtype}", "",
                   f"Default: {rows[0][0]}" + (f"; PyTorch SDPA {ref:.3f} ms" if ref else "; no SDPA time"),
                   "", "| setting | ran | ms median | GFLOP/s | GB/s | vs default | % of SDPA | "
-                  "registers | check |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|---|"]
+                  "registers | local memory | check |",
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|---|"]
         def order(item):
             ms = timed(item[1])
             return (ms is None, ms or 0.0)
@@ -202,7 +237,7 @@ def write_results(a, cases, results, sdpa, start):
                      row.get("gflops", "-") if ms else "-", row.get("gbps", "-") if ms else "-",
                      f"{base / ms:.2f}" if ms and base else "-",
                      f"{100 * ref / ms:.1f}" if ms and ref else "-",
-                     row.get("registers") or "-",
+                     row.get("registers") or "-", row.get("local_bytes") or "-",
                      "ok" if good else (row.get("error") or "FAILED").strip().replace("|", "/")]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
@@ -222,7 +257,7 @@ def main():
                     help="small shapes, to try the sweep on a CPU device")
     a = ap.parse_args()
     small = {PREFILL_128: "1,4,4,256,256,128", PREFILL_64: "1,4,4,256,256,64",
-             DECODE: "1,32,8,1,1024,128"}
+             DECODE: "1,32,8,1,1024,128", MATMUL_4096: "256,256,256"}
     cases = [(l, small[s] if a.small else s, *rest) for (l, s, *rest) in CASES]
     bench = os.path.join(a.build, "vkattn-bench")
     if not os.access(bench, os.X_OK):

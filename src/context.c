@@ -26,7 +26,7 @@ static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc 
     if ((s = vk_pipelines_init(ctx, desc)) != VKATTN_OK || (s = vk_cmd_init(ctx)) != VKATTN_OK)
         return s;
     profile_init(ctx); /* a diagnostic: without it the context just has no times */
-    fused_tuning_init(ctx, desc);
+    tuning_init(ctx, desc);
     return VKATTN_OK;
 }
 

@@ -395,16 +395,16 @@ void profile_begin_commands(vkattn_context *ctx);
 void profile_after_command(vkattn_context *ctx, uint32_t shader);
 void profile_collect(vkattn_context *ctx);
 
-/* Knob values of the fused kernels' plans from vkattn_context_desc.tuning or
- * VKATTN_TUNE (src/ops/fused_tuning.c): [variant][knob], 0 where the planner
- * chooses. Fixed when the context is created. */
+/* Knob values of the kernels' plans from vkattn_context_desc.tuning or
+ * VKATTN_TUNE (src/ops/tuning.c, tuning.h): [kernel][knob], 0 where the
+ * planner chooses. Fixed when the context is created. */
 #define TUNING_VARIANTS 8
-#define TUNING_KNOBS 10
-typedef struct fused_tuning {
+#define TUNING_KNOBS 16
+typedef struct kernel_tuning {
     uint32_t value[TUNING_VARIANTS][TUNING_KNOBS];
-} fused_tuning;
+} kernel_tuning;
 
-void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
+void tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
 /* With VKATTN_COOPMAT_LAYOUT=1 in the environment, logs the device's
  * cooperative-matrix accumulator layout (ops/coopmat_layout_probe.c); a new
  * Vulkan context calls it. */
@@ -435,7 +435,7 @@ struct vkattn_context {
     bool timer_running;
     double timer_host_start_ms;
     profile_state profile;
-    fused_tuning tuning;
+    kernel_tuning tuning;
 
     vk_state vk; /* unused on the CPU backend */
 };

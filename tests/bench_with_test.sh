@@ -59,4 +59,18 @@ refused "not 'f8'" --shape 1,1,1,1,4,4 --with kv=f8
 refused "'softcap=3' takes no value" --shape 1,1,1,1,4,4 --with softcap=3
 refused "not 'ring'" --shape 1,1,1,1,4,4 --with plain,ring
 refused "apply to --shape cases" --with paged=16
-echo "bench --with: 18 cases verified, 16 paired, 8 refusals"
+
+# --matmul: the given shapes replace the sweep's matmuls, by the kernel named.
+if ! "$bench" --op matmul --reps 2 --matmul 33,17,40,2 --matmul 5,9,3 --matmul-variant tiled \
+        --json "$dir/matmul.json" >"$dir/out" 2>"$dir/err"; then
+    cat "$dir/out" "$dir/err" >&2
+    fail "vkattn-bench --matmul: a case failed"
+fi
+[ "$(wc -l <"$dir/matmul.json")" -eq 2 ] || fail "2 --matmul cases expected: $(cat "$dir/matmul.json")"
+grep -c '"ok":true' "$dir/matmul.json" | grep -qx 2 || fail "not every --matmul case ok"
+[ "$(grep -c '"variant":"tiled"' "$dir/matmul.json")" -eq 2 ] || fail "--matmul-variant not taken"
+refused "--matmul takes M,N,K[,B]" --matmul 4,4
+refused "not '4,x,4'" --matmul 4,x,4
+refused "not 'strassen'" --matmul 4,4,4 --matmul-variant strassen
+refused "applies to --matmul cases" --matmul-variant tiled
+echo "bench --with: 18 cases verified, 16 paired, 8 refusals; --matmul: 2 cases, 4 refusals"

@@ -687,6 +687,9 @@ static void test_tuning_entries(void **state)
         "bogus", "tiled", "tiled.keys", "tiled.keys=", "tiled.keys=-4", "tiled.keys=4x",
         "tiled.keys=99999999999999999999", ".keys=4", "tiled.=4", "nope.keys=4", "rows.keys=4",
         "tiled.keys=3", "tiled.subgroups=2", "decode.subgroups=17",
+        /* the coopmat matmul's knobs are its own, within their ranges */
+        "matmul_coopmat.keys=4", "coopmat.columns=2", "matmul.rows=2", "matmul_coopmat.depth=4",
+        "matmul_coopmat_emulated.rows=5",
         "tiled.keys=12345678901234567890123456789012345678901234567890123456789012345",
     };
     char text[1024] = " , ,\t tiled.keys=20\n";

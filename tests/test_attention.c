@@ -903,7 +903,7 @@ static void test_tuning(void **state)
              2 * info.subgroup_size_max);
     env = tuned_env(tune);
     assert_true(env->gpu_log.warnings >= 2);
-    assert_non_null(strstr(env->gpu_log.last_warning, "\"bogus\" ignored: not variant.knob=N"));
+    assert_non_null(strstr(env->gpu_log.last_warning, "\"bogus\" ignored: not kernel.knob=N"));
     rng r = {23};
 
     static const at_path tiled[] = {

@@ -267,6 +267,72 @@ static void test_coopmat_emulated(void **state)
     pair_destroy(&out);
 }
 
+/* The coopmat kernel's other block layouts (the knobs of tuning.h, which a
+ * sweep on a GPU turns), each on every fixed case with f16 A and B, emulated
+ * and, where the device has matrix units, real: a 2 x 2 grid of subgroups each
+ * 2 x 2 matrices with 16-deep slabs, and two subgroups stacked each 3 x 1
+ * matrices of NVIDIA's 16x8x16 with 32-deep slabs, both loading the next
+ * slab while this one computes (two stages). A grid the subgroups do not
+ * fill is refused, naming the setting. */
+static void test_coopmat_tuned_blocks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *shape, *knobs;
+    } layouts[] = {
+        {"16x16x16", "subgroups=4,grid_columns=2,rows=2,columns=2,depth=16,stages=2"},
+        {"16x8x16", "subgroups=2,grid_columns=1,rows=3,columns=1,depth=32,stages=2"},
+    };
+    rng r = {9};
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+        /* Each knob for both builds: "matmul_coopmat.rows=2,...". */
+        char tuning[512] = "", knobs[128];
+        for (int build = 0; build < 2; build++) {
+            snprintf(knobs, sizeof knobs, "%s", layouts[l].knobs);
+            for (char *k = strtok(knobs, ","); k; k = strtok(NULL, ","))
+                snprintf(tuning + strlen(tuning), sizeof tuning - strlen(tuning), "%s%s.%s",
+                         tuning[0] ? "," : "", build ? "matmul_coopmat" : "matmul_coopmat_emulated",
+                         k);
+        }
+        assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
+        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", layouts[l].shape, 1), 0);
+        test_env *env = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        vkattn_device_info info;
+        if (test_has_float16(env, &info)) {
+            assert_int_equal(env->gpu_log.warnings, 0);  /* every knob taken */
+            for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+                mm_case c = fixed_cases[i];
+                c.a_type = c.b_type = VKATTN_DTYPE_F16;
+                run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
+                if (info.cooperative_matrix && l == 0)  /* the device's own shape */
+                    run_case(env, &c, VKATTN_MATMUL_COOPMAT, &r);
+            }
+        }
+        test_env_destroy(env);
+    }
+
+    assert_int_equal(setenv("VKATTN_TUNE", "matmul_coopmat_emulated.subgroups=4,"
+                            "matmul_coopmat_emulated.grid_columns=3", 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    vkattn_device_info info;
+    if (test_has_float16(env, &info)) {
+        int64_t shape[2] = {8, 8};
+        pair h = pair_random(env, VKATTN_DTYPE_F16, 2, shape, &r, -1.f, 1.f);
+        pair out = pair_output(env, 2, shape);
+        vkattn_matmul_desc d = {.variant = VKATTN_MATMUL_COOPMAT_EMULATED};
+        assert_int_equal(vkattn_matmul(env->gpu, &d, h.gpu, h.gpu, NULL, out.gpu),
+                         VKATTN_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(vkattn_last_error(env->gpu),
+                               "tuning matmul_coopmat_emulated.grid_columns=3 cannot be taken"));
+        pair_destroy(&h);
+        pair_destroy(&out);
+    }
+    test_env_destroy(env);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_random_sweep),
         cmocka_unit_test(test_square_512),
         cmocka_unit_test(test_coopmat_emulated),
+        cmocka_unit_test(test_coopmat_tuned_blocks),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

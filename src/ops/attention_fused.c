@@ -126,7 +126,7 @@ static bool finish_plan(vkattn_context *ctx, const attention_call *c, const fuse
                         fused_plan *plan, char *why, size_t why_size)
 {
     const attention_dims *d = &c->dims;
-    plan->target_workgroups = fused_tuned(ctx, row->variant, KNOB_TARGET, plan->target_workgroups);
+    plan->target_workgroups = tuning_value(ctx, row->variant, KNOB_TARGET, plan->target_workgroups);
     plan->blocks = div_up(fused_rows(d), plan->rows_per_workgroup);
     uint64_t workgroups = (uint64_t)(d->B * d->Hkv) * plan->blocks;
     uint64_t splits = c->kv_splits;

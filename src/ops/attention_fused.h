@@ -6,6 +6,7 @@
 #define VKATTN_ATTENTION_FUSED_H
 
 #include "ops_common.h"
+#include "tuning.h"
 
 /* Head sizes the rows and coopmat kernels keep in registers; the tiled kernel
  * splits a row over several invocations and takes up to TILED_MAX_HEAD_SIZE
@@ -112,34 +113,6 @@ static inline uint64_t fused_rows(const attention_dims *d)
     return (uint64_t)(d->H / d->Hkv) * (uint64_t)d->Tq;
 }
 
-/* Plan knobs that an experiment may set (vkattn_context_desc.tuning,
- * VKATTN_TUNE), so that one run on a new GPU can compare tile sizes and key
- * splits without a rebuild. fused_tuning.c says which variants take which. */
-typedef enum fused_knob {
-    KNOB_TARGET,    /* every variant: workgroups (decode: subgroups) the key splits aim for */
-    KNOB_ROWS,      /* tiled: query rows per invocation; coopmat: row blocks of the
-                       matrix height per subgroup */
-    KNOB_KEYS,      /* tiled: keys per tile; coopmat: the largest key tile tried */
-    KNOB_LANES,     /* tiled: invocations per query row */
-    KNOB_WORKGROUP, /* tiled: invocations per workgroup */
-    KNOB_SUBGROUPS, /* coopmat: subgroups per workgroup (the matrix rows each);
-                       decode: subgroups, each its own split, per workgroup */
-    KNOB_STAGES,    /* coopmat: 1 stages a tile and then computes; 2 loads the
-                       next tile into registers while this one computes */
-    KNOB_ORDER,     /* tiled, coopmat, causal: 1 launches the row blocks that see
-                       the most keys first, 2 in order (fused_heavy_first) */
-    KNOB_SOFTMAX,   /* coopmat: 1 runs the softmax through shared memory, 2 on the
-                       score accumulators' elements in registers */
-    KNOB_ABLATE,    /* coopmat: parts of the tile step left out (a timing
-                       diagnostic with wrong results: attention_coopmat.comp's
-                       ABLATE), taken only with VKATTN_DIAGNOSTICS=1 */
-    KNOB_COUNT
-} fused_knob;
-_Static_assert(KNOB_COUNT <= TUNING_KNOBS, "fused_tuning has too few knobs");
-
-/* The knob's value for the variant, or `fallback` where none was set. */
-uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
-                     uint32_t fallback);
 /* Whether a causal call launches its last row blocks (those that see the most
  * keys) first: a GPU starts workgroups about in grid order, and the longest
  * ones last would leave it running a few of them alone at the end
@@ -147,9 +120,6 @@ uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fu
  * KNOB_ORDER=2 keeps grid order. */
 bool fused_heavy_first(const vkattn_context *ctx, vkattn_fused_variant variant,
                        const attention_dims *d);
-/* Writes "tuning tiled.keys=64" (the knob's setting) into `out`. */
-void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
-                         size_t out_size);
 
 static inline uint32_t pow2_floor(uint64_t v) { uint32_t p = 1; while ((uint64_t)p * 2 <= v) p *= 2; return p; }
 static inline uint32_t pow2_ceil(uint64_t v) { uint32_t p = 1; while (p < v) p *= 2; return p; }

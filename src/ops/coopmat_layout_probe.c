@@ -241,12 +241,12 @@ void coopmat_register_layout_init(vkattn_context *ctx)
     bool required;
     uint32_t sg = kernel_subgroup_size(ctx, &required);
     coopmat_shape s;
-    if (fused_tuned(ctx, VKATTN_FUSED_COOPMAT, KNOB_SOFTMAX, 1) == 2 && ctx->vk.enabled.coopmat &&
+    if (tuning_value(ctx, VKATTN_FUSED_COOPMAT, KNOB_SOFTMAX, 1) == 2 && ctx->vk.enabled.coopmat &&
         coopmat_device_shape(&ctx->vk.enabled, &s))
         read_layout(ctx, false, s, 0, &ctx->vk.coopmat_layouts[0]);
     /* The emulated build's layout is known by construction; read back here for
      * the shape of the moment, it tests the probe and this path. */
-    if (fused_tuned(ctx, VKATTN_FUSED_COOPMAT_EMULATED, KNOB_SOFTMAX, 1) == 2 &&
+    if (tuning_value(ctx, VKATTN_FUSED_COOPMAT_EMULATED, KNOB_SOFTMAX, 1) == 2 &&
         coopmat_emulated_shape(&s) && s.n == s.k && emulated_cluster(s, sg))
         read_layout(ctx, true, s, emulated_cluster(s, sg), &ctx->vk.coopmat_layouts[1]);
     for (int i = 0; i < 2; i++)

@@ -183,13 +183,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
     /* A subgroup's rows: row_tiles matrix heights. The softmax gives each row
      * sg / rs lanes, or each lane rs / sg rows. */
-    uint32_t row_tiles = fused_tuned(ctx, self, KNOB_ROWS, 1), rs = s.m * row_tiles;
+    uint32_t row_tiles = tuning_value(ctx, self, KNOB_ROWS, 1), rs = s.m * row_tiles;
     if (sg % rs != 0 && rs % sg != 0) {
         char rows[96];
         snprintf(rows, sizeof rows, "%u-row matrices", s.m);
         if (row_tiles > 1) {
             char setting[48];
-            fused_knob_describe(self, KNOB_ROWS, row_tiles, setting, sizeof setting);
+            tuning_describe(self, KNOB_ROWS, row_tiles, setting, sizeof setting);
             snprintf(rows, sizeof rows, "%u rows a subgroup (%u-row matrices, %s)", rs, s.m,
                      setting);
         }
@@ -198,19 +198,19 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         return false;
     }
     plan->row_tiles = row_tiles;
-    plan->ablate = fused_tuned(ctx, self, KNOB_ABLATE, 0);
+    plan->ablate = tuning_value(ctx, self, KNOB_ABLATE, 0);
     /* The softmax on the score accumulators' elements in registers, where
      * their layout allows (tuned for now: untimed on a GPU). */
     plan->row_cluster = 0;
     plan->lane_rows = 1;
     plan->slot_table = 0;
-    uint32_t softmax = fused_tuned(ctx, self, KNOB_SOFTMAX, 1);
+    uint32_t softmax = tuning_value(ctx, self, KNOB_SOFTMAX, 1);
     if (softmax == 2) {
         char because[240];
         if (!coopmat_register_layout(ctx, emulated, s, sg, &plan->row_cluster, &plan->lane_rows,
                                      &plan->slot_table, because, sizeof because)) {
             char setting[48];
-            fused_knob_describe(self, KNOB_SOFTMAX, softmax, setting, sizeof setting);
+            tuning_describe(self, KNOB_SOFTMAX, softmax, setting, sizeof setting);
             snprintf(why, why_size, "%s: %s: %s", setting, name, because);
             return false;
         }
@@ -227,13 +227,13 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
     bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
-    uint32_t max_tile = fused_tuned(ctx, self, KNOB_KEYS,
-                                    small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
+    uint32_t max_tile = tuning_value(ctx, self, KNOB_KEYS,
+                                     small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
     /* Decoding: no more subgroups than the problem has rows for. The
      * planner's own count shrinks until the tiles fit; a tuned count is kept
-     * or refused (fused_tuning.c). */
+     * or refused (tuning.c). */
     uint64_t row_blocks = div_up(fused_rows(d), rs);
-    uint32_t tuned_subgroups = fused_tuned(ctx, self, KNOB_SUBGROUPS, 0);
+    uint32_t tuned_subgroups = tuning_value(ctx, self, KNOB_SUBGROUPS, 0);
     uint32_t subgroups = tuned_subgroups ? tuned_subgroups : small_tiles ? 1 : COOPMAT_SUBGROUPS;
     if (row_blocks < subgroups) {
         if (tuned_subgroups) {
@@ -253,7 +253,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * emulated build keeps one unless tuned: nothing to hide on lavapipe,
      * whose compile of GPU-sized tiles with two stages takes minutes
      * (test_coopmat_two_stages runs two on small tiles). */
-    uint32_t tuned_stages = fused_tuned(ctx, self, KNOB_STAGES, 0);
+    uint32_t tuned_stages = tuning_value(ctx, self, KNOB_STAGES, 0);
     tile_fit fit = {
         .info = info, .s = s, .sg = sg, .rs = rs, .dp = dp, .dvp = dvp, .bf16 = bf16,
         .emulated = emulated,
@@ -278,7 +278,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     uint32_t br = subgroups * rs;
     if (!plan->bc) {
         char setting[96] = "";
-        if (tuned_subgroups || fused_tuned(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
+        if (tuned_subgroups || tuning_value(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
             row_tiles > 1 || plan->row_cluster)
             snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s: the "
                      "tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "");

@@ -98,7 +98,7 @@ static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan
     /* Whole subgroups whatever size the pipeline gets: where the size is not
      * required, the workgroup is at least the widest (sizes are powers of 2). */
     uint32_t widest = required || ctx->vk.enabled.subgroup_max < sg ? sg : ctx->vk.enabled.subgroup_max;
-    uint32_t tuned = fused_tuned(ctx, VKATTN_FUSED_DECODE, KNOB_SUBGROUPS, 0);
+    uint32_t tuned = tuning_value(ctx, VKATTN_FUSED_DECODE, KNOB_SUBGROUPS, 0);
     uint32_t splits_per_workgroup = tuned ? tuned : DECODE_SPLITS_PER_WORKGROUP;
     if (!tuned) {
         while (splits_per_workgroup * sg < widest)
@@ -107,8 +107,8 @@ static bool decode_plan(vkattn_context *ctx, const attention_call *c, fused_plan
             splits_per_workgroup /= 2;
     } else if ((tuned & (tuned - 1)) || tuned * sg < widest ||
                tuned * sg > info->max_workgroup_invocations) {
-        char setting[48];  /* kept as asked or refused (fused_tuning.c) */
-        fused_knob_describe(VKATTN_FUSED_DECODE, KNOB_SUBGROUPS, tuned, setting, sizeof setting);
+        char setting[48];  /* kept as asked or refused (tuning.c) */
+        tuning_describe(VKATTN_FUSED_DECODE, KNOB_SUBGROUPS, tuned, setting, sizeof setting);
         snprintf(why, why_size, "%s: the decode kernel's workgroup is a power of 2 of subgroups "
                  "of %u, whole subgroups of every size the pipeline may get (up to %u), at "
                  "most %u invocations", setting, sg, widest, info->max_workgroup_invocations);

@@ -62,20 +62,20 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     /* About 16 dimensions per invocation, a row within one subgroup. */
     uint32_t tpr = pow2_floor(width / 16 ? width / 16 : 1);
     uint32_t max_tpr = sg < 16 ? pow2_floor(sg) : 16;
-    plan->tpr = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_LANES, tpr < max_tpr ? tpr : max_tpr);
+    plan->tpr = tuning_value(ctx, VKATTN_FUSED_TILED, KNOB_LANES, tpr < max_tpr ? tpr : max_tpr);
     plan->heavy_first = fused_heavy_first(ctx, VKATTN_FUSED_TILED, d);
-    /* Tuned values are kept as asked or refused, never bent (fused_tuning.c):
+    /* Tuned values are kept as asked or refused, never bent (tuning.c):
      * lanes a power of 2 within a subgroup, a workgroup of whole subgroups
      * (a required size needs them) within the device's limit. */
-    uint32_t tuned_workgroup = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_WORKGROUP, 0);
+    uint32_t tuned_workgroup = tuning_value(ctx, VKATTN_FUSED_TILED, KNOB_WORKGROUP, 0);
     bool lanes_fit = !(plan->tpr & (plan->tpr - 1)) && plan->tpr <= sg;
     bool workgroup_fits = !tuned_workgroup ||
                           (tuned_workgroup % plan->tpr == 0 && tuned_workgroup % sg == 0 &&
                            tuned_workgroup <= info->max_workgroup_invocations);
     if (!lanes_fit || !workgroup_fits) {
         char setting[48];
-        fused_knob_describe(VKATTN_FUSED_TILED, lanes_fit ? KNOB_WORKGROUP : KNOB_LANES,
-                            lanes_fit ? tuned_workgroup : plan->tpr, setting, sizeof setting);
+        tuning_describe(VKATTN_FUSED_TILED, lanes_fit ? KNOB_WORKGROUP : KNOB_LANES,
+                        lanes_fit ? tuned_workgroup : plan->tpr, setting, sizeof setting);
         snprintf(why, why_size, "%s: the tiled kernel's lanes per row are a power of 2 within a "
                  "subgroup of %u, and its workgroup whole subgroups, at most %u invocations "
                  "(%u lanes, %u invocations)", setting, sg, info->max_workgroup_invocations,
@@ -94,8 +94,8 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
             br = sg / plan->tpr;
     }
     plan->subgroup_size = required ? sg : 0;
-    plan->tm = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_ROWS,
-                           rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1);
+    plan->tm = tuning_value(ctx, VKATTN_FUSED_TILED, KNOB_ROWS,
+                            rows >= 2ull * br * TILED_ROWS_PER_INVOCATION ? TILED_ROWS_PER_INVOCATION : 1);
     plan->rows_per_workgroup = br * plan->tm;
     plan->workgroup = br * plan->tpr;
     /* K and V rows in shared memory as vec4s (zeros past D and Dv). */
@@ -103,10 +103,10 @@ static bool tiled_plan(vkattn_context *ctx, const attention_call *c, fused_plan 
     uint64_t bc = info->shared_memory_bytes / tile_bytes_per_key;
     uint64_t max_tile = info->type == VKATTN_DEVICE_TYPE_CPU ? TILED_MAX_TILE_CPU : TILED_MAX_TILE;
     bc = bc > max_tile ? max_tile : bc / 4 * 4;
-    uint32_t tuned_bc = fused_tuned(ctx, VKATTN_FUSED_TILED, KNOB_KEYS, 0);
+    uint32_t tuned_bc = tuning_value(ctx, VKATTN_FUSED_TILED, KNOB_KEYS, 0);
     if (tuned_bc && (tuned_bc % 4 || tuned_bc * tile_bytes_per_key > info->shared_memory_bytes)) {
         char setting[48];
-        fused_knob_describe(VKATTN_FUSED_TILED, KNOB_KEYS, tuned_bc, setting, sizeof setting);
+        tuning_describe(VKATTN_FUSED_TILED, KNOB_KEYS, tuned_bc, setting, sizeof setting);
         snprintf(why, why_size, "%s: the tiled kernel's tiles are a multiple of 4 keys, and %u "
                  "keys of head sizes %lld and %lld take %llu bytes of shared memory (%u here)",
                  setting, tuned_bc, (long long)d->D, (long long)d->Dv,

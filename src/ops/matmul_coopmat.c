@@ -3,9 +3,12 @@
  * f16 weights. Needs: f16 A and B; VK_NV_cooperative_matrix with an f16 shape
  * (real) or shaderFloat16 (emulated). The real one is opt-in (VKATTN_COOPMAT=1
  * or forced) until its test cases pass on a GPU: revision 2 has run only the
- * H200's 4096^3 bench case (4.5 ms, correct; the scalar f32 kernel 7.5). The
- * emulated build (VKATTN_COOPMAT_EMULATED_SHAPE) is for tests only. */
+ * H200's 4096^3 bench case (4.5 ms, correct; the scalar f32 kernel 7.5);
+ * revision 3 (a grid of subgroups, each several matrices both ways, and the
+ * next slab loaded while this one computes) has not run on a GPU. The emulated
+ * build (VKATTN_COOPMAT_EMULATED_SHAPE) is for tests only. */
 #include "ops_common.h"
+#include "tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +17,129 @@
 enum matmul_coopmat_spec { /* constant_id values in matmul_coopmat.comp */
     MC_SPEC_WORKGROUP = 0, MC_SPEC_BM, MC_SPEC_BN, MC_SPEC_BK, MC_SPEC_TRANSPOSE_B,
     MC_SPEC_HAS_BIAS, MC_SPEC_BIAS_DTYPE, MC_SPEC_MM, MC_SPEC_MN, MC_SPEC_MK,
-    MC_SPEC_A_ALIGNED8, MC_SPEC_B_ALIGNED8, MC_SPEC_SUBGROUPS, MC_SPEC_COUNT
+    MC_SPEC_A_ALIGNED8, MC_SPEC_B_ALIGNED8, MC_SPEC_SUBGROUPS, MC_SPEC_GRID_COLUMNS,
+    MC_SPEC_STAGES, MC_SPEC_COUNT
 };
 
-/* GPUs: 4 subgroups of MM rows each by 128 columns (8 accumulators of 16x16
- * in registers a subgroup), K in 32-wide slabs. CPU devices (the emulated
- * build, in tests): 2 subgroups by 32 columns, 16-wide slabs. */
-#define COOPMAT_SUBGROUPS 4
-#define COOPMAT_BLOCK_N 128
-#define COOPMAT_SLAB_K 32
-#define COOPMAT_SUBGROUPS_CPU 2
-#define COOPMAT_BLOCK_N_CPU 32
-#define COOPMAT_SLAB_K_CPU 16
+/* How a workgroup covers its block of C: a grid of subgroups (grid_columns of
+ * them along N, the rest along M), each owning sub_m x sub_n elements of C as
+ * matrices of the device's shape, K staged `depth` at a time, in one or two
+ * stages (two: the next slab's loads in registers while this one computes). */
+typedef struct mc_plan {
+    uint32_t subgroups, grid_columns;
+    uint32_t sub_m, sub_n;      /* elements; matrices of the shape, at least one */
+    uint32_t depth;
+    uint32_t stages;
+} mc_plan;
+
+/* The first row for the device's class whose min_rows M reaches. */
+static const struct {
+    bool gpu;
+    uint32_t min_rows;
+    mc_plan plan;
+} plans[] = {
+    /* GPUs: 128 x 128 blocks of C, 8 subgroups of 64 x 32 (four row blocks by
+     * two column blocks at 16x16: each B block loaded from shared memory feeds
+     * four products and each A operand two, where revision 2's one row block
+     * by eight loaded a B block for every product), two stages. About 100
+     * registers a lane, 27 KiB of shared memory. */
+    {true, 65, {8, 4, 64, 32, 32, 2}},
+    /* GPUs, up to 64 rows (projections of a few tokens): 64 x 128 blocks, the
+     * four subgroups side by side, so that a short A wastes no workgroups. */
+    {true, 0, {4, 4, 64, 32, 32, 2}},
+    /* CPU devices (the emulated build, in tests): 32 x 32 blocks, 16-deep
+     * slabs, one stage: small enough for lavapipe to compile fast. */
+    {false, 0, {2, 1, 16, 32, 16, 1}},
+};
+
+/* A workgroup's blocks, as the kernel is specialized. */
+typedef struct mc_blocks {
+    uint32_t bm, bn, bk;
+    uint32_t subgroups, grid_columns, stages;
+} mc_blocks;
+
+/* Bytes of shared memory the kernel takes: packed slabs with rows padded by
+ * one element, one accumulator per subgroup on its way out; the emulated
+ * build's matrices besides (each subgroup's A operands, every accumulator). */
+static uint64_t shared_bytes(const mc_blocks *b, bool transpose_b, coopmat_shape s,
+                             uint32_t row_blocks, bool emulated)
+{
+    uint64_t b_rows = transpose_b ? b->bn : b->bk, b_width = transpose_b ? b->bk : b->bn;
+    return 2ull * ((uint64_t)b->bm * (b->bk + COOPMAT_PACK) + b_rows * (b_width + COOPMAT_PACK)) +
+           4ull * b->subgroups * s.m * s.n +
+           (emulated ? 2ull * b->subgroups * row_blocks * s.m * s.k + 4ull * b->bm * b->bn : 0);
+}
+
+/* The blocks for this call: the plans table's row for the device's class
+ * (the GPU's for the emulated build with VKATTN_COOPMAT_EMULATED_TILING=gpu,
+ * so that tests reach its grid and two stages), with the knobs an experiment
+ * set (tuning.h). Untuned matrices a subgroup are dropped until the blocks
+ * fit in shared memory; a tuned setting that cannot be taken is refused,
+ * naming it, rather than bent. */
+static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coopmat_shape s,
+                                 bool emulated, uint32_t sg, const char *name, mc_blocks *out)
+{
+    const vkattn_device_info *info = &ctx->info;
+    const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
+    bool gpu = emulated ? tiling && strcmp(tiling, "gpu") == 0
+                        : info->type != VKATTN_DEVICE_TYPE_CPU;
+    size_t row = 0;
+    while (plans[row].gpu != gpu || (uint64_t)c->M < plans[row].min_rows)
+        row++;  /* the last row of each class takes any M */
+    const mc_plan *plan = &plans[row].plan;
+    int kernel = emulated ? TUNING_MATMUL_COOPMAT_EMULATED : TUNING_MATMUL_COOPMAT;
+    mc_blocks b = {.subgroups = tuning_value(ctx, kernel, KNOB_SUBGROUPS, plan->subgroups)};
+    b.grid_columns = tuning_value(ctx, kernel, KNOB_GRID_COLUMNS,
+                                  gcd(plan->grid_columns, b.subgroups));
+    b.stages = tuning_value(ctx, kernel, KNOB_STAGES, plan->stages);
+    /* Column blocks in units that keep BN a whole number of packed elements. */
+    uint32_t column_unit = COOPMAT_PACK / gcd(s.n * b.grid_columns, COOPMAT_PACK);
+    uint32_t depth_unit = lcm(s.k, COOPMAT_PACK);
+    uint32_t rows = tuning_value(ctx, kernel, KNOB_ROWS, plan->sub_m > s.m ? plan->sub_m / s.m : 1);
+    uint32_t columns = tuning_value(ctx, kernel, KNOB_COLUMNS,
+                                    round_up(plan->sub_n > s.n ? plan->sub_n / s.n : 1, column_unit));
+    b.bk = tuning_value(ctx, kernel, KNOB_DEPTH, round_up(plan->depth, depth_unit));
+    char setting[64] = "";
+    if (b.subgroups % b.grid_columns)
+        tuning_describe(kernel, KNOB_GRID_COLUMNS, b.grid_columns, setting, sizeof setting);
+    else if (columns % column_unit)
+        tuning_describe(kernel, KNOB_COLUMNS, columns, setting, sizeof setting);
+    else if (b.bk % depth_unit)
+        tuning_describe(kernel, KNOB_DEPTH, b.bk, setting, sizeof setting);
+    if (setting[0])
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: %s cannot be taken: with "
+                        "%u subgroups and %ux%ux%u matrices, the subgroups must make whole rows "
+                        "of the grid, a block's columns whole 16-byte elements (%u matrices a "
+                        "subgroup at a time) and a slab %u deep", name, setting, b.subgroups,
+                        s.m, s.n, s.k, column_unit, depth_unit);
+    bool rows_tuned = tuning_value(ctx, kernel, KNOB_ROWS, 0) != 0;
+    bool columns_tuned = tuning_value(ctx, kernel, KNOB_COLUMNS, 0) != 0;
+    uint64_t shared;
+    for (;;) {
+        b.bm = b.subgroups / b.grid_columns * rows * s.m;
+        b.bn = b.grid_columns * columns * s.n;
+        shared = shared_bytes(&b, c->transpose_b, s, rows, emulated);
+        if (shared <= info->shared_memory_bytes)
+            break;
+        if (!columns_tuned && columns > column_unit)
+            columns -= column_unit;
+        else if (!rows_tuned && rows > 1)
+            rows--;
+        else
+            break;
+    }
+    uint32_t wg = b.subgroups * sg;
+    if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+                        "matmul: %s: a %ux%u block of C (%u subgroups, %u along N, each %ux%u "
+                        "%ux%ux%u matrices), slabs %u deep, needs %llu bytes of shared memory "
+                        "and %u invocations; %s has %u and %u", name, b.bm, b.bn, b.subgroups,
+                        b.grid_columns, rows, columns, s.m, s.n, s.k, b.bk,
+                        (unsigned long long)shared, wg, info->name, info->shared_memory_bytes,
+                        info->max_workgroup_invocations);
+    *out = b;
+    return VKATTN_OK;
+}
 
 bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
 {
@@ -59,7 +173,7 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                         "-> f32 subgroup shape, "
                         "which %s lacks or the application did not enable", name, info->name);
     }
-    /* Each subgroup owns MM rows of the block (gl_SubgroupID), so the
+    /* Each subgroup owns its part of the block by gl_SubgroupID, so the
      * pipeline's subgroup size must be the one counted here; and a matrix
      * operation needs every lane of its subgroup active, which only full
      * subgroups of a required size promise. */
@@ -77,35 +191,10 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                         "matrices; the kernel loads tiles %d halves at a time, so N and K must "
                         "be multiples of %d", name, shape.m, shape.n, shape.k, COOPMAT_PACK,
                         COOPMAT_PACK);
-    /* GPU blocks for the real kernel; small ones for the emulated build
-     * (tests), on any device, unless VKATTN_COOPMAT_EMULATED_TILING=gpu asks
-     * for the GPU's (then as wide as shared memory allows: 48 columns in
-     * lavapipe's 32 KiB, the emulated matrices living there too). */
-    const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
-    bool gpu_tiles = emulated ? tiling && strcmp(tiling, "gpu") == 0
-                              : info->type != VKATTN_DEVICE_TYPE_CPU;
-    uint32_t subgroups = gpu_tiles ? COOPMAT_SUBGROUPS : COOPMAT_SUBGROUPS_CPU;
-    uint32_t bm = subgroups * shape.m, unit = lcm(shape.n, COOPMAT_PACK);
-    uint32_t bk = round_up(gpu_tiles ? COOPMAT_SLAB_K : COOPMAT_SLAB_K_CPU, lcm(shape.k, COOPMAT_PACK));
-    uint32_t bn = round_up(gpu_tiles ? COOPMAT_BLOCK_N : COOPMAT_BLOCK_N_CPU, unit);
-    uint64_t shared;
-    for (;; bn -= unit) {
-        /* Packed slabs with rows padded by one element, one accumulator per
-         * subgroup on its way out; the emulated build's matrices besides. */
-        uint64_t b_rows = c->transpose_b ? bn : bk, b_width = c->transpose_b ? bk : bn;
-        shared = 2ull * (bm * (bk + COOPMAT_PACK) + b_rows * (b_width + COOPMAT_PACK)) +
-                 4ull * subgroups * shape.m * shape.n +
-                 (emulated ? 2ull * subgroups * shape.m * shape.k + 4ull * bm * bn : 0);
-        if (shared <= info->shared_memory_bytes || bn == unit)
-            break;
-    }
-    uint32_t wg = subgroups * sg;
-    if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: %s: a %ux%u block with %ux%ux%u matrices needs %llu bytes of "
-                        "shared memory and %u invocations; %s has %u and %u", name, bm, bn,
-                        shape.m, shape.n, shape.k, (unsigned long long)shared, wg, info->name,
-                        info->shared_memory_bytes, info->max_workgroup_invocations);
+    mc_blocks blk = {0};
+    vkattn_status st = plan_blocks(ctx, c, shape, emulated, sg, name, &blk);
+    if (st)
+        return st;
     /* 16-byte loads where every row of a slab starts on 8 halves. */
     bool a_aligned8 = c->K % 8 == 0 && c->a_offset % 8 == 0;
     bool b_aligned8 = (c->transpose_b ? c->K % 8 == 0 : c->N % 8 == 0) && c->b_offset % 8 == 0 &&
@@ -115,16 +204,18 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
                                    : coopmat_shader(ctx, SHADER_MATMUL_COOPMAT),
                 .subgroup_size = required ? sg : 0,
                 .spec_count = MC_SPEC_COUNT,
-                .spec = {[MC_SPEC_WORKGROUP] = wg, [MC_SPEC_BM] = bm, [MC_SPEC_BN] = bn,
-                         [MC_SPEC_BK] = bk, [MC_SPEC_TRANSPOSE_B] = c->transpose_b,
+                .spec = {[MC_SPEC_WORKGROUP] = blk.subgroups * sg, [MC_SPEC_BM] = blk.bm,
+                         [MC_SPEC_BN] = blk.bn, [MC_SPEC_BK] = blk.bk,
+                         [MC_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MC_SPEC_HAS_BIAS] = c->bias != NULL,
                          [MC_SPEC_BIAS_DTYPE] = shader_dtype(c->bias),
                          [MC_SPEC_MM] = shape.m, [MC_SPEC_MN] = shape.n, [MC_SPEC_MK] = shape.k,
                          [MC_SPEC_A_ALIGNED8] = a_aligned8, [MC_SPEC_B_ALIGNED8] = b_aligned8,
-                         [MC_SPEC_SUBGROUPS] = subgroups}},
+                         [MC_SPEC_SUBGROUPS] = blk.subgroups,
+                         [MC_SPEC_GRID_COLUMNS] = blk.grid_columns, [MC_SPEC_STAGES] = blk.stages}},
         .bindings = {vk_bind(c->a, false), vk_bind(c->b, false), vk_bind(c->bias, false),
                      vk_bind(c->c, true)},
         .binding_count = 4,
     };
-    return matmul_record_batches(ctx, &dispatch, c, div_up(c->N, bn), div_up(c->M, bm));
+    return matmul_record_batches(ctx, &dispatch, c, div_up(c->N, blk.bn), div_up(c->M, blk.bm));
 }

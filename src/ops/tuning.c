@@ -1,6 +1,6 @@
-/* Experiment knobs of the fused kernels' plans: vkattn_context_desc.tuning or
- * VKATTN_TUNE, "variant.knob=N" entries separated by commas, parsed once when
- * a context is created. Planners read a knob with fused_tuned() and fall back
+/* Experiment knobs of the kernels' plans (tuning.h): vkattn_context_desc.tuning
+ * or VKATTN_TUNE, "kernel.knob=N" entries separated by commas, parsed once when
+ * a context is created. Planners read a knob with tuning_value() and fall back
  * to their own choice; a value they cannot take (a tile that does not fit in
  * shared memory, more lanes than a subgroup) makes them refuse the call, naming
  * the setting, so that a sweep on a GPU reports it instead of timing something
@@ -13,76 +13,89 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VARIANT_BIT(v) (1u << VKATTN_FUSED_##v)
+#define KERNEL_BIT(k) (1u << (k))
+#define VARIANT_BIT(v) KERNEL_BIT(VKATTN_FUSED_##v)
 #define EVERY_VARIANT (VARIANT_BIT(ROWS) | VARIANT_BIT(TILED) | VARIANT_BIT(DECODE) | \
                        VARIANT_BIT(COOPMAT) | VARIANT_BIT(COOPMAT_EMULATED))
 #define COOPMAT_BOTH (VARIANT_BIT(COOPMAT) | VARIANT_BIT(COOPMAT_EMULATED))
+#define MATMUL_BOTH (KERNEL_BIT(TUNING_MATMUL_COOPMAT) | KERNEL_BIT(TUNING_MATMUL_COOPMAT_EMULATED))
 
-/* Indexed by fused_knob: its name, the variants that read it, its range. */
+/* Indexed by tuning_knob: its name, the kernels that read it, its range. */
 static const struct {
     const char *name;
-    uint32_t variants;
+    uint32_t kernels;
     uint32_t min, max;
 } knobs[KNOB_COUNT] = {
     [KNOB_TARGET] = {"target", EVERY_VARIANT, 1, 1u << 20},
-    [KNOB_ROWS] = {"rows", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 4},
+    [KNOB_ROWS] = {"rows", VARIANT_BIT(TILED) | COOPMAT_BOTH | MATMUL_BOTH, 1, 4},
     [KNOB_KEYS] = {"keys", VARIANT_BIT(TILED) | COOPMAT_BOTH, 4, 256},
     [KNOB_LANES] = {"lanes", VARIANT_BIT(TILED), 1, 128},
     [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
-    [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH, 1, 16},
-    [KNOB_STAGES] = {"stages", COOPMAT_BOTH, 1, 2},
+    [KNOB_SUBGROUPS] = {"subgroups", VARIANT_BIT(DECODE) | COOPMAT_BOTH | MATMUL_BOTH, 1, 16},
+    [KNOB_STAGES] = {"stages", COOPMAT_BOTH | MATMUL_BOTH, 1, 2},
     [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH, 1, 2},
     [KNOB_SOFTMAX] = {"softmax", COOPMAT_BOTH, 1, 2},
     [KNOB_ABLATE] = {"ablate", COOPMAT_BOTH, 1, 15},
+    [KNOB_COLUMNS] = {"columns", MATMUL_BOTH, 1, 16},
+    [KNOB_GRID_COLUMNS] = {"grid_columns", MATMUL_BOTH, 1, 16},
+    [KNOB_DEPTH] = {"depth", MATMUL_BOTH, 8, 256},
 };
-_Static_assert(VKATTN_FUSED_DECODE < TUNING_VARIANTS, "fused_tuning has too few variants");
 
-uint32_t fused_tuned(const vkattn_context *ctx, vkattn_fused_variant variant, fused_knob knob,
-                     uint32_t fallback)
+/* The name of a kernel in tuning strings: a fused variant's, or the matmul's. */
+static const char *kernel_name(int kernel)
 {
-    uint32_t v = (unsigned)variant < TUNING_VARIANTS ? ctx->tuning.value[variant][knob] : 0;
+    switch (kernel) {
+    case TUNING_MATMUL_COOPMAT: return "matmul_coopmat";
+    case TUNING_MATMUL_COOPMAT_EMULATED: return "matmul_coopmat_emulated";
+    default: return vkattn_fused_variant_name((vkattn_fused_variant)kernel);
+    }
+}
+
+uint32_t tuning_value(const vkattn_context *ctx, int kernel, tuning_knob knob, uint32_t fallback)
+{
+    uint32_t v = kernel >= 0 && kernel < TUNING_KERNEL_END ? ctx->tuning.value[kernel][knob] : 0;
     return v ? v : fallback;
 }
 
 bool fused_heavy_first(const vkattn_context *ctx, vkattn_fused_variant variant,
                        const attention_dims *d)
 {
-    return d->causal && fused_tuned(ctx, variant, KNOB_ORDER, 1) == 1;
+    return d->causal && tuning_value(ctx, variant, KNOB_ORDER, 1) == 1;
 }
 
-void fused_knob_describe(vkattn_fused_variant variant, fused_knob knob, uint32_t value, char *out,
-                         size_t out_size)
+void tuning_describe(int kernel, tuning_knob knob, uint32_t value, char *out, size_t out_size)
 {
-    snprintf(out, out_size, "tuning %s.%s=%u", vkattn_fused_variant_name(variant),
-             knobs[knob].name, value);
+    snprintf(out, out_size, "tuning %s.%s=%u", kernel_name(kernel), knobs[knob].name, value);
 }
 
-static vkattn_fused_variant variant_named(const char *name, size_t length)
+/* The kernel of that name, or -1. */
+static int kernel_named(const char *name, size_t length)
 {
-    for (int v = VKATTN_FUSED_AUTO + 1; v < TUNING_VARIANTS; v++) {
-        const char *known = vkattn_fused_variant_name((vkattn_fused_variant)v);
+    for (int k = VKATTN_FUSED_AUTO + 1; k < TUNING_KERNEL_END; k++) {
+        const char *known = kernel_name(k);
         if (strcmp(known, "?") && strlen(known) == length && !strncmp(known, name, length))
-            return (vkattn_fused_variant)v;
+            return k;
     }
-    return VKATTN_FUSED_AUTO;
+    return -1;
 }
 
-/* One "variant.knob=N" entry; NULL when taken, else why not. */
-static const char *take_entry(fused_tuning *tuning, const char *entry, char *why, size_t why_size)
+/* One "kernel.knob=N" entry; NULL when taken, else why not. */
+static const char *take_entry(kernel_tuning *tuning, const char *entry, char *why, size_t why_size)
 {
     const char *dot = strchr(entry, '.'), *eq = strchr(entry, '=');
     if (!dot || !eq || eq < dot)
-        return "not variant.knob=N";
-    vkattn_fused_variant variant = variant_named(entry, (size_t)(dot - entry));
-    if (variant == VKATTN_FUSED_AUTO)
-        return "no such fused variant (rows, tiled, decode, coopmat, coopmat_emulated)";
+        return "not kernel.knob=N";
+    int kernel = kernel_named(entry, (size_t)(dot - entry));
+    if (kernel < 0)
+        return "no such kernel (rows, tiled, decode, coopmat, coopmat_emulated, matmul_coopmat, "
+               "matmul_coopmat_emulated)";
     size_t knob_length = (size_t)(eq - dot - 1);
     int knob = 0;
     while (knob < KNOB_COUNT && !(strlen(knobs[knob].name) == knob_length &&
                                   !strncmp(knobs[knob].name, dot + 1, knob_length)))
         knob++;
-    if (knob == KNOB_COUNT || !(knobs[knob].variants & (1u << variant))) {
-        snprintf(why, why_size, "the %s kernel has no such knob", vkattn_fused_variant_name(variant));
+    if (knob == KNOB_COUNT || !(knobs[knob].kernels & KERNEL_BIT(kernel))) {
+        snprintf(why, why_size, "the %s kernel has no such knob", kernel_name(kernel));
         return why;
     }
     char *end;
@@ -99,11 +112,11 @@ static const char *take_entry(fused_tuning *tuning, const char *entry, char *why
     if (knob == KNOB_ABLATE && !(diagnostics && !strcmp(diagnostics, "1")))
         return "a timing diagnostic that computes wrong results: taken only with "
                "VKATTN_DIAGNOSTICS=1";
-    tuning->value[variant][knob] = (uint32_t)value;
+    tuning->value[kernel][knob] = (uint32_t)value;
     return NULL;
 }
 
-void fused_tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc)
+void tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc)
 {
     memset(&ctx->tuning, 0, sizeof ctx->tuning);
     const char *text = desc->tuning ? desc->tuning : getenv("VKATTN_TUNE");
