@@ -35,13 +35,21 @@ MATMUL_4096 = "4096,4096,4096"
 # for AUTO's choice, tuning string or None for the planner's own values). The
 # first setting of each case is its default, the baseline of its ratios. A
 # shape of three numbers is a matmul M,N,K (its variant a matmul kernel's name),
-# else an attention B,H,Hkv,Tq,Tk,D. Cases
-# and settings run in this order, the ones a GPU session most needs first: the
-# H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
+# else an attention B,H,Hkv,Tq,Tk,D. Cases and settings run in this order, the
+# ones a GPU session most needs first: the H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
 # stages and 16-key tiled tiles the defaults, so the settings here are the
 # ones around those, and the coopmat kernel's softmax in registers and two row
 # blocks a subgroup (2026-11-26, not yet timed).
 CASES = [
+    # The coopmat matmul's revision 3 (a 2 x 4 grid of subgroups each 64 x 32 of
+    # C, two stages) against revision 2's exact blocks (four subgroups each
+    # 16 x 128, one stage: 4.5 ms on the H200, with 256 bytes of local memory):
+    # two quick settings first, as the check's sweep may get a minute only.
+    ("matmul f16 4096^3", MATMUL_4096, "f16", False, 5, [
+        ("coopmat", None),
+        ("coopmat", "matmul_coopmat.subgroups=4,matmul_coopmat.grid_columns=1,"
+                    "matmul_coopmat.rows=1,matmul_coopmat.columns=8,matmul_coopmat.stages=1"),
+    ]),
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
         # The softmax on the score accumulators in registers (the device's
@@ -54,19 +62,6 @@ CASES = [
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=8,coopmat.keys=16"),
         ("coopmat", "coopmat.order=2"),
-    ]),
-    # The coopmat matmul's revision 3 (a 2 x 4 grid of subgroups each 64 x 32 of
-    # C, two stages) against revision 2's blocks (four subgroups each 16 x 128,
-    # one stage: 4.5 ms on the H200) and the scalar tiled kernel; then the
-    # subgroup tile's shape.
-    ("matmul f16 4096^3", MATMUL_4096, "f16", False, 5, [
-        ("coopmat", None),
-        ("coopmat", "matmul_coopmat.subgroups=4,matmul_coopmat.grid_columns=1,"
-                    "matmul_coopmat.rows=1,matmul_coopmat.columns=8,matmul_coopmat.stages=1"),
-        ("tiled", None),
-        ("coopmat", "matmul_coopmat.stages=1"),
-        ("coopmat", "matmul_coopmat.rows=2"),
-        ("coopmat", "matmul_coopmat.columns=4"),
     ]),
     # Two row blocks a subgroup (32 rows: each K and V block loaded from shared
     # memory feeds two products); at D=128 their registers do not fit.
@@ -99,6 +94,15 @@ CASES = [
         ("tiled", None),
         ("tiled", "tiled.keys=32"),
         ("tiled", "tiled.workgroup=256"),
+    ]),
+    # The matmul's subgroup tile and stages, against its default and the
+    # scalar tiled kernel.
+    ("matmul f16 4096^3 layouts", MATMUL_4096, "f16", False, 5, [
+        ("coopmat", None),
+        ("tiled", None),
+        ("coopmat", "matmul_coopmat.stages=1"),
+        ("coopmat", "matmul_coopmat.rows=2"),
+        ("coopmat", "matmul_coopmat.columns=4"),
     ]),
 ]
 
