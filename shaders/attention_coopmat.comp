@@ -807,8 +807,11 @@ void main()
         if (ABLATE_PV) {
             // the timing diagnostic: no products
         } else if (nonfinite_tile() != t0 + 1) {
-            MATRIX_UNROLL for (uint j = 0; j < OA; j++)
-                MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+            // Key blocks outer: consecutive products go to different O
+            // accumulators, so that none waits for the one before it (each O
+            // block still sums its key blocks in order).
+            MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+                MATRIX_UNROLL for (uint j = 0; j < OA; j++)
                     ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
                                  k * MK * VS + j * MN, VS, false)
         } else {

@@ -44,9 +44,11 @@ static const struct {
      * by eight loaded a B block for every product), two stages. About 100
      * registers a lane, 27 KiB of shared memory. */
     {true, 65, {8, 4, 64, 32, 32, 2}},
-    /* GPUs, up to 64 rows (projections of a few tokens): 64 x 128 blocks, the
-     * four subgroups side by side, so that a short A wastes no workgroups. */
-    {true, 0, {4, 4, 64, 32, 32, 2}},
+    /* GPUs, 17 to 64 rows (projections of a few tokens): 64 x 128 blocks, the
+     * four subgroups side by side, so that a short A wastes fewer rows. */
+    {true, 17, {4, 4, 64, 32, 32, 2}},
+    /* GPUs, up to 16 rows (decoding): one row block a subgroup. */
+    {true, 0, {4, 4, 16, 32, 32, 2}},
     /* CPU devices (the emulated build, in tests): 32 x 32 blocks, 16-deep
      * slabs, one stage: small enough for lavapipe to compile fast. */
     {false, 0, {2, 1, 16, 32, 16, 1}},
