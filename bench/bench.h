@@ -131,6 +131,7 @@ typedef struct bench_cli {
     int matmul_count;                      /* --matmul cases: replace the sweep's matmuls */
     int64_t matmuls[BENCH_MAX_SHAPES][4];  /* M,N,K,batch */
     vkattn_matmul_variant matmul_variant;  /* --matmul-variant: of --matmul cases */
+    bool matmul_variant_given;
     vkattn_fused_variant fused_variant;    /* --variant: forced on --shape cases */
     uint32_t kv_splits;                    /* --splits: of --shape cases (0: chosen) */
     int with_count;                        /* --with: each --shape case once per entry */

@@ -23,9 +23,10 @@ static void usage(FILE *f)
         "  --variant V          rows|tiled|decode|coopmat|coopmat_emulated: run --shape\n"
         "                       cases by the fused path with this kernel only\n"
         "  --splits N           key splits of --shape cases' fused kernel (default chosen)\n"
-        "  --tune KNOBS         the fused kernels' tile sizes and splits, as\n"
-        "                       \"variant.knob=N,...\" (vkattn_context_desc.tuning, the same\n"
-        "                       as VKATTN_TUNE; knobs in README.md; bench/tune_sweep.py)\n"
+        "  --tune KNOBS         the kernels' tile sizes and splits, as \"kernel.knob=N,...\"\n"
+        "                       (a fused variant's name or matmul_coopmat;\n"
+        "                       vkattn_context_desc.tuning, the same as VKATTN_TUNE; knobs\n"
+        "                       in README.md; bench/tune_sweep.py)\n"
         "  --q-offset N         q_offset for --shape cases (default Tk - Tq)\n"
         "  --matmul M,N,K[,B]   a matmul case C (B, M, N) = A (B, M, K) @ W (K, N)\n"
         "                       (repeatable); these replace the sweep's matmul cases\n"
@@ -209,9 +210,16 @@ static int parse_shape(const char *text, int64_t out[7])
 static int parse_matmul(const char *text, int64_t out[4])
 {
     int n = parse_counts(text, "--matmul", "M,N,K[,B]", 3, 4, out);
+    if (n < 0)
+        return 2;
     if (n == 3)
         out[3] = 1;
-    return n < 0 ? 2 : 0;
+    /* A (B, M, K), W (K, N) and C (B, M, N) within 2^40 elements each, so
+     * that no size computed from them overflows. */
+    double m = (double)out[0], nn = (double)out[1], k = (double)out[2], b = (double)out[3];
+    if (b * m * k > 0x1p40 || k * nn > 0x1p40 || b * m * nn > 0x1p40)
+        return bad("--matmul '%s': a tensor of more than 2^40 elements", text);
+    return 0;
 }
 
 /* One --with entry: a variant's name, with its parameter after '='. */
@@ -324,6 +332,7 @@ static int value_option(bench_cli *c, const char *a, const char *v)
             return bad("--matmul-variant takes auto, tiled, naive, texel, coopmat or "
                        "coopmat_emulated, not '%s'", v);
         c->matmul_variant = (vkattn_matmul_variant)k;
+        c->matmul_variant_given = true;
     } else if (!strcmp(a, "--path")) {
         c->path_given = true;
         if (!strcmp(v, "auto")) c->path = PATH_AUTO;
@@ -405,7 +414,7 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
     }
     if ((c->fused_variant || c->kv_splits || c->with_count) && !c->shape_count)
         return bad("--variant, --splits and --with apply to --shape cases%s", "");
-    if (c->matmul_variant && !c->matmul_count)
+    if (c->matmul_variant_given && !c->matmul_count)
         return bad("--matmul-variant applies to --matmul cases%s", "");
     /* Timed runs of one case take about this long at most (see bench_time). */
     c->opt.budget_ms = c->full ? 4000.0 : 1500.0;

@@ -366,14 +366,16 @@ typedef struct vkattn_context_desc {
                                        spills) are also logged at INFO level */
     const char *tuning;             /* default NULL: VKATTN_TUNE from the environment,
                                        else none. For experiments on a new GPU: the
-                                       fused kernels' tile sizes and key splits, as
-                                       "variant.knob=N,..." (e.g. "tiled.rows=2,
-                                       tiled.keys=16,decode.target=4096"; the knobs are
-                                       listed in README.md and may change between
-                                       versions). A malformed or unknown entry is
-                                       logged as a warning and ignored; a value the
-                                       device or the call cannot take makes that
-                                       variant's planner refuse the call, saying why. */
+                                       kernels' tile sizes and key splits, as
+                                       "kernel.knob=N,..." where a kernel is a fused
+                                       variant's name or "matmul_coopmat" (e.g.
+                                       "tiled.rows=2,tiled.keys=16,decode.target=4096,
+                                       matmul_coopmat.stages=1"; the knobs are listed in
+                                       README.md and may change between versions). A
+                                       malformed or unknown entry is logged as a
+                                       warning and ignored; a value the device or the
+                                       call cannot take makes that kernel's planner
+                                       refuse the call, saying why. */
 } vkattn_context_desc;
 
 /* Creates a context. `desc` may be NULL (all defaults). On success `*out` is a

@@ -72,5 +72,6 @@ grep -c '"ok":true' "$dir/matmul.json" | grep -qx 2 || fail "not every --matmul 
 refused "--matmul takes M,N,K[,B]" --matmul 4,4
 refused "not '4,x,4'" --matmul 4,x,4
 refused "not 'strassen'" --matmul 4,4,4 --matmul-variant strassen
-refused "applies to --matmul cases" --matmul-variant tiled
-echo "bench --with: 18 cases verified, 16 paired, 8 refusals; --matmul: 2 cases, 4 refusals"
+refused "applies to --matmul cases" --matmul-variant auto
+refused "more than 2^40 elements" --matmul 2147483648,2147483648,2
+echo "bench --with: 18 cases verified, 16 paired, 8 refusals; --matmul: 2 cases, 5 refusals"

@@ -697,6 +697,14 @@ static void test_tuning_entries(void **state)
         strcat(text, ",");
         strcat(text, malformed[i]);
     }
+    /* Taken: every fused variant by its name (a variant added to the public
+     * enum must not land on the coopmat matmul's tuning slots, which follow
+     * them), and the matmul's two builds. */
+    for (int v = VKATTN_FUSED_AUTO + 1;
+         strcmp(vkattn_fused_variant_name((vkattn_fused_variant)v), "?"); v++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), ",%s.target=1",
+                 vkattn_fused_variant_name((vkattn_fused_variant)v));
+    strcat(text, ",matmul_coopmat.stages=1,matmul_coopmat_emulated.stages=1");
     assert_int_equal(setenv("VKATTN_TUNE", "tiled.keys=bad", 1), 0);
     tuning_log log = {0};
     vkattn_context_desc d = {.backend = VKATTN_BACKEND_VULKAN, .validation = VKATTN_VALIDATION_ON,

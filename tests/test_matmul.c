@@ -229,8 +229,10 @@ static void test_coopmat_emulated(void **state)
             run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
         }
     }
-    /* Again in the GPU's blocks (4 subgroups, 32-wide slabs of two matrix
-     * steps, several column blocks a subgroup), as wide as fit here. */
+    /* Again in the GPU's blocks (a grid of 8 subgroups, 2 x 4, for M > 64, 4
+     * side by side below; 32-deep slabs of two matrix steps; two stages), each
+     * subgroup's matrices as many as fit here (with 32 KiB, one by one above
+     * 64 rows, 3 x 1 from 17 to 64; test_coopmat_tuned_blocks has more). */
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
     for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
         mm_case c = fixed_cases[i];
@@ -305,7 +307,7 @@ static void test_coopmat_tuned_blocks(void **state)
                 mm_case c = fixed_cases[i];
                 c.a_type = c.b_type = VKATTN_DTYPE_F16;
                 run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
-                if (info.cooperative_matrix && l == 0)  /* the device's own shape */
+                if (info.cooperative_matrix && l == 0)  /* in the device's own shape */
                     run_case(env, &c, VKATTN_MATMUL_COOPMAT, &r);
             }
         }

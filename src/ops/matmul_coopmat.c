@@ -112,7 +112,7 @@ static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coop
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: %s cannot be taken: with "
                         "%u subgroups and %ux%ux%u matrices, the subgroups must make whole rows "
                         "of the grid, a block's columns whole 16-byte elements (%u matrices a "
-                        "subgroup at a time) and a slab %u deep", name, setting, b.subgroups,
+                        "subgroup at a time) and slabs a multiple of %u deep", name, setting, b.subgroups,
                         s.m, s.n, s.k, column_unit, depth_unit);
     bool rows_tuned = tuning_value(ctx, kernel, KNOB_ROWS, 0) != 0;
     bool columns_tuned = tuning_value(ctx, kernel, KNOB_COLUMNS, 0) != 0;
