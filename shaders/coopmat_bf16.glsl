@@ -1,0 +1,49 @@
+// bf16 inputs of attention_coopmat.comp, converted to f16 exactly as they are
+// staged: each group (a Q row, a key of K, a tile of V) divided by a power of 2
+// that puts its largest element in [2^15, 2^16) (see BF16_INPUTS there),
+// undone in f32 on the scores and on O.
+
+// The largest biased exponent among a packed element's eight finite bf16
+// halves (0 when all are zero or subnormal).
+uint bf16_max_exponent(uvec4 words)
+{
+    uvec4 lo = (words >> 7u) & 0xffu, hi = (words >> 23u) & 0xffu;
+    lo = mix(lo, uvec4(0u), equal(lo, uvec4(0xffu)));   // Inf and NaN
+    hi = mix(hi, uvec4(0u), equal(hi, uvec4(0xffu)));
+    uvec4 m = max(lo, hi);
+    return max(max(m.x, m.y), max(m.z, m.w));
+}
+
+// The power of 2 a bf16 group whose largest biased exponent is `e` is divided
+// by: its largest element lands in [2^15, 2^16) (bf16's largest significand,
+// 1.9921875, keeps it below f16's 65504).
+int bf16_shift(uint e)
+{
+    return clamp(int(e) - 127 - 15, -SHIFT_LIMIT, SHIFT_LIMIT);
+}
+
+// 2^n, exactly (ldexp is; exp2 need not be), 0 below f32's range.
+float pow2(int n)
+{
+    return ldexp(1.0, n);
+}
+
+// A packed element's eight bf16 halves as f16, divided by 2^shift (Inf and
+// NaN stay what they are).
+uvec4 bf16_to_f16(uvec4 words, int shift)
+{
+    float factor = pow2(-shift);
+    uvec4 halves;
+    [[unroll]] for (uint i = 0; i < 4; i++)
+        halves[i] = packHalf2x16(uintBitsToFloat(uvec2(words[i] << 16, words[i] & 0xffff0000u)) *
+                                 factor);
+    return halves;
+}
+
+// A score s of bf16 inputs divided by q_factor and k_factor, restored in f32:
+// the smaller factor first, so that no product overflows that the whole would
+// not (one that underflows is a score too small to move the softmax).
+float unscaled_score(float s, float q_factor, float k_factor)
+{
+    return s * min(q_factor, k_factor) * max(q_factor, k_factor);
+}
