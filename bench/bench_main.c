@@ -29,15 +29,17 @@ static void run_case(const bench_env *env, const bench_case *c, bench_result *r)
 
 /* The library's warnings and errors (a tuning entry ignored, a fallback taken),
  * with --profile each new pipeline's statistics where the driver reports them
- * (registers, spills: VK_KHR_pipeline_executable_properties), and with
- * VKATTN_COOPMAT_LAYOUT=1 the device's cooperative-matrix layout. */
+ * (registers, spills: VK_KHR_pipeline_executable_properties), with
+ * VKATTN_COOPMAT_LAYOUT=1 the device's cooperative-matrix layout, and what the
+ * device offers of VK_NV_cooperative_matrix2. */
 static void bench_log_warnings(void *user_data, vkattn_log_level level,
                                vkattn_log_source source, const char *message)
 {
     (void)source, (void)user_data;
     bool statistics = strncmp(message, "pipeline statistics", 19) == 0 ||
                       strncmp(message, "coopmat layout", 14) == 0 ||
-                      strncmp(message, "coopmat peak", 12) == 0;
+                      strncmp(message, "coopmat peak", 12) == 0 ||
+                      strncmp(message, "cooperative matrix 2", 20) == 0;
     if (level >= VKATTN_LOG_WARNING || statistics)
         fprintf(stderr, "vkattn: %s\n", message);
 }

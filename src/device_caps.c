@@ -129,6 +129,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     caps->coopmat_khr = take_khr(has_nv, has_khr);
     bool has_coopmat = has_nv || has_khr;
     bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");
+    caps->coopmat2 = has_ext(exts, ext_count, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
 
     /* Each structure goes into the chain only where the device knows it. The
      * NV and KHR structures have the same members; sType says which. */
@@ -140,10 +141,13 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceCooperativeMatrix2PropertiesNV coopmat2_props = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
     VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     chain_link(&props, &subgroup, true);
     chain_link(&props, &size_props, has_size_control);
     chain_link(&props, &coopmat_props, has_coopmat);
+    chain_link(&props, &coopmat2_props, caps->coopmat2);
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
@@ -156,7 +160,10 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    chain_link(&features, &coopmat2, caps->coopmat2);
     chain_link(&features, &f16, has_float16);
     chain_link(&features, &executable_info, has_executable_info);
     chain_link(&features, &size_control, has_size_control);
@@ -189,6 +196,40 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     else if (caps->coopmat)
         query_coopmat_shapes_nv(vki, pd, caps);
     caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
+    const VkBool32 coopmat2_bits[] = {
+        coopmat2.cooperativeMatrixWorkgroupScope, coopmat2.cooperativeMatrixFlexibleDimensions,
+        coopmat2.cooperativeMatrixReductions, coopmat2.cooperativeMatrixConversions,
+        coopmat2.cooperativeMatrixPerElementOperations, coopmat2.cooperativeMatrixTensorAddressing,
+        coopmat2.cooperativeMatrixBlockLoads};
+    for (uint32_t i = 0; caps->coopmat2 && i < sizeof coopmat2_bits / sizeof *coopmat2_bits; i++)
+        caps->coopmat2_features |= coopmat2_bits[i] ? 1u << i : 0;
+    caps->coopmat2_workgroup_max = coopmat2_props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+    caps->coopmat2_flexible_max = coopmat2_props.cooperativeMatrixFlexibleDimensionsMaxDimension;
+    caps->coopmat2_reserved_shared = coopmat2_props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+}
+
+void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t size)
+{
+    static const char *const names[] = {"workgroup scope", "flexible dimensions", "reductions",
+                                        "conversions", "per-element operations",
+                                        "tensor addressing", "block loads"};
+    if (!caps->coopmat2) {
+        snprintf(out, size, "not listed");
+        return;
+    }
+    size_t at = (size_t)snprintf(out, size, "listed; features:");
+    bool any = false;
+    for (uint32_t i = 0; i < sizeof names / sizeof *names && at < size; i++)
+        if (caps->coopmat2_features & 1u << i) {
+            at += (size_t)snprintf(out + at, size - at, "%s %s", any ? "," : "", names[i]);
+            any = true;
+        }
+    if (at < size)
+        snprintf(out + at, size - at, "%s; workgroup scope up to %u invocations (%u bytes of "
+                 "shared memory reserved), flexible dimensions up to %u; not used by vkattn's "
+                 "kernels (they would need GL_NV_cooperative_matrix2, which Debian 12's glslang "
+                 "lacks)", any ? "" : " none", caps->coopmat2_workgroup_max,
+                 caps->coopmat2_reserved_shared, caps->coopmat2_flexible_max);
 }
 
 void device_caps_features(const device_caps *caps, vkattn_device_features *c)

@@ -3,6 +3,7 @@
 #define VKATTN_INTERNAL_H
 
 #include "memory_types.h"
+#include "vk_coopmat2_nv.h"
 #include "vk_coopmat_khr.h"
 #include "vkattn.h"
 
@@ -226,11 +227,28 @@ typedef struct device_caps {
      * diagnostic, enabled only on a device vkattn creates for a profiling
      * context; never on an adopted one. */
     bool pipeline_statistics;
+    /* VK_NV_cooperative_matrix2, where the device lists it: its features
+     * (DEVICE_COOPMAT2_* bits) and limits. Reported (device_caps_coopmat2_describe,
+     * logged as a context starts), not used: kernels on it need
+     * GL_NV_cooperative_matrix2, which Debian 12's glslang (12.0) lacks. */
+    bool coopmat2;
+    uint32_t coopmat2_features;
+    uint32_t coopmat2_workgroup_max;    /* invocations of a workgroup-scope matrix's workgroup */
+    uint32_t coopmat2_flexible_max;     /* the largest flexible dimension */
+    uint32_t coopmat2_reserved_shared;  /* bytes of shared memory workgroup scope reserves */
 } device_caps;
+enum { /* device_caps.coopmat2_features, in the extension's order */
+    DEVICE_COOPMAT2_WORKGROUP_SCOPE = 1u << 0, DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS = 1u << 1,
+    DEVICE_COOPMAT2_REDUCTIONS = 1u << 2, DEVICE_COOPMAT2_CONVERSIONS = 1u << 3,
+    DEVICE_COOPMAT2_PER_ELEMENT = 1u << 4, DEVICE_COOPMAT2_TENSOR_ADDRESSING = 1u << 5,
+    DEVICE_COOPMAT2_BLOCK_LOADS = 1u << 6,
+};
 
 
 void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,
                        const VkExtensionProperties *exts, uint32_t ext_count, device_caps *caps);
+/* What the device offers of VK_NV_cooperative_matrix2, in words (one line). */
+void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t size);
 /* The extensions and the pNext chain that enable `caps` on vkCreateDevice. */
 void device_caps_features(const device_caps *caps, vkattn_device_features *out);
 /* What of `caps` an application says it enabled. */

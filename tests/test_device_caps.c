@@ -17,6 +17,7 @@
 /* The made-up device. */
 static struct {
     bool nv, khr;               /* the extensions it lists */
+    bool coopmat2;              /* and VK_NV_cooperative_matrix2 */
     VkShaderStageFlags stages;  /* cooperativeMatrixSupportedStages */
     VkStructureType properties_type_seen, features_type_seen;
 } dev;
@@ -48,6 +49,12 @@ static void VKAPI_PTR get_properties2(VkPhysicalDevice pd, VkPhysicalDevicePrope
             ((VkPhysicalDeviceCooperativeMatrixPropertiesNV *)s)->cooperativeMatrixSupportedStages =
                 dev.stages;
         }
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV) {
+            VkPhysicalDeviceCooperativeMatrix2PropertiesNV *c = (void *)s;
+            c->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize = 256;
+            c->cooperativeMatrixFlexibleDimensionsMaxDimension = 8192;
+            c->cooperativeMatrixWorkgroupScopeReservedSharedMemory = 512;
+        }
     }
 }
 
@@ -65,6 +72,13 @@ static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeature
             s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR) {
             dev.features_type_seen = s->sType;
             ((VkPhysicalDeviceCooperativeMatrixFeaturesNV *)s)->cooperativeMatrix = VK_TRUE;
+        }
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV) {
+            /* all but flexible dimensions */
+            VkPhysicalDeviceCooperativeMatrix2FeaturesNV *c = (void *)s;
+            c->cooperativeMatrixWorkgroupScope = c->cooperativeMatrixReductions = VK_TRUE;
+            c->cooperativeMatrixConversions = c->cooperativeMatrixPerElementOperations = VK_TRUE;
+            c->cooperativeMatrixTensorAddressing = c->cooperativeMatrixBlockLoads = VK_TRUE;
         }
     }
 }
@@ -123,12 +137,14 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
         setenv("VKATTN_COOPMAT_KHR", khr_env, 1);
     else
         unsetenv("VKATTN_COOPMAT_KHR");
-    VkExtensionProperties exts[3] = {{"VK_KHR_shader_float16_int8", 1}};
+    VkExtensionProperties exts[4] = {{"VK_KHR_shader_float16_int8", 1}};
     uint32_t count = 1;
     if (nv)
         strcpy(exts[count++].extensionName, "VK_NV_cooperative_matrix");
     if (khr)
         strcpy(exts[count++].extensionName, "VK_KHR_cooperative_matrix");
+    if (dev.coopmat2)
+        strcpy(exts[count++].extensionName, "VK_NV_cooperative_matrix2");
     vk_instance_table vki = {
         .GetPhysicalDeviceProperties2 = get_properties2,
         .GetPhysicalDeviceFeatures2 = get_features2,
@@ -276,6 +292,41 @@ static void test_whole_subgroups(void **state)
     assert_non_null(strstr(why, "it has 8 to 32)"));
 }
 
+/* VK_NV_cooperative_matrix2 is reported (its features and limits, one line
+ * logged as a context starts), never enabled: no kernel uses it yet. */
+static void test_coopmat2_reported(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    dev.coopmat2 = true;
+    device_caps caps = query(true, false, NULL);
+    dev.coopmat2 = false;
+    assert_true(caps.coopmat2);
+    assert_int_equal(caps.coopmat2_features,
+                     DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_REDUCTIONS |
+                         DEVICE_COOPMAT2_CONVERSIONS | DEVICE_COOPMAT2_PER_ELEMENT |
+                         DEVICE_COOPMAT2_TENSOR_ADDRESSING | DEVICE_COOPMAT2_BLOCK_LOADS);
+    char line[320];
+    device_caps_coopmat2_describe(&caps, line, sizeof line);
+    assert_non_null(strstr(line, "listed; features: workgroup scope, reductions, conversions, "
+                                 "per-element operations, tensor addressing, block loads;"));
+    assert_non_null(strstr(line, "up to 256 invocations (512 bytes of shared memory reserved), "
+                                 "flexible dimensions up to 8192; not used"));
+    vkattn_device_features f;
+    device_caps_features(&caps, &f);
+    assert_false(lists(&f, "VK_NV_cooperative_matrix2"));
+    /* A short buffer is cut, not overrun. */
+    char short_line[24];
+    device_caps_coopmat2_describe(&caps, short_line, sizeof short_line);
+    assert_int_equal(strlen(short_line), sizeof short_line - 1);
+
+    caps = query(true, false, NULL);
+    assert_false(caps.coopmat2);
+    assert_int_equal(caps.coopmat2_features, 0);
+    device_caps_coopmat2_describe(&caps, line, sizeof line);
+    assert_string_equal(line, "not listed");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_both),
         cmocka_unit_test(test_no_compute_stage),
         cmocka_unit_test(test_whole_subgroups),
+        cmocka_unit_test(test_coopmat2_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
