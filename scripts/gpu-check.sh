@@ -275,7 +275,7 @@ check() {
         --profile --no-verify --reps 5 > "$out/profile.txt" 2>&1 ||
       say "profile: exit status $? (profile.txt has what ran)"
     grep -E '^(attention|mha|matmul) |per run:' "$out/profile.txt"
-    grep -E '^vkattn: coopmat (layout|peak)' "$out/profile.txt"
+    grep -E '^vkattn: (coopmat (layout|peak)|cooperative matrix 2)' "$out/profile.txt" | sort -u
     # Each pipeline's registers and spills, where the driver reports them (the
     # whole lines are in profile.txt).
     grep -E '^vkattn: pipeline statistics' "$out/profile.txt" | cut -c1-240 | head -30
