@@ -270,12 +270,14 @@ static void test_coopmat_emulated(void **state)
 }
 
 /* The coopmat kernel's other block layouts (the knobs of tuning.h, which a
- * sweep on a GPU turns), each on every fixed case with f16 A and B, emulated
- * and, where the device has matrix units, real: a 2 x 2 grid of subgroups each
- * 2 x 2 matrices with 16-deep slabs, and two subgroups stacked each 3 x 1
- * matrices of NVIDIA's 16x8x16 with 32-deep slabs, both loading the next
- * slab while this one computes (two stages). A grid the subgroups do not
- * fill is refused, naming the setting. */
+ * sweep on a GPU turns), each on the fixed cases that reach every edge (one
+ * row, one column, exact multiples of the blocks, ragged sizes with a bias and
+ * alpha, batches with transposed, per-batch and grouped B, 700 tiny batches)
+ * with f16 A and B, emulated and, where the device has matrix units, real: a
+ * 2 x 2 grid of subgroups each 2 x 2 matrices with 16-deep slabs, and two
+ * subgroups stacked each 3 x 1 matrices of NVIDIA's 16x8x16 with 32-deep
+ * slabs, both loading the next slab while this one computes (two stages). A
+ * grid the subgroups do not fill is refused, naming the setting. */
 static void test_coopmat_tuned_blocks(void **state)
 {
     (void)state;
@@ -285,6 +287,9 @@ static void test_coopmat_tuned_blocks(void **state)
         {"16x16x16", "subgroups=4,grid_columns=2,rows=2,columns=2,depth=16,stages=2"},
         {"16x8x16", "subgroups=2,grid_columns=1,rows=3,columns=1,depth=32,stages=2"},
     };
+    static const char *const edges[] = {"row vector", "column", "tile multiple", "ragged",
+                                        "linear layer", "batched QK^T", "GQA P@V",
+                                        "many batches"};
     rng r = {9};
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
         /* Each knob for both builds: "matmul_coopmat.rows=2,...". */
@@ -303,13 +308,21 @@ static void test_coopmat_tuned_blocks(void **state)
         vkattn_device_info info;
         if (test_has_float16(env, &info)) {
             assert_int_equal(env->gpu_log.warnings, 0);  /* every knob taken */
+            int ran = 0;
             for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+                bool edge = false;
+                for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
+                    edge = edge || !strcmp(fixed_cases[i].name, edges[e]);
+                if (!edge)
+                    continue;
                 mm_case c = fixed_cases[i];
                 c.a_type = c.b_type = VKATTN_DTYPE_F16;
                 run_case(env, &c, VKATTN_MATMUL_COOPMAT_EMULATED, &r);
                 if (info.cooperative_matrix && l == 0)  /* in the device's own shape */
                     run_case(env, &c, VKATTN_MATMUL_COOPMAT, &r);
+                ran++;
             }
+            assert_int_equal(ran, (int)(sizeof edges / sizeof edges[0]));  /* names in the table */
         }
         test_env_destroy(env);
     }
