@@ -97,6 +97,38 @@ static VkStructureType coopmat_features_type(bool khr)
                : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
 }
 
+/* An active layer written against a Vulkan header older than `version`,
+ * written into `by` as "name major.minor.patch"; false (and `by` empty) where
+ * there is none. The loader lists the instance's active layers (explicit and
+ * implicit) as the physical device's layers. Structures newer than such a layer
+ * stay out of a query: the validation layer flags each one as an unknown
+ * pNext structure (Debian 12's, 1.3.239, does so for VK_NV_cooperative_matrix2's),
+ * which would fail every validated run on a device that lists the extension. */
+static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t version,
+                             char *by, size_t size)
+{
+    by[0] = '\0';
+    uint32_t count = 0;
+    if (!vki->EnumerateDeviceLayerProperties ||
+        vki->EnumerateDeviceLayerProperties(pd, &count, NULL) != VK_SUCCESS || count == 0)
+        return false;
+    VkLayerProperties *layers = calloc(count, sizeof *layers);
+    /* Without memory for the list, assume the worst: a report left out costs nothing. */
+    if (!layers) {
+        snprintf(by, size, "(layers not listed: out of host memory)");
+        return true;
+    }
+    VkResult r = vki->EnumerateDeviceLayerProperties(pd, &count, layers);
+    for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < count && !by[0]; i++)
+        if (layers[i].specVersion < version)
+            snprintf(by, size, "%s %u.%u.%u", layers[i].layerName,
+                     VK_API_VERSION_MAJOR(layers[i].specVersion),
+                     VK_API_VERSION_MINOR(layers[i].specVersion),
+                     VK_API_VERSION_PATCH(layers[i].specVersion));
+    free(layers);
+    return by[0] != '\0';
+}
+
 /* Which cooperative-matrix extension the kernels go through: NVIDIA's own
  * where the device has it (verified there), else the KHR one (AMD, Intel);
  * VKATTN_COOPMAT_KHR=1 takes the KHR one wherever the device has it (how a
@@ -130,6 +162,10 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     bool has_coopmat = has_nv || has_khr;
     bool has_executable_info = has_ext(exts, ext_count, "VK_KHR_pipeline_executable_properties");
     caps->coopmat2 = has_ext(exts, ext_count, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+    bool query_coopmat2 =
+        caps->coopmat2 && !layer_older_than(vki, pd, VKATTN_COOPMAT2_NV_HEADER_VERSION,
+                                            caps->coopmat2_unqueried_by,
+                                            sizeof caps->coopmat2_unqueried_by);
 
     /* Each structure goes into the chain only where the device knows it. The
      * NV and KHR structures have the same members; sType says which. */
@@ -147,7 +183,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     chain_link(&props, &subgroup, true);
     chain_link(&props, &size_props, has_size_control);
     chain_link(&props, &coopmat_props, has_coopmat);
-    chain_link(&props, &coopmat2_props, caps->coopmat2);
+    chain_link(&props, &coopmat2_props, query_coopmat2);
     vki->GetPhysicalDeviceProperties2(pd, &props);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
@@ -163,7 +199,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    chain_link(&features, &coopmat2, caps->coopmat2);
+    chain_link(&features, &coopmat2, query_coopmat2);
     chain_link(&features, &f16, has_float16);
     chain_link(&features, &executable_info, has_executable_info);
     chain_link(&features, &size_control, has_size_control);
@@ -201,7 +237,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         coopmat2.cooperativeMatrixReductions, coopmat2.cooperativeMatrixConversions,
         coopmat2.cooperativeMatrixPerElementOperations, coopmat2.cooperativeMatrixTensorAddressing,
         coopmat2.cooperativeMatrixBlockLoads};
-    for (uint32_t i = 0; caps->coopmat2 && i < sizeof coopmat2_bits / sizeof *coopmat2_bits; i++)
+    for (uint32_t i = 0; query_coopmat2 && i < sizeof coopmat2_bits / sizeof *coopmat2_bits; i++)
         caps->coopmat2_features |= coopmat2_bits[i] ? 1u << i : 0;
     caps->coopmat2_workgroup_max = coopmat2_props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     caps->coopmat2_flexible_max = coopmat2_props.cooperativeMatrixFlexibleDimensionsMaxDimension;
@@ -215,6 +251,12 @@ void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t si
                                         "tensor addressing", "block loads"};
     if (!caps->coopmat2) {
         snprintf(out, size, "not listed");
+        return;
+    }
+    if (caps->coopmat2_unqueried_by[0]) {
+        snprintf(out, size, "listed; features and limits not queried: the active layer %s is "
+                 "older than the extension and would flag its structures; not used by vkattn's "
+                 "kernels", caps->coopmat2_unqueried_by);
         return;
     }
     size_t at = (size_t)snprintf(out, size, "listed; features:");

@@ -7,6 +7,10 @@
 
 #include <vulkan/vulkan_core.h>
 
+/* The header version that brought the extension: a layer written against an
+ * older one does not know its structures. */
+#define VKATTN_COOPMAT2_NV_HEADER_VERSION VK_MAKE_API_VERSION(0, 1, 3, 299)
+
 #ifndef VK_NV_cooperative_matrix2
 #define VK_NV_cooperative_matrix2 1
 #define VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME "VK_NV_cooperative_matrix2"

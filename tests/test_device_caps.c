@@ -18,6 +18,8 @@
 static struct {
     bool nv, khr;               /* the extensions it lists */
     bool coopmat2;              /* and VK_NV_cooperative_matrix2 */
+    uint32_t layer_version;     /* one active layer of this header version; 0: none */
+    bool coopmat2_seen;         /* a VK_NV_cooperative_matrix2 structure was queried */
     VkShaderStageFlags stages;  /* cooperativeMatrixSupportedStages */
     VkStructureType properties_type_seen, features_type_seen;
 } dev;
@@ -50,6 +52,7 @@ static void VKAPI_PTR get_properties2(VkPhysicalDevice pd, VkPhysicalDevicePrope
                 dev.stages;
         }
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV) {
+            dev.coopmat2_seen = true;
             VkPhysicalDeviceCooperativeMatrix2PropertiesNV *c = (void *)s;
             c->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize = 256;
             c->cooperativeMatrixFlexibleDimensionsMaxDimension = 8192;
@@ -75,12 +78,36 @@ static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeature
         }
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV) {
             /* all but flexible dimensions */
+            dev.coopmat2_seen = true;
             VkPhysicalDeviceCooperativeMatrix2FeaturesNV *c = (void *)s;
             c->cooperativeMatrixWorkgroupScope = c->cooperativeMatrixReductions = VK_TRUE;
             c->cooperativeMatrixConversions = c->cooperativeMatrixPerElementOperations = VK_TRUE;
             c->cooperativeMatrixTensorAddressing = c->cooperativeMatrixBlockLoads = VK_TRUE;
         }
     }
+}
+
+/* The instance's active layers, as the loader lists them for a device: one
+ * validation layer of dev.layer_version, behind an implicit one as new as the
+ * extension. */
+static VkResult VKAPI_PTR layers(VkPhysicalDevice pd, uint32_t *n, VkLayerProperties *p)
+{
+    (void)pd;
+    const uint32_t listed = dev.layer_version ? 2 : 0;
+    if (!p) {
+        *n = listed;
+        return VK_SUCCESS;
+    }
+    static const char *const names[] = {"VK_LAYER_MADE_UP_implicit", "VK_LAYER_KHRONOS_validation"};
+    const uint32_t versions[] = {VK_MAKE_API_VERSION(0, 1, 3, 299), dev.layer_version};
+    uint32_t i = 0;
+    for (; i < *n && i < listed; i++) {
+        memset(&p[i], 0, sizeof p[i]);
+        strcpy(p[i].layerName, names[i]);
+        p[i].specVersion = versions[i];
+    }
+    *n = i;
+    return i < listed ? VK_INCOMPLETE : VK_SUCCESS;
 }
 
 static VkResult VKAPI_PTR shapes_nv(VkPhysicalDevice pd, uint32_t *n,
@@ -133,6 +160,7 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
 {
     dev.nv = nv, dev.khr = khr;
     dev.properties_type_seen = dev.features_type_seen = 0;
+    dev.coopmat2_seen = false;
     if (khr_env)
         setenv("VKATTN_COOPMAT_KHR", khr_env, 1);
     else
@@ -148,6 +176,7 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
     vk_instance_table vki = {
         .GetPhysicalDeviceProperties2 = get_properties2,
         .GetPhysicalDeviceFeatures2 = get_features2,
+        .EnumerateDeviceLayerProperties = layers,
         .GetPhysicalDeviceCooperativeMatrixPropertiesNV = nv ? shapes_nv : NULL,
         .GetPhysicalDeviceCooperativeMatrixPropertiesKHR = khr ? shapes_khr : NULL,
     };
@@ -301,6 +330,7 @@ static void test_coopmat2_reported(void **state)
     dev.coopmat2 = true;
     device_caps caps = query(true, false, NULL);
     dev.coopmat2 = false;
+    assert_true(dev.coopmat2_seen);
     assert_true(caps.coopmat2);
     assert_int_equal(caps.coopmat2_features,
                      DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_REDUCTIONS |
@@ -319,6 +349,29 @@ static void test_coopmat2_reported(void **state)
     char short_line[24];
     device_caps_coopmat2_describe(&caps, short_line, sizeof short_line);
     assert_int_equal(strlen(short_line), sizeof short_line - 1);
+
+    /* Under a layer as new as the extension (1.3.299) its structures are queried. */
+    dev.coopmat2 = true;
+    dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 299);
+    caps = query(true, false, NULL);
+    assert_true(dev.coopmat2_seen);
+    assert_int_equal(caps.coopmat2_workgroup_max, 256);
+    assert_string_equal(caps.coopmat2_unqueried_by, "");
+    /* Under an older one (Debian 12's validation layer) they stay out of the
+     * chain, which that layer would flag, and the line says why. */
+    dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 239);
+    caps = query(true, false, NULL);
+    dev.coopmat2 = false;
+    dev.layer_version = 0;
+    assert_false(dev.coopmat2_seen);
+    assert_true(caps.coopmat2);
+    assert_int_equal(caps.coopmat2_features, 0);
+    assert_int_equal(caps.coopmat2_workgroup_max, 0);
+    assert_true(caps.coopmat);  /* the rest of the query is untouched */
+    device_caps_coopmat2_describe(&caps, line, sizeof line);
+    assert_string_equal(line, "listed; features and limits not queried: the active layer "
+                              "VK_LAYER_KHRONOS_validation 1.3.239 is older than the extension "
+                              "and would flag its structures; not used by vkattn's kernels");
 
     caps = query(true, false, NULL);
     assert_false(caps.coopmat2);
