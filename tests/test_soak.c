@@ -93,7 +93,9 @@ static void soak_open(soak_ctx *s)
     s->w_out = tensor(s->ctx, VKATTN_DTYPE_F32, 2, m->H * m->D, m->H * m->D, 0, 0, 61);
 }
 
-static void soak_close(soak_ctx *s)
+/* Returns the validation messages the context logged: the caller asserts,
+ * on the main thread (cmocka cannot fail a test from another thread). */
+static int soak_close(soak_ctx *s)
 {
     for (size_t i = 0; i < NCASES; i++) {
         vkattn_tensor_destroy(s->q[i]);
@@ -105,7 +107,7 @@ static void soak_close(soak_ctx *s)
     vkattn_tensor_destroy(s->w_qkv);
     vkattn_tensor_destroy(s->w_out);
     vkattn_context_destroy(s->ctx);
-    assert_int_equal(s->log.validation_messages, 0);
+    return s->log.validation_messages;
 }
 
 /* Records case i `times` times in the context's stream, then downloads the result
@@ -220,12 +222,17 @@ static void test_one_context(void **state)
     if (rss_end - rss_start > 16 * 1024 + calls / 2)
         fail_msg("RSS grew by %ld KiB over %ld calls", rss_end - rss_start, 3 * calls / 4);
 #endif
-    soak_close(&s);
+    assert_int_equal(soak_close(&s), 0);
 }
+
+typedef struct {
+    int failures;            /* results that differ from the single-threaded ones */
+    int validation_messages; /* the thread's context logged */
+} thread_result;
 
 static void *thread_main(void *arg)
 {
-    int *failures = arg;
+    thread_result *result = arg;
     soak_ctx s;
     soak_open(&s);
     static _Thread_local float out[OUT_MAX];
@@ -234,9 +241,9 @@ static void *thread_main(void *arg)
         size_t i = (size_t)(call * 5 + 1) % NCASES;
         soak_call(&s, i, 1 + call % 2, out, &n);
         if (memcmp(out, first[i], n * sizeof *out) != 0)
-            (*failures)++;
+            result->failures++;
     }
-    soak_close(&s);
+    result->validation_messages = soak_close(&s);
     return NULL;
 }
 
@@ -246,15 +253,18 @@ static void test_threads(void **state)
 {
     (void)state;
     pthread_t threads[THREADS];
-    int failures[THREADS] = {0};
+    thread_result results[THREADS] = {{0}};
     for (int t = 0; t < THREADS; t++)
-        assert_int_equal(pthread_create(&threads[t], NULL, thread_main, &failures[t]), 0);
+        assert_int_equal(pthread_create(&threads[t], NULL, thread_main, &results[t]), 0);
     for (int t = 0; t < THREADS; t++)
         assert_int_equal(pthread_join(threads[t], NULL), 0);
-    for (int t = 0; t < THREADS; t++)
-        if (failures[t])
+    for (int t = 0; t < THREADS; t++) {
+        if (results[t].failures)
             fail_msg("thread %d: %d of %d results differ from the single-threaded ones", t,
-                     failures[t], THREAD_CALLS);
+                     results[t].failures, THREAD_CALLS);
+        if (results[t].validation_messages)
+            fail_msg("thread %d: %d validation messages", t, results[t].validation_messages);
+    }
 }
 
 int main(void)
