@@ -162,13 +162,13 @@ static const bench_case gpu[] = {
      * VK_NV_cooperative_matrix reports these as not supported */
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 128, 128, true, F16),
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 64, 64, true, F16),
-    /* bf16 through the same kernel (converted to f16 as staged): opt-in until
-     * verified on the GPU; AUTO's bf16 row above takes the tiled kernel */
+    /* bf16 through the same kernel (converted to f16 as staged): AUTO's bf16
+     * row above takes it where verified (NVIDIA), this row anywhere */
     ATT_VARIANT(COOPMAT, 4, 16, 16, 4096, 4096, 128, 128, true, BF16),
     ATT_VARIANT(COOPMAT, 1, 32, 8, 1, 8192, 128, 128, false, F16),
     ATT_VARIANT(COOPMAT, 1, 8, 8, 2048, 2048, 64, 64, true, F16),
     /* the layer's projections: the scalar tiled matmul in f32 and f16, and the
-     * coopmat matmul (opt-in until timed against the tiled one on a GPU) */
+     * coopmat matmul (AUTO's f16 choice where verified: NVIDIA), forced */
     MATMUL(TILED, 1, 4096, 4096, 4096, F32),
     MATMUL(TILED, 1, 4096, 4096, 4096, F16),
     MATMUL(COOPMAT, 1, 4096, 4096, 4096, F16),

@@ -566,8 +566,9 @@ typedef enum vkattn_matmul_variant {
                                  the fast kernel on CPU devices (lavapipe); BF16 inputs
                                  read as their bits (no texel format) and widened */
     VKATTN_MATMUL_COOPMAT,    /* f16 A and B on the matrix units (VK_NV_ or VK_KHR_cooperative_matrix),
-                                 f32 accumulation. Opt-in until verified on a GPU: AUTO
-                                 takes it only with VKATTN_COOPMAT=1 */
+                                 f32 accumulation. AUTO takes it for f16 where its
+                                 current revision passed the GPU check (NVIDIA), elsewhere
+                                 only with VKATTN_COOPMAT=1 */
     VKATTN_MATMUL_COOPMAT_EMULATED, /* the same kernel, matrix operations in plain code
                                  (needs shaderFloat16): for tests, never chosen by AUTO */
 } vkattn_matmul_variant;
@@ -651,8 +652,8 @@ typedef enum vkattn_fused_variant {
                                 to f16 exactly as it is staged, each Q row, key and V tile
                                 scaled by a power of 2), every variant, head sizes up to
                                 256. AUTO takes it where this revision of it passed the
-                                GPU check for those inputs (NVIDIA, f16), elsewhere only
-                                with VKATTN_COOPMAT=1 */
+                                GPU check for those inputs (NVIDIA, f16 and bf16),
+                                elsewhere only with VKATTN_COOPMAT=1 */
     VKATTN_FUSED_COOPMAT_EMULATED, /* the same kernel with the matrix operations done in
                                 plain code (needs shaderFloat16): for tests on devices
                                 without matrix units, never chosen by AUTO */

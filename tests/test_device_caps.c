@@ -5,6 +5,7 @@
  * choice is exercised before a GPU does. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "internal.h"
+#include "ops/ops_common.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -380,6 +381,48 @@ static void test_coopmat2_reported(void **state)
     assert_string_equal(line, "not listed");
 }
 
+/* Where each coopmat kernel is AUTO's choice (coopmat_verified.c): the vendor
+ * and the build its current revision passed the GPU check with, for the inputs
+ * it passed with; VKATTN_COOPMAT=0 or 1 overrides. */
+static bool chosen(uint32_t vendor, bool khr, coopmat_kernel kernel, bool bf16, const char *env)
+{
+    static vkattn_context ctx; /* large: not on the stack */
+    memset(&ctx, 0, sizeof ctx);
+    ctx.info.vendor_id = vendor;
+    ctx.vk.enabled.coopmat_khr = khr;
+    if (env)
+        setenv("VKATTN_COOPMAT", env, 1);
+    else
+        unsetenv("VKATTN_COOPMAT");
+    bool taken = coopmat_default(&ctx, kernel, bf16);
+    unsetenv("VKATTN_COOPMAT");
+    return taken;
+}
+
+static void test_coopmat_defaults(void **state)
+{
+    (void)state;
+    const uint32_t nvidia = 0x10de, amd = 0x1002, intel = 0x8086;
+    for (int khr = 0; khr < 2; khr++) { /* the H200 passed both builds */
+        assert_true(chosen(nvidia, khr, COOPMAT_KERNEL_ATTENTION, false, NULL));
+        assert_true(chosen(nvidia, khr, COOPMAT_KERNEL_ATTENTION, true, NULL));
+        assert_true(chosen(nvidia, khr, COOPMAT_KERNEL_MATMUL, false, NULL));
+        assert_false(chosen(nvidia, khr, COOPMAT_KERNEL_ATTENTION, false, "0"));
+        assert_false(chosen(nvidia, khr, COOPMAT_KERNEL_MATMUL, false, "0"));
+    }
+    /* No AMD or Intel device has run them: only on request. */
+    for (int k = 0; k < 2; k++) {
+        coopmat_kernel kernel = k ? COOPMAT_KERNEL_MATMUL : COOPMAT_KERNEL_ATTENTION;
+        assert_false(chosen(amd, true, kernel, false, NULL));
+        assert_false(chosen(intel, true, kernel, false, NULL));
+        assert_true(chosen(amd, true, kernel, false, "1"));
+        assert_true(chosen(intel, true, kernel, true, "1"));
+    }
+    /* An empty value is unset. */
+    assert_true(chosen(nvidia, false, COOPMAT_KERNEL_MATMUL, false, ""));
+    assert_false(chosen(amd, true, COOPMAT_KERNEL_MATMUL, false, ""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_no_compute_stage),
         cmocka_unit_test(test_whole_subgroups),
         cmocka_unit_test(test_coopmat2_reported),
+        cmocka_unit_test(test_coopmat_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

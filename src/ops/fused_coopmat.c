@@ -14,7 +14,8 @@
  * registers for Q and O.
  *
  * AUTO takes the real kernel on the vendors where its current revision passed
- * the GPU check, for the inputs it passed with (coopmat_shapes.c: NVIDIA, f16),
+ * the GPU check, for the inputs it passed with (coopmat_shapes.c: NVIDIA, f16
+ * and bf16),
  * elsewhere with VKATTN_COOPMAT=1;
  * VKATTN_COOPMAT=0 turns it off. The emulated build runs the same kernel
  * with the matrix operations in plain code and is never chosen by AUTO: tests
@@ -345,7 +346,7 @@ static bool coopmat_emulated_plan(vkattn_context *ctx, const attention_call *c, 
 
 static int coopmat_rank(const vkattn_context *ctx, const attention_call *c)
 {
-    return ctx->vk.enabled.coopmat && coopmat_attention_default(ctx, attention_bf16_inputs(c) != 0) ? 4 : 0;
+    return ctx->vk.enabled.coopmat && coopmat_default(ctx, COOPMAT_KERNEL_ATTENTION, attention_bf16_inputs(c) != 0) ? 4 : 0;
 }
 
 static int never(const vkattn_context *ctx, const attention_call *c)

@@ -1,12 +1,13 @@
 /* Matmul variants "coopmat" and "coopmat_emulated" (matmul_coopmat.comp): f16 A
  * and B on the matrix units, f32 accumulation, for the layer's projections with
  * f16 weights. Needs: f16 A and B; VK_NV_cooperative_matrix with an f16 shape
- * (real) or shaderFloat16 (emulated). The real one is opt-in (VKATTN_COOPMAT=1
- * or forced) until its test cases pass on a GPU: revision 2 has run only the
- * H200's 4096^3 bench case (4.5 ms, correct; the scalar f32 kernel 7.5);
- * revision 3 (a grid of subgroups, each several matrices both ways, and the
- * next slab loaded while this one computes) has not run on a GPU. The emulated
- * build (VKATTN_COOPMAT_EMULATED_SHAPE) is for tests only. */
+ * (real) or shaderFloat16 (emulated). The real one is AUTO's choice for f16
+ * where its revision passed the GPU check (coopmat_default: revision 3, a grid
+ * of subgroups each owning several matrices both ways, the next slab loaded
+ * while this one computes, on NVIDIA since the H200 of 2026-11-27: 1.38 ms at
+ * 4096^3 f16, 99.6 TFLOP/s, beside revision 2's blocks' 1.85); elsewhere
+ * VKATTN_COOPMAT=1 or forced. The emulated build
+ * (VKATTN_COOPMAT_EMULATED_SHAPE) is for tests only. */
 #include "ops_common.h"
 #include "tuning.h"
 
@@ -145,9 +146,8 @@ static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coop
 
 bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
 {
-    const char *env = getenv("VKATTN_COOPMAT");
-    return ctx->vk.enabled.coopmat && env && strcmp(env, "1") == 0 && !c->masked_a_skips &&
-           c->a->dtype == VKATTN_DTYPE_F16 && c->b->dtype == VKATTN_DTYPE_F16;
+    return ctx->vk.enabled.coopmat && !c->masked_a_skips && c->a->dtype == VKATTN_DTYPE_F16 &&
+           c->b->dtype == VKATTN_DTYPE_F16 && coopmat_default(ctx, COOPMAT_KERNEL_MATMUL, false);
 }
 
 vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool emulated)

@@ -107,7 +107,7 @@ vkattn_status vk_matmul_record(vkattn_context *ctx, const matmul_call *c);
 vkattn_status matmul_record_batches(vkattn_context *ctx, const vk_dispatch *dispatch,
                                     const matmul_call *c, uint64_t gx, uint64_t gy);
 /* The cooperative-matrix kernel (matmul_coopmat.c), real or emulated, and
- * whether AUTO takes it for this call (opt-in: VKATTN_COOPMAT=1). */
+ * whether AUTO takes it for this call (coopmat_default). */
 vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool emulated);
 bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
 
@@ -134,10 +134,12 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
 bool coopmat_register_layout(const vkattn_context *ctx, bool emulated, coopmat_shape s,
                              uint32_t sg, uint32_t *row_cluster, uint32_t *lane_rows,
                              uint32_t *slot_table, char *why, size_t why_size);
-/* Whether AUTO takes the coopmat attention kernel where it runs, for f16 inputs
- * or with some bf16 among them: on vendors it was verified on (so), unless
- * VKATTN_COOPMAT=0; anywhere with VKATTN_COOPMAT=1. */
-bool coopmat_attention_default(const vkattn_context *ctx, bool bf16_inputs);
+/* Whether AUTO takes a coopmat kernel where it runs, for f16 inputs or with
+ * some bf16 among them: on vendors its current revision was verified on
+ * (coopmat_shapes.c's table), unless VKATTN_COOPMAT=0; anywhere with
+ * VKATTN_COOPMAT=1. */
+typedef enum { COOPMAT_KERNEL_ATTENTION, COOPMAT_KERNEL_MATMUL } coopmat_kernel;
+bool coopmat_default(const vkattn_context *ctx, coopmat_kernel kernel, bool bf16_inputs);
 /* The build of a real cooperative-matrix kernel (its NV shader id) for the
  * extension the context's device enabled: NV's, or VK_KHR_cooperative_matrix's. */
 shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv);
