@@ -36,6 +36,11 @@
 #   --test-deadline S  all tests end within this (default 340: test_attention took
 #                      over 260 s on the H200, 8 tests at a time, its random sweep
 #                      compiling)
+#   --split-cost S     run each test whose ctest COST is at least S as one process
+#                      per cmocka test in it (default 100; 0: none): on the H200
+#                      (2026-11-27) test_attention alone took 126 s for its first
+#                      three tests, and it, test_variants and their staged-memory
+#                      and GPU-family runs did not finish 8 at a time in 340 s
 #   --tune             then the settings sweep (bench/tune_sweep.py: the GPU targets
 #                      under other tile sizes and key splits, each verified; tune.md,
 #                      tune.csv), held to --tune-budget seconds (whole, default 200)
@@ -68,7 +73,7 @@ build=${VKATTN_BUILD_DIR:-build}
 build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
-device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=330 test_deadline=340
+device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=330 test_deadline=340 split_cost=100
 tune=0 tune_budget=200 deadline=570 tune_skipped="" archive=""
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
 for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
@@ -85,6 +90,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --test-timeout) test_timeout=$2; shift ;;
     --test-deadline) test_deadline=$2; shift ;;
+    --split-cost) split_cost=$2; shift ;;
     --tune) tune=1 ;;
     --tune-only) tune=2 ;;
     --tune-budget) tune_budget=$2; shift ;;
@@ -97,6 +103,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$jobs" ] || jobs=$(( $(nproc) < 8 ? $(nproc) : 8 ))
 [[ $tune_budget =~ ^[0-9]+$ ]] || { echo "gpu-check: --tune-budget takes whole seconds, not $tune_budget" >&2; exit 2; }
+[[ $split_cost =~ ^[0-9]+$ ]] || { echo "gpu-check: --split-cost takes whole seconds, not $split_cost" >&2; exit 2; }
 [[ $deadline =~ ^[0-9]+$ ]] || { echo "gpu-check: --deadline takes whole seconds, not $deadline" >&2; exit 2; }
 
 work=$(mktemp -d)
@@ -239,6 +246,7 @@ check() {
     say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${tests_by} s"
     "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
         --timeout "$test_timeout" --deadline "$tests_by" --log "$out/tests.log" --link-build \
+        --split-cost "$split_cost" \
         ${tests_regex:+--include "$tests_regex"} | tee "$work/tests.txt"
     tests_rc=${PIPESTATUS[0]}
     tests_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/tests.txt" | tail -1)

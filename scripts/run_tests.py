@@ -13,9 +13,18 @@ folder goes first in LD_LIBRARY_PATH (the binaries' RUNPATH names the old one).
 Tests that need tools this machine lacks (REQUIREMENTS below) are skipped and
 say why. Prints one line per test, then "N passed, N failed, N skipped"; writes
 every test's output to --log. Exit status 0 when nothing failed.
+
+--split-cost S runs each test whose COST is at least S as one process per cmocka
+test in it (their names read from tests/<program>.c, each selected with
+VKATTN_TEST_FILTER, within the test's own filter and skip), reported as
+"test/function": on a machine with many cores a long binary's tests then run at
+once instead of one after another (the GPU check: test_attention alone took
+126 s for its first three tests on the H200, and five such binaries did not
+finish in its time).
 """
 import argparse
 import concurrent.futures
+import fnmatch
 import json
 import os
 import re
@@ -283,6 +292,43 @@ def run_one(t, base_env, timeout_cap, deadline):
     return ("passed" if passed else "failed"), seconds, out, detail
 
 
+CMOCKA_TEST = re.compile(r"\bcmocka_unit_test(?:_setup_teardown|_setup|_teardown)?\(\s*(\w+)")
+
+
+def cmocka_functions(source_dir, program):
+    """The cmocka tests a test program runs, in order, read from its source
+    (tests/<program>.c); [] where there is none (a script, another layout)."""
+    path = os.path.join(source_dir, "tests", os.path.basename(program) + ".c")
+    try:
+        with open(path) as f:
+            return CMOCKA_TEST.findall(f.read())
+    except OSError:
+        return []
+
+
+def split_by_function(t, source_dir):
+    """t as one Test per cmocka test it runs (VKATTN_TEST_FILTER=that name, which
+    cmocka matches whole), or [t] where it runs fewer than two. The test's own
+    VKATTN_TEST_FILTER and VKATTN_TEST_SKIP (cmocka's wildcards) pick which."""
+    own = test_env(t, {})
+    want, skip = own.get("VKATTN_TEST_FILTER"), own.get("VKATTN_TEST_SKIP")
+    names = [n for n in cmocka_functions(source_dir, t.command[0])
+             if (not want or fnmatch.fnmatchcase(n, want))
+             and not (skip and fnmatch.fnmatchcase(n, skip))]
+    if len(names) < 2:
+        return [t]
+    kept = [item for item in cmake_list(t.prop("ENVIRONMENT", ""))
+            if not item.startswith(("VKATTN_TEST_FILTER=", "VKATTN_TEST_SKIP="))]
+    parts = []
+    for n in names:
+        part = Test(f"{t.name}/{n}", t.command, t.directory)
+        part.props = dict(t.props)
+        part.props["ENVIRONMENT"] = ";".join(item.replace(";", "\\;")
+                                             for item in kept + [f"VKATTN_TEST_FILTER={n}"])
+        parts.append(part)
+    return parts
+
+
 def describe(t):
     return {"name": t.name, "command": t.command,
             "working_directory": t.prop("WORKING_DIRECTORY", t.directory),
@@ -339,6 +385,9 @@ def main():
     ap.add_argument("--link-build", action="store_true",
                     help="when the recorded build folder does not exist here, make it a "
                          "symbolic link to --build (for paths compiled into test programs)")
+    ap.add_argument("--split-cost", type=float, default=0,
+                    help="run each test whose COST is at least this as one process per cmocka "
+                         "test in it (0: none)")
     ap.add_argument("--list", action="store_true", help="print the tests as JSON, run nothing")
     ap.add_argument("--compare-ctest", action="store_true",
                     help="check the tests read against ctest --show-only=json-v1, run nothing")
@@ -368,6 +417,10 @@ def main():
         tests = [t for t in tests if re.search(args.include, t.name)]
     if args.exclude:
         tests = [t for t in tests if not re.search(args.exclude, t.name)]
+    if args.split_cost > 0:
+        tests = [part for t in tests
+                 for part in (split_by_function(t, source_dir)
+                              if float(t.prop("COST", "0") or 0) >= args.split_cost else [t])]
     if args.list:
         print(json.dumps([describe(t) for t in tests], indent=1))
         return 0
