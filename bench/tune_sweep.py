@@ -36,50 +36,35 @@ MATMUL_4096 = "4096,4096,4096"
 # first setting of each case is its default, the baseline of its ratios. A
 # shape of three numbers is a matmul M,N,K (its variant a matmul kernel's name),
 # else an attention B,H,Hkv,Tq,Tk,D. Cases and settings run in this order, the
-# ones a GPU session most needs first: the H200's first sweep (bench/results/nvidia-h200, 2026-11-26) made two coopmat
-# stages and 16-key tiled tiles the defaults, so the settings here are the
-# ones around those, and the coopmat kernel's softmax in registers and two row
-# blocks a subgroup (2026-11-26, not yet timed).
+# ones a GPU session most needs first. The H200's third check (2026-11-27,
+# bench/results/nvidia-h200/third-check) timed the matmul's revision 3 (1.38 ms,
+# against revision 2's blocks' 1.85) and the coopmat prefill's settings around
+# its defaults (none better by more than 2 %); the softmax in registers was
+# slower there because it spilled (255 registers, 112-288 bytes of local
+# memory). So first the settings that free registers for it (one stage: no
+# next tile's loads held in registers), then the ones not yet timed: the
+# matmul's layouts and the f32 tiled kernel's.
 CASES = [
-    # The coopmat matmul's revision 3 (a 2 x 4 grid of subgroups each 64 x 32 of
-    # C, two stages) against revision 2's exact blocks (four subgroups each
-    # 16 x 128, one stage: 4.5 ms on the H200, with 256 bytes of local memory):
-    # two quick settings first, as the check's sweep may get a minute only.
-    ("matmul f16 4096^3", MATMUL_4096, "f16", False, 5, [
-        ("coopmat", None),
-        ("coopmat", "matmul_coopmat.subgroups=4,matmul_coopmat.grid_columns=1,"
-                    "matmul_coopmat.rows=1,matmul_coopmat.columns=8,matmul_coopmat.stages=1"),
-    ]),
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
-        # The softmax on the score accumulators in registers (the device's
-        # layout permitting): no trip of S and P through shared memory.
-        ("coopmat", "coopmat.softmax=2"),
-        ("coopmat", "coopmat.softmax=2,coopmat.keys=32"),
-        ("coopmat", "coopmat.stages=1"),
-        ("coopmat", "coopmat.keys=16"),
-        ("coopmat", "coopmat.subgroups=8"),
-        ("coopmat", "coopmat.subgroups=8,coopmat.keys=32"),
-        ("coopmat", "coopmat.subgroups=8,coopmat.keys=16"),
-        ("coopmat", "coopmat.order=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=1"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=32"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=16"),
+        ("coopmat", "coopmat.softmax=2,coopmat.keys=16"),
     ]),
-    # Two row blocks a subgroup (32 rows: each K and V block loaded from shared
-    # memory feeds two products); at D=128 their registers do not fit.
     ("prefill f16 D=64", PREFILL_64, "f16", True, 5, [
         (None, None),
-        ("coopmat", "coopmat.softmax=2"),
-        ("coopmat", "coopmat.softmax=2,coopmat.rows=2"),
-        ("coopmat", "coopmat.rows=2"),
-        ("coopmat", "coopmat.rows=2,coopmat.keys=32"),
-        ("coopmat", "coopmat.rows=2,coopmat.stages=1"),
-        ("coopmat", "coopmat.subgroups=8"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=1"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=32"),
     ]),
-    ("decode f16", DECODE, "f16", False, 20, [
-        (None, None),
-        ("decode", "decode.target=1024"),
-        ("decode", "decode.target=4096"),
-        ("decode", "decode.subgroups=8"),
+    # The matmul's subgroup tile and stages, against its default and the
+    # scalar tiled kernel.
+    ("matmul f16 4096^3", MATMUL_4096, "f16", False, 5, [
         ("coopmat", None),
+        ("coopmat", "matmul_coopmat.stages=1"),
+        ("coopmat", "matmul_coopmat.rows=2"),
+        ("coopmat", "matmul_coopmat.columns=4"),
+        ("tiled", None),
     ]),
     ("prefill f32 D=128", PREFILL_128, "f32", True, 5, [
         ("tiled", None),
@@ -95,14 +80,13 @@ CASES = [
         ("tiled", "tiled.keys=32"),
         ("tiled", "tiled.workgroup=256"),
     ]),
-    # The matmul's subgroup tile and stages, against its default and the
-    # scalar tiled kernel.
-    ("matmul f16 4096^3 layouts", MATMUL_4096, "f16", False, 5, [
+    # Timed on the H200 (2026-11-27): 0.042 ms, subgroups=8 0.041,
+    # target=1024 0.048; kept for other GPUs.
+    ("decode f16", DECODE, "f16", False, 20, [
+        (None, None),
+        ("decode", "decode.subgroups=8"),
+        ("decode", "decode.target=4096"),
         ("coopmat", None),
-        ("tiled", None),
-        ("coopmat", "matmul_coopmat.stages=1"),
-        ("coopmat", "matmul_coopmat.rows=2"),
-        ("coopmat", "matmul_coopmat.columns=4"),
     ]),
 ]
 
