@@ -97,13 +97,15 @@ static VkStructureType coopmat_features_type(bool khr)
                : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
 }
 
-/* An active layer written against a Vulkan header older than `version`,
- * written into `by` as "name major.minor.patch"; false (and `by` empty) where
- * there is none. The loader lists the instance's active layers (explicit and
- * implicit) as the physical device's layers. Structures newer than such a layer
- * stay out of a query: the validation layer flags each one as an unknown
- * pNext structure (Debian 12's, 1.3.239, does so for VK_NV_cooperative_matrix2's),
- * which would fail every validated run on a device that lists the extension. */
+/* An active validation layer written against a Vulkan header older than
+ * `version`, written into `by` as "name major.minor.patch"; false (and `by`
+ * empty) where there is none. The loader lists the instance's active layers
+ * (explicit and implicit) as the physical device's layers. Structures newer
+ * than such a layer stay out of a query: it flags each one as an unknown pNext
+ * structure (Debian 12's, 1.3.239, does so for VK_NV_cooperative_matrix2's),
+ * which would fail every validated run on a device that lists the extension.
+ * Other layers pass chains through unread, however old (Mesa's implicit
+ * VK_LAYER_MESA_device_select is 1.3.211 on Debian 12): they are not counted. */
 static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t version,
                              char *by, size_t size)
 {
@@ -120,7 +122,7 @@ static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, 
     }
     VkResult r = vki->EnumerateDeviceLayerProperties(pd, &count, layers);
     for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < count && !by[0]; i++)
-        if (layers[i].specVersion < version)
+        if (layers[i].specVersion < version && strstr(layers[i].layerName, "validation"))
             snprintf(by, size, "%s %u.%u.%u", layers[i].layerName,
                      VK_API_VERSION_MAJOR(layers[i].specVersion),
                      VK_API_VERSION_MINOR(layers[i].specVersion),

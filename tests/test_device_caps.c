@@ -89,8 +89,9 @@ static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeature
 }
 
 /* The instance's active layers, as the loader lists them for a device: one
- * validation layer of dev.layer_version, behind an implicit one as new as the
- * extension. */
+ * validation layer of dev.layer_version, behind Mesa's implicit device-select
+ * layer as Debian 12 has it (older than the extension, but it reads no
+ * structure chains: not a reason to leave them out). */
 static VkResult VKAPI_PTR layers(VkPhysicalDevice pd, uint32_t *n, VkLayerProperties *p)
 {
     (void)pd;
@@ -99,8 +100,8 @@ static VkResult VKAPI_PTR layers(VkPhysicalDevice pd, uint32_t *n, VkLayerProper
         *n = listed;
         return VK_SUCCESS;
     }
-    static const char *const names[] = {"VK_LAYER_MADE_UP_implicit", "VK_LAYER_KHRONOS_validation"};
-    const uint32_t versions[] = {VK_MAKE_API_VERSION(0, 1, 3, 299), dev.layer_version};
+    static const char *const names[] = {"VK_LAYER_MESA_device_select", "VK_LAYER_KHRONOS_validation"};
+    const uint32_t versions[] = {VK_MAKE_API_VERSION(0, 1, 3, 211), dev.layer_version};
     uint32_t i = 0;
     for (; i < *n && i < listed; i++) {
         memset(&p[i], 0, sizeof p[i]);
