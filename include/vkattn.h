@@ -559,7 +559,9 @@ VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
  */
 
 typedef enum vkattn_matmul_variant {
-    VKATTN_MATMUL_AUTO = 0,   /* TEXEL on CPU devices where texel buffers work, else TILED */
+    VKATTN_MATMUL_AUTO = 0,   /* COOPMAT for f16 A and B where it is the default (below)
+                                 and can plan the call, else TEXEL on CPU devices where
+                                 texel buffers work, else TILED */
     VKATTN_MATMUL_TILED,      /* shared-memory tiles, register micro-tiles */
     VKATTN_MATMUL_NAIVE,      /* one output per invocation: a baseline for benchmarks */
     VKATTN_MATMUL_TEXEL,      /* register tiles fed by texel fetches, no shared memory:

@@ -348,6 +348,33 @@ static void test_coopmat_tuned_blocks(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
 }
 
+/* AUTO with VKATTN_COOPMAT unset, as an application calls it (ctest sets it
+ * to 0 for the other tests): on NVIDIA the real coopmat kernel takes f16
+ * (src/ops/coopmat_verified.c) wherever it can plan the call, the scalar
+ * kernels the rest; elsewhere the scalar kernels. Every fixed case in f16
+ * where the device has matrix units (the GPU check's run of the default),
+ * three of them elsewhere (lavapipe compiles each case's pipelines). */
+static void test_auto_default(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    const char *set = getenv("VKATTN_COOPMAT");
+    char saved[16] = "";
+    if (set)
+        snprintf(saved, sizeof saved, "%s", set);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT"), 0);
+    rng r = {9};
+    size_t cases = info.cooperative_matrix ? sizeof fixed_cases / sizeof fixed_cases[0] : 3;
+    for (size_t i = 0; i < cases; i++) {
+        mm_case c = fixed_cases[i];
+        c.a_type = c.b_type = VKATTN_DTYPE_F16;
+        run_case(env, &c, VKATTN_MATMUL_AUTO, &r);
+    }
+    if (set)
+        assert_int_equal(setenv("VKATTN_COOPMAT", saved, 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_square_512),
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_tuned_blocks),
+        cmocka_unit_test(test_auto_default),
     };
     return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
 }

@@ -11,6 +11,7 @@
 #include "ops_common.h"
 #include "tuning.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +74,26 @@ static uint64_t shared_bytes(const mc_blocks *b, bool transpose_b, coopmat_shape
            (emulated ? 2ull * b->subgroups * row_blocks * s.m * s.k + 4ull * b->bm * b->bn : 0);
 }
 
+/* A refusal: its reason written into `why`, its status returned. The checks
+ * below only describe; vk_matmul_coopmat reports (ctx_fail), AUTO asks quietly. */
+static vkattn_status refuse(char *why, size_t size, vkattn_status status, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(why, size, fmt, args);
+    va_end(args);
+    return status;
+}
+
 /* The blocks for this call: the plans table's row for the device's class
  * (the GPU's for the emulated build with VKATTN_COOPMAT_EMULATED_TILING=gpu,
  * so that tests reach its grid and two stages), with the knobs an experiment
  * set (tuning.h). Untuned matrices a subgroup are dropped until the blocks
  * fit in shared memory; a tuned setting that cannot be taken is refused,
  * naming it, rather than bent. */
-static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coopmat_shape s,
-                                 bool emulated, uint32_t sg, const char *name, mc_blocks *out)
+static vkattn_status plan_blocks(const vkattn_context *ctx, const matmul_call *c, coopmat_shape s,
+                                 bool emulated, uint32_t sg, const char *name, mc_blocks *out,
+                                 char *why, size_t why_size)
 {
     const vkattn_device_info *info = &ctx->info;
     const char *tiling = getenv("VKATTN_COOPMAT_EMULATED_TILING");
@@ -110,7 +123,7 @@ static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coop
     else if (b.bk % depth_unit)
         tuning_describe(kernel, KNOB_DEPTH, b.bk, setting, sizeof setting);
     if (setting[0])
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: %s cannot be taken: with "
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: %s cannot be taken: with "
                         "%u subgroups and %ux%ux%u matrices, the subgroups must make whole rows "
                         "of the grid, a block's columns whole 16-byte elements (%u matrices a "
                         "subgroup at a time) and slabs a multiple of %u deep", name, setting, b.subgroups,
@@ -133,7 +146,7 @@ static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coop
     }
     uint32_t wg = b.subgroups * sg;
     if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED,
                         "matmul: %s: a %ux%u block of C (%u subgroups, %u along N, each %ux%u "
                         "%ux%ux%u matrices), slabs %u deep, needs %llu bytes of shared memory "
                         "and %u invocations; %s has %u and %u", name, b.bm, b.bn, b.subgroups,
@@ -144,36 +157,43 @@ static vkattn_status plan_blocks(vkattn_context *ctx, const matmul_call *c, coop
     return VKATTN_OK;
 }
 
-bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
-{
-    return ctx->vk.enabled.coopmat && !c->masked_a_skips && c->a->dtype == VKATTN_DTYPE_F16 &&
-           c->b->dtype == VKATTN_DTYPE_F16 && coopmat_default(ctx, COOPMAT_KERNEL_MATMUL, false);
-}
+/* What the kernel takes from the device and the call, settled before
+ * recording: the matrix shape, the subgroup size and the blocks. */
+typedef struct mc_setup {
+    coopmat_shape shape;
+    uint32_t sg;
+    bool required;  /* the subgroup size is requested (full subgroups) */
+    mc_blocks blocks;
+} mc_setup;
 
-vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool emulated)
+/* The setup for this call, or the reason the kernel cannot take it (`why`). */
+static vkattn_status setup_call(const vkattn_context *ctx, const matmul_call *c, bool emulated,
+                                mc_setup *out, char *why, size_t why_size)
 {
     const vkattn_device_info *info = &ctx->info;
     const char *name = emulated ? "the emulated coopmat variant" : "the coopmat variant";
     if (c->a->dtype != VKATTN_DTYPE_F16 || c->b->dtype != VKATTN_DTYPE_F16)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s takes f16 A and B (got %s, %s)",
-                        name, dtype_name(c->a->dtype), dtype_name(c->b->dtype));
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED,
+                      "matmul: %s takes f16 A and B (got %s, %s)", name,
+                      dtype_name(c->a->dtype), dtype_name(c->b->dtype));
     if (c->masked_a_skips)
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: %s cannot skip masked elements of A (the matrix units "
-                        "multiply whole blocks)", name);
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED,
+                      "matmul: %s cannot skip masked elements of A (the matrix units "
+                      "multiply whole blocks)", name);
     coopmat_shape shape;
     if (emulated) {
         if (!ctx->vk.enabled.float16)
-            return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs shaderFloat16, which "
-                            "%s lacks or the application did not enable", name, info->name);
+            return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
+                          "shaderFloat16, which %s lacks or the application did not enable",
+                          name, info->name);
         if (!coopmat_emulated_shape(&shape))
-            return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
-                            "matmul: VKATTN_COOPMAT_EMULATED_SHAPE is not MxNxK with sizes 1..64");
+            return refuse(why, why_size, VKATTN_ERROR_INVALID_ARGUMENT,
+                          "matmul: VKATTN_COOPMAT_EMULATED_SHAPE is not MxNxK with sizes 1..64");
     } else if (!ctx->vk.enabled.coopmat || !coopmat_device_shape(&ctx->vk.enabled, &shape)) {
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
-                        "VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix with an f16 x f16 "
-                        "-> f32 subgroup shape, "
-                        "which %s lacks or the application did not enable", name, info->name);
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs "
+                      "VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix with an f16 x f16 "
+                      "-> f32 subgroup shape, which %s lacks or the application did not enable",
+                      name, info->name);
     }
     /* Each subgroup owns its part of the block by gl_SubgroupID, so the
      * pipeline's subgroup size must be the one counted here; and a matrix
@@ -183,20 +203,45 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
     uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
     const device_caps *caps = &ctx->vk.enabled;
     if (sg == 0 || (emulated ? !required && caps->subgroup_min != caps->subgroup_max : !required))
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs one subgroup size for "
-                        "the pipeline (%s: full subgroups of a required size), which %s cannot "
-                        "give", name, emulated ? "one the device always uses, or" : "with",
-                        info->name);
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s needs one subgroup "
+                      "size for the pipeline (%s: full subgroups of a required size), which %s "
+                      "cannot give", name, emulated ? "one the device always uses, or" : "with",
+                      info->name);
     /* The real kernel's matrix loads start on a whole packed element. */
     if (!emulated && (shape.k % COOPMAT_PACK || shape.n % COOPMAT_PACK))
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: the device's %ux%ux%u "
-                        "matrices; the kernel loads tiles %d halves at a time, so N and K must "
-                        "be multiples of %d", name, shape.m, shape.n, shape.k, COOPMAT_PACK,
-                        COOPMAT_PACK);
-    mc_blocks blk = {0};
-    vkattn_status st = plan_blocks(ctx, c, shape, emulated, sg, name, &blk);
-    if (st)
-        return st;
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: the device's "
+                      "%ux%ux%u matrices; the kernel loads tiles %d halves at a time, so N and K "
+                      "must be multiples of %d", name, shape.m, shape.n, shape.k, COOPMAT_PACK,
+                      COOPMAT_PACK);
+    *out = (mc_setup){.shape = shape, .sg = sg, .required = required};
+    return plan_blocks(ctx, c, shape, emulated, sg, name, &out->blocks, why, why_size);
+}
+
+/* AUTO takes the real kernel for f16 where it is the default
+ * (coopmat_default) and it can take the call; otherwise the scalar kernels,
+ * so that a refusal (an adopted device without a required subgroup size, a
+ * shape the kernel cannot load) never fails a call they would do. */
+bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c)
+{
+    if (!ctx->vk.enabled.coopmat || c->masked_a_skips || c->a->dtype != VKATTN_DTYPE_F16 ||
+        c->b->dtype != VKATTN_DTYPE_F16 || !coopmat_default(ctx, COOPMAT_KERNEL_MATMUL, false))
+        return false;
+    mc_setup setup;
+    char why[8]; /* not reported */
+    return setup_call(ctx, c, false, &setup, why, sizeof why) == VKATTN_OK;
+}
+
+vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool emulated)
+{
+    mc_setup setup;
+    char why[512];
+    vkattn_status st = setup_call(ctx, c, emulated, &setup, why, sizeof why);
+    if (st != VKATTN_OK)
+        return ctx_fail(ctx, st, "%s", why);
+    coopmat_shape shape = setup.shape;
+    mc_blocks blk = setup.blocks;
+    uint32_t sg = setup.sg;
+    bool required = setup.required;
     /* 16-byte loads where every row of a slab starts on 8 halves. */
     bool a_aligned8 = c->K % 8 == 0 && c->a_offset % 8 == 0;
     bool b_aligned8 = (c->transpose_b ? c->K % 8 == 0 : c->N % 8 == 0) && c->b_offset % 8 == 0 &&
