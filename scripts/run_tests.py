@@ -24,7 +24,6 @@ finish in its time).
 """
 import argparse
 import concurrent.futures
-import fnmatch
 import json
 import os
 import re
@@ -232,7 +231,7 @@ def why_not_run(t):
     """A reason to skip the test on this machine, or None."""
     if t.prop("DISABLED", "").upper() in ("1", "ON", "TRUE", "YES"):
         return "DISABLED"
-    lacking = [what for what, ok in REQUIREMENTS.get(t.name, []) if not ok()]
+    lacking = [what for what, ok in REQUIREMENTS.get(t.name.split("/")[0], []) if not ok()]
     if lacking:
         return "this machine lacks " + ", ".join(lacking)
     return None
@@ -306,25 +305,39 @@ def cmocka_functions(source_dir, program):
         return []
 
 
-def split_by_function(t, source_dir):
-    """t as one Test per cmocka test it runs (VKATTN_TEST_FILTER=that name, which
-    cmocka matches whole), or [t] where it runs fewer than two. The test's own
-    VKATTN_TEST_FILTER and VKATTN_TEST_SKIP (cmocka's wildcards) pick which."""
-    own = test_env(t, {})
-    want, skip = own.get("VKATTN_TEST_FILTER"), own.get("VKATTN_TEST_SKIP")
+def cmocka_matches(name, pattern):
+    """cmocka 1.1's test filter: the whole name, '*' any run of characters, '?'
+    any one (no other wildcard: '[' is itself)."""
+    regex = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    return re.fullmatch(regex, name, re.S) is not None
+
+
+def split_by_function(t, source_dir, base_env):
+    """t as one Test per cmocka test it runs (VKATTN_TEST_FILTER=that name), or
+    [t] where it runs fewer than two. Which ones: those the test would run here,
+    under VKATTN_TEST_FILTER and VKATTN_TEST_SKIP from its ENVIRONMENT or this
+    run's environment. Each part gets the test's COST over the parts' count, so
+    that the scheduler still starts the longest processes first."""
+    if re.search(r"(^|;)VKATTN_TEST_(FILTER|SKIP)=", t.prop("ENVIRONMENT_MODIFICATION", "")):
+        return [t]  # a filter the parts' own would not override
+    env = test_env(t, base_env)
+    want, skip = env.get("VKATTN_TEST_FILTER"), env.get("VKATTN_TEST_SKIP")
     names = [n for n in cmocka_functions(source_dir, t.command[0])
-             if (not want or fnmatch.fnmatchcase(n, want))
-             and not (skip and fnmatch.fnmatchcase(n, skip))]
+             if (not want or cmocka_matches(n, want)) and not (skip and cmocka_matches(n, skip))]
     if len(names) < 2:
         return [t]
     kept = [item for item in cmake_list(t.prop("ENVIRONMENT", ""))
             if not item.startswith(("VKATTN_TEST_FILTER=", "VKATTN_TEST_SKIP="))]
+    cost = float(t.prop("COST", "0") or 0) / len(names)
     parts = []
     for n in names:
         part = Test(f"{t.name}/{n}", t.command, t.directory)
         part.props = dict(t.props)
-        part.props["ENVIRONMENT"] = ";".join(item.replace(";", "\\;")
-                                             for item in kept + [f"VKATTN_TEST_FILTER={n}"])
+        # The parts run only their own function: an exported skip must not
+        # leave it out (it was applied above).
+        part.props["ENVIRONMENT"] = ";".join(item.replace(";", "\\;") for item in
+                                             kept + [f"VKATTN_TEST_FILTER={n}", "VKATTN_TEST_SKIP="])
+        part.props["COST"] = f"{cost:g}"
         parts.append(part)
     return parts
 
@@ -419,7 +432,7 @@ def main():
         tests = [t for t in tests if not re.search(args.exclude, t.name)]
     if args.split_cost > 0:
         tests = [part for t in tests
-                 for part in (split_by_function(t, source_dir)
+                 for part in (split_by_function(t, source_dir, base_env)
                               if float(t.prop("COST", "0") or 0) >= args.split_cost else [t])]
     if args.list:
         print(json.dumps([describe(t) for t in tests], indent=1))
@@ -444,7 +457,7 @@ def main():
         with lock:
             counter[0] += 1
             results[t.name] = (status, seconds, detail)
-            line = f"[{counter[0]}/{len(tests)}] {t.name:<36} {status:<8} {seconds:7.1f} s"
+            line = f"[{counter[0]}/{len(tests)}] {t.name:<48} {status:<8} {seconds:7.1f} s"
             if status != "passed":
                 line += f"  ({detail})"
             print(line, flush=True)
