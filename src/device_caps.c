@@ -97,38 +97,38 @@ static VkStructureType coopmat_features_type(bool khr)
                : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
 }
 
-/* An active validation layer written against a Vulkan header older than
- * `version`, written into `by` as "name major.minor.patch"; false (and `by`
- * empty) where there is none. The loader lists the instance's active layers
- * (explicit and implicit) as the physical device's layers. Structures newer
- * than such a layer stay out of a query: it flags each one as an unknown pNext
- * structure (Debian 12's, 1.3.239, does so for VK_NV_cooperative_matrix2's),
- * which would fail every validated run on a device that lists the extension.
- * Other layers pass chains through unread, however old (Mesa's implicit
- * VK_LAYER_MESA_device_select is 1.3.211 on Debian 12): they are not counted. */
+/* Whether structures newer than `version` must stay out of a query, and why
+ * (into `why`; empty where they need not): an active validation layer written
+ * against an older Vulkan header flags each one as an unknown pNext structure
+ * (Debian 12's, 1.3.239, does so for VK_NV_cooperative_matrix2's), which would
+ * fail every validated run on a device that lists the extension. The loader
+ * lists the instance's active layers (explicit and implicit) as the physical
+ * device's. Other layers pass chains through unread, however old (Mesa's
+ * implicit VK_LAYER_MESA_device_select is 1.3.211 on Debian 12). A list that
+ * cannot be read counts as such a layer: a report left out costs nothing. */
 static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t version,
-                             char *by, size_t size)
+                             char *why, size_t size)
 {
-    by[0] = '\0';
+    why[0] = '\0';
     uint32_t count = 0;
     if (!vki->EnumerateDeviceLayerProperties ||
         vki->EnumerateDeviceLayerProperties(pd, &count, NULL) != VK_SUCCESS || count == 0)
         return false;
     VkLayerProperties *layers = calloc(count, sizeof *layers);
-    /* Without memory for the list, assume the worst: a report left out costs nothing. */
-    if (!layers) {
-        snprintf(by, size, "(layers not listed: out of host memory)");
-        return true;
-    }
-    VkResult r = vki->EnumerateDeviceLayerProperties(pd, &count, layers);
-    for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < count && !by[0]; i++)
+    VkResult r = layers ? vki->EnumerateDeviceLayerProperties(pd, &count, layers)
+                        : VK_ERROR_OUT_OF_HOST_MEMORY;
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        snprintf(why, size, "the active layers could not be listed (%s)",
+                 r == VK_ERROR_OUT_OF_HOST_MEMORY ? "out of host memory" : "an error");
+    for (uint32_t i = 0; !why[0] && i < count; i++)
         if (layers[i].specVersion < version && strstr(layers[i].layerName, "validation"))
-            snprintf(by, size, "%s %u.%u.%u", layers[i].layerName,
+            snprintf(why, size, "the active layer %s %u.%u.%u is older than the extension and "
+                     "would flag its structures", layers[i].layerName,
                      VK_API_VERSION_MAJOR(layers[i].specVersion),
                      VK_API_VERSION_MINOR(layers[i].specVersion),
                      VK_API_VERSION_PATCH(layers[i].specVersion));
     free(layers);
-    return by[0] != '\0';
+    return why[0] != '\0';
 }
 
 /* Which cooperative-matrix extension the kernels go through: NVIDIA's own
@@ -166,8 +166,8 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     caps->coopmat2 = has_ext(exts, ext_count, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
     bool query_coopmat2 =
         caps->coopmat2 && !layer_older_than(vki, pd, VKATTN_COOPMAT2_NV_HEADER_VERSION,
-                                            caps->coopmat2_unqueried_by,
-                                            sizeof caps->coopmat2_unqueried_by);
+                                            caps->coopmat2_unqueried_why,
+                                            sizeof caps->coopmat2_unqueried_why);
 
     /* Each structure goes into the chain only where the device knows it. The
      * NV and KHR structures have the same members; sType says which. */
@@ -255,10 +255,9 @@ void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t si
         snprintf(out, size, "not listed");
         return;
     }
-    if (caps->coopmat2_unqueried_by[0]) {
-        snprintf(out, size, "listed; features and limits not queried: the active layer %s is "
-                 "older than the extension and would flag its structures; not used by vkattn's "
-                 "kernels", caps->coopmat2_unqueried_by);
+    if (caps->coopmat2_unqueried_why[0]) {
+        snprintf(out, size, "listed; features and limits not queried: %s; not used by vkattn's "
+                 "kernels", caps->coopmat2_unqueried_why);
         return;
     }
     size_t at = (size_t)snprintf(out, size, "listed; features:");

@@ -43,7 +43,9 @@
     X(CreateDebugUtilsMessengerEXT)               \
     X(DestroyDebugUtilsMessengerEXT)
 
-/* Optional: present only where the device extension exists. */
+/* Optional: the cooperative-matrix queries are present only where the device
+ * extension exists; vkEnumerateDeviceLayerProperties is core, but an adopted
+ * instance's loader is not trusted to return it. */
 #define VKATTN_INSTANCE_OPTIONAL_FUNCS(X)         \
     X(GetPhysicalDeviceCooperativeMatrixPropertiesNV) \
     X(GetPhysicalDeviceCooperativeMatrixPropertiesKHR) \
@@ -233,10 +235,10 @@ typedef struct device_caps {
      * logged as a context starts), not used: kernels on it need
      * GL_NV_cooperative_matrix2, which Debian 12's glslang (12.0) lacks. */
     bool coopmat2;
-    /* Empty where its features and limits were queried; else the active layer
-     * (name and version) older than the extension, which would flag its
-     * structures as unknown: they are then left out of the query. */
-    char coopmat2_unqueried_by[VK_MAX_EXTENSION_NAME_SIZE + 16];
+    /* Empty where its features and limits were queried; else why its
+     * structures were left out of the query (an active validation layer older
+     * than the extension, named, which would flag them as unknown). */
+    char coopmat2_unqueried_why[VK_MAX_EXTENSION_NAME_SIZE + 96];
     uint32_t coopmat2_features;
     uint32_t coopmat2_workgroup_max;    /* invocations of a workgroup-scope matrix's workgroup */
     uint32_t coopmat2_flexible_max;     /* the largest flexible dimension */

@@ -20,6 +20,7 @@ static struct {
     bool nv, khr;               /* the extensions it lists */
     bool coopmat2;              /* and VK_NV_cooperative_matrix2 */
     uint32_t layer_version;     /* one active layer of this header version; 0: none */
+    VkResult layers_result;     /* what listing them returns (VK_SUCCESS: as usual) */
     bool coopmat2_seen;         /* a VK_NV_cooperative_matrix2 structure was queried */
     VkShaderStageFlags stages;  /* cooperativeMatrixSupportedStages */
     VkStructureType properties_type_seen, features_type_seen;
@@ -100,6 +101,8 @@ static VkResult VKAPI_PTR layers(VkPhysicalDevice pd, uint32_t *n, VkLayerProper
         *n = listed;
         return VK_SUCCESS;
     }
+    if (dev.layers_result != VK_SUCCESS)
+        return dev.layers_result;
     static const char *const names[] = {"VK_LAYER_MESA_device_select", "VK_LAYER_KHRONOS_validation"};
     const uint32_t versions[] = {VK_MAKE_API_VERSION(0, 1, 3, 211), dev.layer_version};
     uint32_t i = 0;
@@ -358,14 +361,25 @@ static void test_coopmat2_reported(void **state)
     caps = query(true, false, NULL);
     assert_true(dev.coopmat2_seen);
     assert_int_equal(caps.coopmat2_workgroup_max, 256);
-    assert_string_equal(caps.coopmat2_unqueried_by, "");
+    assert_string_equal(caps.coopmat2_unqueried_why, "");
     /* Under an older one (Debian 12's validation layer) they stay out of the
      * chain, which that layer would flag, and the line says why. */
     dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 239);
     caps = query(true, false, NULL);
+    assert_false(dev.coopmat2_seen);
+    /* A list that cannot be read counts as such a layer. */
+    char unlisted[320];
+    dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 299);
+    dev.layers_result = VK_ERROR_OUT_OF_HOST_MEMORY;
+    device_caps failed = query(true, false, NULL);
+    dev.layers_result = VK_SUCCESS;
+    assert_false(dev.coopmat2_seen);
+    device_caps_coopmat2_describe(&failed, unlisted, sizeof unlisted);
+    assert_string_equal(unlisted, "listed; features and limits not queried: the active layers "
+                                  "could not be listed (out of host memory); not used by "
+                                  "vkattn's kernels");
     dev.coopmat2 = false;
     dev.layer_version = 0;
-    assert_false(dev.coopmat2_seen);
     assert_true(caps.coopmat2);
     assert_int_equal(caps.coopmat2_features, 0);
     assert_int_equal(caps.coopmat2_workgroup_max, 0);
