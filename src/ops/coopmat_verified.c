@@ -17,7 +17,11 @@ static const int coopmat_revision[] = {
  * CPU reference), which revision, with which extension's build, and whether
  * with bf16 inputs (the attention kernel converts them to f16 as they are
  * staged, a code path of its own): the kernel is the default there, for those
- * inputs, while that revision is the current one. */
+ * inputs, while that revision is the current one. By vendor, not by device:
+ * NVIDIA's rows were earned on Hopper (H100, H200) and hold for its other
+ * GPUs with the extension, whose matrix units the same driver serves; a
+ * device of such a vendor that cannot plan a call still falls back to the
+ * scalar kernels (the attention choice's plan, matmul_coopmat_wanted). */
 static const struct {
     coopmat_kernel kernel;
     uint32_t vendor_id;

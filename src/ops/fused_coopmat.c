@@ -14,8 +14,8 @@
  * registers for Q and O.
  *
  * AUTO takes the real kernel on the vendors where its current revision passed
- * the GPU check, for the inputs it passed with (coopmat_shapes.c: NVIDIA, f16
- * and bf16),
+ * the GPU check, for the inputs it passed with (coopmat_verified.c: NVIDIA,
+ * f16 and bf16),
  * elsewhere with VKATTN_COOPMAT=1;
  * VKATTN_COOPMAT=0 turns it off. The emulated build runs the same kernel
  * with the matrix operations in plain code and is never chosen by AUTO: tests

@@ -136,7 +136,7 @@ bool coopmat_register_layout(const vkattn_context *ctx, bool emulated, coopmat_s
                              uint32_t *slot_table, char *why, size_t why_size);
 /* Whether AUTO takes a coopmat kernel where it runs, for f16 inputs or with
  * some bf16 among them: on vendors its current revision was verified on
- * (coopmat_shapes.c's table), unless VKATTN_COOPMAT=0; anywhere with
+ * (coopmat_verified.c's table), unless VKATTN_COOPMAT=0; anywhere with
  * VKATTN_COOPMAT=1. */
 typedef enum { COOPMAT_KERNEL_ATTENTION, COOPMAT_KERNEL_MATMUL } coopmat_kernel;
 bool coopmat_default(const vkattn_context *ctx, coopmat_kernel kernel, bool bf16_inputs);
