@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include <malloc.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,59 +39,90 @@ static const soak_case cases[] = {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-/* One context's tensors for every case. */
+/* One context's tensors for every case, and the first thing that went wrong
+ * in it. The helpers below also run on worker threads, where cmocka cannot
+ * fail a test (its failure jumps to the main thread's stack): they record the
+ * failure and return false, and the main thread fails the test with it. */
 typedef struct soak_ctx {
     vkattn_context *ctx;
     test_log log;
     vkattn_tensor *q[NCASES], *k[NCASES], *v[NCASES], *o[NCASES], *sinks[NCASES];
     vkattn_tensor *w_qkv, *w_out;
+    char error[512];
 } soak_ctx;
 
-static vkattn_tensor *tensor(vkattn_context *ctx, vkattn_dtype dtype, int ndim, int64_t a,
-                             int64_t b, int64_t c, int64_t d, uint64_t seed)
+static bool soak_error(soak_ctx *s, const char *fmt, ...)
+{
+    if (!s->error[0]) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(s->error, sizeof s->error, fmt, args);
+        va_end(args);
+    }
+    return false;
+}
+
+static vkattn_tensor *tensor(soak_ctx *s, vkattn_dtype dtype, int ndim, int64_t a, int64_t b,
+                             int64_t c, int64_t d, uint64_t seed)
 {
     vkattn_tensor_desc desc = {.dtype = dtype, .ndim = ndim, .shape = {a, b, c, d}};
     vkattn_tensor *t = NULL;
-    assert_int_equal(vkattn_tensor_create(ctx, &desc, &t), VKATTN_OK);
+    if (vkattn_tensor_create(s->ctx, &desc, &t) != VKATTN_OK) {
+        soak_error(s, "tensor_create: %s", vkattn_last_error(s->ctx));
+        return NULL;
+    }
     vkattn_tensor_desc got = vkattn_tensor_get_desc(t);
     size_t n = 1;
     for (int i = 0; i < got.ndim; i++)
         n *= (size_t)got.shape[i];
     float *data = malloc(n * sizeof *data);
-    assert_non_null(data);
+    if (!data) {
+        vkattn_tensor_destroy(t);
+        soak_error(s, "out of host memory for %zu floats", n);
+        return NULL;
+    }
     rng r = {seed};
     for (size_t i = 0; i < n; i++)
         data[i] = rng_uniform(&r, -1.0f, 1.0f);
-    assert_int_equal(vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32), VKATTN_OK);
+    vkattn_status st = vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32);
     free(data);
+    if (st != VKATTN_OK) {
+        soak_error(s, "tensor_upload: %s", vkattn_last_error(s->ctx));
+        vkattn_tensor_destroy(t);
+        return NULL;
+    }
     return t;
 }
 
-static void soak_open(soak_ctx *s)
+/* False with s->error set where something failed; soak_close frees what exists. */
+static bool soak_open(soak_ctx *s)
 {
     memset(s, 0, sizeof *s);
     vkattn_context_desc d = {.backend = VKATTN_BACKEND_VULKAN,
                              .validation = VKATTN_VALIDATION_ON,
                              .log_fn = test_logger,
                              .log_user_data = &s->log};
-    assert_int_equal(vkattn_context_create(&d, &s->ctx), VKATTN_OK);
+    vkattn_status st = vkattn_context_create(&d, &s->ctx);
+    if (st != VKATTN_OK)
+        return soak_error(s, "context_create: %s", vkattn_status_string(st));
     for (size_t i = 0; i < NCASES; i++) {
         const soak_case *c = &cases[i];
         if (c->mha) {
-            s->q[i] = tensor(s->ctx, c->dtype, 3, c->B, c->T, c->H * c->D, 0, 10 + i);
-            s->o[i] = tensor(s->ctx, VKATTN_DTYPE_F32, 3, c->B, c->T, c->H * c->D, 0, 20 + i);
+            s->q[i] = tensor(s, c->dtype, 3, c->B, c->T, c->H * c->D, 0, 10 + i);
+            s->o[i] = tensor(s, VKATTN_DTYPE_F32, 3, c->B, c->T, c->H * c->D, 0, 20 + i);
             continue;
         }
-        s->q[i] = tensor(s->ctx, c->dtype, 4, c->B, c->H, c->T, c->D, 10 + i);
-        s->k[i] = tensor(s->ctx, c->dtype, 4, c->B, c->Hkv, c->T + 7, c->D, 30 + i);
-        s->v[i] = tensor(s->ctx, c->dtype, 4, c->B, c->Hkv, c->T + 7, c->D, 40 + i);
-        s->o[i] = tensor(s->ctx, VKATTN_DTYPE_F32, 4, c->B, c->H, c->T, c->D, 20 + i);
+        s->q[i] = tensor(s, c->dtype, 4, c->B, c->H, c->T, c->D, 10 + i);
+        s->k[i] = tensor(s, c->dtype, 4, c->B, c->Hkv, c->T + 7, c->D, 30 + i);
+        s->v[i] = tensor(s, c->dtype, 4, c->B, c->Hkv, c->T + 7, c->D, 40 + i);
+        s->o[i] = tensor(s, VKATTN_DTYPE_F32, 4, c->B, c->H, c->T, c->D, 20 + i);
         if (c->sinks)
-            s->sinks[i] = tensor(s->ctx, VKATTN_DTYPE_F32, 1, c->H, 0, 0, 0, 50 + i);
+            s->sinks[i] = tensor(s, VKATTN_DTYPE_F32, 1, c->H, 0, 0, 0, 50 + i);
     }
     const soak_case *m = &cases[NCASES - 1];
-    s->w_qkv = tensor(s->ctx, VKATTN_DTYPE_F32, 2, 3 * m->H * m->D, m->H * m->D, 0, 0, 60);
-    s->w_out = tensor(s->ctx, VKATTN_DTYPE_F32, 2, m->H * m->D, m->H * m->D, 0, 0, 61);
+    s->w_qkv = tensor(s, VKATTN_DTYPE_F32, 2, 3 * m->H * m->D, m->H * m->D, 0, 0, 60);
+    s->w_out = tensor(s, VKATTN_DTYPE_F32, 2, m->H * m->D, m->H * m->D, 0, 0, 61);
+    return !s->error[0];
 }
 
 /* Returns the validation messages the context logged: the caller asserts,
@@ -111,8 +143,8 @@ static int soak_close(soak_ctx *s)
 }
 
 /* Records case i `times` times in the context's stream, then downloads the result
- * (one submission). */
-static void soak_call(soak_ctx *s, size_t i, int times, float *out, size_t *count)
+ * (one submission). False with s->error set where a call failed. */
+static bool soak_call(soak_ctx *s, size_t i, int times, float *out, size_t *count)
 {
     const soak_case *c = &cases[i];
     vkattn_status st = VKATTN_OK;
@@ -129,13 +161,16 @@ static void soak_call(soak_ctx *s, size_t i, int times, float *out, size_t *coun
         }
     }
     if (st != VKATTN_OK)
-        fail_msg("soak case %zu: %s", i, vkattn_last_error(s->ctx));
+        return soak_error(s, "soak case %zu: %s", i, vkattn_last_error(s->ctx));
     vkattn_tensor_desc od = vkattn_tensor_get_desc(s->o[i]);
     *count = 1;
     for (int d = 0; d < od.ndim; d++)
         *count *= (size_t)od.shape[d];
-    assert_true(*count <= OUT_MAX);
-    assert_int_equal(vkattn_tensor_download(s->o[i], out, VKATTN_DTYPE_F32), VKATTN_OK);
+    if (*count > OUT_MAX)
+        return soak_error(s, "soak case %zu: %zu outputs, over %d", i, *count, OUT_MAX);
+    if (vkattn_tensor_download(s->o[i], out, VKATTN_DTYPE_F32) != VKATTN_OK)
+        return soak_error(s, "soak case %zu: download: %s", i, vkattn_last_error(s->ctx));
+    return true;
 }
 
 static double host_ms(void)
@@ -180,17 +215,20 @@ static void test_one_context(void **state)
     const char *env = getenv("VKATTN_SOAK_CALLS");
     long calls = env && atol(env) > 0 ? atol(env) : CALLS;
     soak_ctx s;
-    soak_open(&s);
+    if (!soak_open(&s))
+        fail_msg("%s", s.error);
     static float out[OUT_MAX];
     size_t n;
     for (size_t i = 0; i < NCASES; i++)
-        soak_call(&s, i, 1, first[i], &n);
+        if (!soak_call(&s, i, 1, first[i], &n))
+            fail_msg("%s", s.error);
     long rss_start = 0;
     size_t heap[4] = {0}; /* in use at a quarter, a half, three quarters, the end */
     double t0 = host_ms();
     for (long call = 0; call < calls; call++) {
         size_t i = (size_t)(call * 7 + call / (long)NCASES) % NCASES;
-        soak_call(&s, i, 1 + (int)(call % 3), out, &n);
+        if (!soak_call(&s, i, 1 + (int)(call % 3), out, &n))
+            fail_msg("%s", s.error);
         expect_same(i, out, n, "one context", (int)call);
         if (call == calls / 4) /* every kernel, pool and scratch buffer exists by now */
             rss_start = rss_kib();
@@ -228,21 +266,24 @@ static void test_one_context(void **state)
 typedef struct {
     int failures;            /* results that differ from the single-threaded ones */
     int validation_messages; /* the thread's context logged */
+    char error[512];         /* the first call that failed, if one did */
 } thread_result;
 
+/* No cmocka here: the main thread reads the result and fails the test. */
 static void *thread_main(void *arg)
 {
     thread_result *result = arg;
     soak_ctx s;
-    soak_open(&s);
+    bool ok = soak_open(&s);
     static _Thread_local float out[OUT_MAX];
     size_t n;
-    for (int call = 0; call < THREAD_CALLS; call++) {
+    for (int call = 0; ok && call < THREAD_CALLS; call++) {
         size_t i = (size_t)(call * 5 + 1) % NCASES;
-        soak_call(&s, i, 1 + call % 2, out, &n);
-        if (memcmp(out, first[i], n * sizeof *out) != 0)
+        ok = soak_call(&s, i, 1 + call % 2, out, &n);
+        if (ok && memcmp(out, first[i], n * sizeof *out) != 0)
             result->failures++;
     }
+    snprintf(result->error, sizeof result->error, "%s", s.error);
     result->validation_messages = soak_close(&s);
     return NULL;
 }
@@ -259,6 +300,8 @@ static void test_threads(void **state)
     for (int t = 0; t < THREADS; t++)
         assert_int_equal(pthread_join(threads[t], NULL), 0);
     for (int t = 0; t < THREADS; t++) {
+        if (results[t].error[0])
+            fail_msg("thread %d: %s", t, results[t].error);
         if (results[t].failures)
             fail_msg("thread %d: %d of %d results differ from the single-threaded ones", t,
                      results[t].failures, THREAD_CALLS);
