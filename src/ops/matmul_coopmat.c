@@ -123,11 +123,12 @@ static vkattn_status plan_blocks(const vkattn_context *ctx, const matmul_call *c
     else if (b.bk % depth_unit)
         tuning_describe(kernel, KNOB_DEPTH, b.bk, setting, sizeof setting);
     if (setting[0])
-        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED, "matmul: %s: %s cannot be taken: with "
-                        "%u subgroups and %ux%ux%u matrices, the subgroups must make whole rows "
-                        "of the grid, a block's columns whole 16-byte elements (%u matrices a "
-                        "subgroup at a time) and slabs a multiple of %u deep", name, setting, b.subgroups,
-                        s.m, s.n, s.k, column_unit, depth_unit);
+        return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED,
+                      "matmul: %s: %s cannot be taken: with %u subgroups and %ux%ux%u "
+                      "matrices, the subgroups must make whole rows of the grid, a block's "
+                      "columns whole 16-byte elements (%u matrices a subgroup at a time) and "
+                      "slabs a multiple of %u deep", name, setting, b.subgroups, s.m, s.n, s.k,
+                      column_unit, depth_unit);
     bool rows_tuned = tuning_value(ctx, kernel, KNOB_ROWS, 0) != 0;
     bool columns_tuned = tuning_value(ctx, kernel, KNOB_COLUMNS, 0) != 0;
     uint64_t shared;
@@ -147,12 +148,12 @@ static vkattn_status plan_blocks(const vkattn_context *ctx, const matmul_call *c
     uint32_t wg = b.subgroups * sg;
     if (shared > info->shared_memory_bytes || wg > info->max_workgroup_invocations)
         return refuse(why, why_size, VKATTN_ERROR_UNSUPPORTED,
-                        "matmul: %s: a %ux%u block of C (%u subgroups, %u along N, each %ux%u "
-                        "%ux%ux%u matrices), slabs %u deep, needs %llu bytes of shared memory "
-                        "and %u invocations; %s has %u and %u", name, b.bm, b.bn, b.subgroups,
-                        b.grid_columns, rows, columns, s.m, s.n, s.k, b.bk,
-                        (unsigned long long)shared, wg, info->name, info->shared_memory_bytes,
-                        info->max_workgroup_invocations);
+                      "matmul: %s: a %ux%u block of C (%u subgroups, %u along N, each %ux%u "
+                      "%ux%ux%u matrices), slabs %u deep, needs %llu bytes of shared memory "
+                      "and %u invocations; %s has %u and %u", name, b.bm, b.bn, b.subgroups,
+                      b.grid_columns, rows, columns, s.m, s.n, s.k, b.bk,
+                      (unsigned long long)shared, wg, info->name, info->shared_memory_bytes,
+                      info->max_workgroup_invocations);
     *out = b;
     return VKATTN_OK;
 }
@@ -238,10 +239,7 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
     vkattn_status st = setup_call(ctx, c, emulated, &setup, why, sizeof why);
     if (st != VKATTN_OK)
         return ctx_fail(ctx, st, "%s", why);
-    coopmat_shape shape = setup.shape;
-    mc_blocks blk = setup.blocks;
-    uint32_t sg = setup.sg;
-    bool required = setup.required;
+    const mc_blocks *blk = &setup.blocks;
     /* 16-byte loads where every row of a slab starts on 8 halves. */
     bool a_aligned8 = c->K % 8 == 0 && c->a_offset % 8 == 0;
     bool b_aligned8 = (c->transpose_b ? c->K % 8 == 0 : c->N % 8 == 0) && c->b_offset % 8 == 0 &&
@@ -249,20 +247,22 @@ vkattn_status vk_matmul_coopmat(vkattn_context *ctx, const matmul_call *c, bool 
     vk_dispatch dispatch = {
         .key = {.shader = emulated ? SHADER_MATMUL_COOPMAT_EMULATED
                                    : coopmat_shader(ctx, SHADER_MATMUL_COOPMAT),
-                .subgroup_size = required ? sg : 0,
+                .subgroup_size = setup.required ? setup.sg : 0,
                 .spec_count = MC_SPEC_COUNT,
-                .spec = {[MC_SPEC_WORKGROUP] = blk.subgroups * sg, [MC_SPEC_BM] = blk.bm,
-                         [MC_SPEC_BN] = blk.bn, [MC_SPEC_BK] = blk.bk,
+                .spec = {[MC_SPEC_WORKGROUP] = blk->subgroups * setup.sg, [MC_SPEC_BM] = blk->bm,
+                         [MC_SPEC_BN] = blk->bn, [MC_SPEC_BK] = blk->bk,
                          [MC_SPEC_TRANSPOSE_B] = c->transpose_b,
                          [MC_SPEC_HAS_BIAS] = c->bias != NULL,
                          [MC_SPEC_BIAS_DTYPE] = shader_dtype(c->bias),
-                         [MC_SPEC_MM] = shape.m, [MC_SPEC_MN] = shape.n, [MC_SPEC_MK] = shape.k,
+                         [MC_SPEC_MM] = setup.shape.m, [MC_SPEC_MN] = setup.shape.n,
+                         [MC_SPEC_MK] = setup.shape.k,
                          [MC_SPEC_A_ALIGNED8] = a_aligned8, [MC_SPEC_B_ALIGNED8] = b_aligned8,
-                         [MC_SPEC_SUBGROUPS] = blk.subgroups,
-                         [MC_SPEC_GRID_COLUMNS] = blk.grid_columns, [MC_SPEC_STAGES] = blk.stages}},
+                         [MC_SPEC_SUBGROUPS] = blk->subgroups,
+                         [MC_SPEC_GRID_COLUMNS] = blk->grid_columns,
+                         [MC_SPEC_STAGES] = blk->stages}},
         .bindings = {vk_bind(c->a, false), vk_bind(c->b, false), vk_bind(c->bias, false),
                      vk_bind(c->c, true)},
         .binding_count = 4,
     };
-    return matmul_record_batches(ctx, &dispatch, c, div_up(c->N, blk.bn), div_up(c->M, blk.bm));
+    return matmul_record_batches(ctx, &dispatch, c, div_up(c->N, blk->bn), div_up(c->M, blk->bm));
 }
