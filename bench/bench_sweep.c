@@ -172,6 +172,11 @@ static const bench_case gpu[] = {
     MATMUL(TILED, 1, 4096, 4096, 4096, F32),
     MATMUL(TILED, 1, 4096, 4096, 4096, F16),
     MATMUL(COOPMAT, 1, 4096, 4096, 4096, F16),
+    /* the layer (C = 1024: 16 heads of 64, T = 1024, causal) in f32 and in f16,
+     * whose projections AUTO gives the coopmat matmul where that is the default
+     * (NVIDIA since 2026-11-27): not in SDPA's table, in vkattn.txt */
+    MHA(AUTO, 1, 16, 1024, 64, true, F32),
+    MHA(AUTO, 1, 16, 1024, 64, true, F16),
 };
 
 static bool same_case(const bench_case *a, const bench_case *b)
