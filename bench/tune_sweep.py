@@ -43,19 +43,28 @@ MATMUL_4096 = "4096,4096,4096"
 # slower there because it spilled (255 registers, 112-288 bytes of local
 # memory). So first the settings that free registers for it (one stage: no
 # next tile's loads held in registers), then the ones not yet timed: the
-# matmul's layouts and the f32 tiled kernel's.
+# matmul's layouts and the f32 tiled kernel's. Since then the softmax in
+# registers keeps one block of S and P a subgroup in shared memory instead of
+# whole tiles, so its K and V tiles grow: 64 keys with 4 subgroups (one
+# stage), 64 keys and two stages with 8 (128 rows a workgroup, FlashAttention-2's
+# tile, half the K and V traffic a query row). The ablation there put a
+# quarter of the time in the K and V loads, and S and P's trips through
+# shared memory and the barriers in more than a third.
 CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
-        ("coopmat", "coopmat.softmax=2,coopmat.stages=1"),
+        ("coopmat", "coopmat.softmax=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8"),
+        ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8,coopmat.stages=1"),
         ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=32"),
-        ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=16"),
-        ("coopmat", "coopmat.softmax=2,coopmat.keys=16"),
+        ("coopmat", "coopmat.softmax=2,coopmat.stages=2,coopmat.keys=48"),
+        ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8,coopmat.keys=32"),
     ]),
     ("prefill f16 D=64", PREFILL_64, "f16", True, 5, [
         (None, None),
-        ("coopmat", "coopmat.softmax=2,coopmat.stages=1"),
-        ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=32"),
+        ("coopmat", "coopmat.softmax=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8"),
+        ("coopmat", "coopmat.softmax=2,coopmat.rows=2"),
     ]),
     # The matmul's subgroup tile and stages, against its default and the
     # scalar tiled kernel.

@@ -33,7 +33,8 @@
 // 8-element aligned). bf16 has no matrix type in VK_NV_cooperative_matrix: it
 // is converted to f16 while staged, exactly (see BF16_INPUTS). Shared memory,
 // in bytes: 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
-// below), the exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and
+// below; with the softmax in registers, 4 S_SLICE + 2 P_SLICE a subgroup in
+// place of the S and P tiles), the exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and
 // 16), and in the emulated build, which keeps its matrices there,
 // 2 BR (DP + BC) + 4 BR (BC + DVP) more.
 //
@@ -200,8 +201,17 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 // store where half-sized elements would take eight, four-way bank conflicted.
 shared uvec4 k_tile[BC * KS / PACK];
 shared uvec4 v_tile[BC * VS / PACK];
-shared float s_tile[BR * SS];       // a slice of RS rows per subgroup
-shared uvec4 p_tile[BR * PS / PACK];
+// A subgroup's slices of s_tile and p_tile: RS rows of S and of P, or with
+// the softmax in registers, where S and P stay in registers, one block of
+// each (the accumulators' cell map, O's blocks as they are written, and, for
+// a V tile that holds an Inf or NaN, P a block at a time for the plain code):
+// the shared memory the tiles of K and V can then take, as in
+// FlashAttention-2, whose S and P never leave the registers.
+const uint PBS = (MK + PACK - 1) / PACK * PACK;    // a P block's row stride (halves)
+const uint S_SLICE = REG_SOFTMAX ? (MM * MN + 3) / 4 * 4 : RS * SS;
+const uint P_SLICE = REG_SOFTMAX ? MM * PBS : RS * PS;
+shared float s_tile[SUBGROUPS * S_SLICE];
+shared uvec4 p_tile[SUBGROUPS * P_SLICE / PACK];
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
 // reset), kept in four words, each staging lane flagging into word tid & 3 and
@@ -316,15 +326,14 @@ float next_max(Row w, float step_max, out float alpha, out float m)
     return m == NEG_INF ? 0.0 : m;
 }
 
-// acc plus P V over the tile's keys `keys` (those a row may see) for output
-// column d, in plain code: P of the row from p_tile at half p_at, or with the
-// softmax in registers from s_tile at p_at (f32 weights, rounded to f16 as
-// the block products take them). A tile whose V holds an Inf or NaN is summed
-// so (see the caller).
-float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at)
+// acc plus P V over the tile's keys c0 .. c0 + count - 1 that a row may see
+// (`keys`) for output column d, in plain code, the row's weights of those
+// keys from p_tile at half p_at on. A tile whose V holds an Inf or NaN is
+// summed so (see the caller).
+float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at, uint c0, uint count)
 {
-    for (uint c = 0; c < BC; c++) {
-        float weight = float(PACKED_HALF(p_tile, p_at + c));
+    for (uint c = c0; c < c0 + count; c++) {
+        float weight = float(PACKED_HALF(p_tile, p_at + c - c0));
         bool used = t0 + c >= keys.x && t0 + c < keys.y && (!KEYWISE_MASK || weight != 0.0);
         if (used)
             acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
@@ -355,8 +364,8 @@ void main()
 
     // This subgroup's rows, the keys they may see, and the rows its lanes hold.
     uint row0 = sub * RS;                   // within the block
-    uint slice = row0 * SS;                 // its part of s_tile
-    uint p_slice = row0 * PS;               // and of p_tile
+    uint slice = sub * S_SLICE;             // its part of s_tile
+    uint p_slice = sub * P_SLICE;           // and of p_tile
     bool has_rows = first + row0 < rows;
     uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + RS, rows) - 1,
                                           key_begin, key_end)
@@ -629,34 +638,27 @@ void main()
             // P is f16 and 0 for masked keys (the block product needs it so),
             // so with a mask a key whose weight rounded to 0 is skipped too,
             // unlike the f32 kernels (key_weight): this kernel's P is rounded.
-            if (REG_SOFTMAX) {
-                // P leaves its registers for the subgroup's rows of p_tile, in
-                // f16 as the products take it (the constructor's rounding), so
-                // that one plain code serves both softmax modes: as rolled
-                // loops, not an inlined copy per element of O.
-                MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-                    MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                        ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
-                subgroup_shared_sync();
-                for (uint e = lane; e < RS * BC / 2; e += SG_SIZE) {
-                    uint r = e / (BC / 2), c = 2 * (e % (BC / 2));
-                    uint word = (p_slice + r * PS + c) / 2;
-                    f16vec2 pair = f16vec2(float16_t(s_tile[slice + r * SS + c]),
-                                           float16_t(s_tile[slice + r * SS + c + 1]));
-                    p_tile[word / 4][word % 4] = packFloat2x16(pair);
-                }
-                subgroup_shared_sync();
-            }
+            // With the softmax in registers, P leaves them a block at a
+            // time for p_tile's block (A_STORE: f16, as the products take it).
             MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
                 ACC_STORE(o_acc, oj, s_tile, slice, MN);
                 subgroup_shared_sync();
-                for (uint e = lane; e < MM * MN; e += SG_SIZE) {
-                    uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
-                    uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
-                    s_tile[slice + e] =
-                        plain_pv(s_tile[slice + e], t0, keys, d, p_slice + r * PS);
+                MATRIX_UNROLL for (uint k = 0; k < (REG_SOFTMAX ? PA : 1); k++) {
+                    if (REG_SOFTMAX) {
+                        A_STORE(p_a, oj / OA * PA + k, p_tile, p_slice, PBS);
+                        subgroup_shared_sync();
+                    }
+                    for (uint e = lane; e < MM * MN; e += SG_SIZE) {
+                        uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
+                        uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
+                        s_tile[slice + e] =
+                            REG_SOFTMAX
+                                ? plain_pv(s_tile[slice + e], t0, keys, d,
+                                           p_slice + e / MN * PBS, k * MK, MK)
+                                : plain_pv(s_tile[slice + e], t0, keys, d, p_slice + r * PS, 0, BC);
+                    }
+                    subgroup_shared_sync();
                 }
-                subgroup_shared_sync();
                 ACC_LOAD(o_acc, oj, s_tile, slice, MN);
                 subgroup_shared_sync();
             }

@@ -66,6 +66,9 @@
 //   ACC_ELEMENT(NAME, I, K)            its element K: which row and column that is
 //                                      is the implementation's (coopmat_layout.comp)
 //   A_FROM_ACC(A, AI, ACC, I)          operand AI = accumulator I in f16 (MK == MN)
+//   A_STORE(NAME, I, DST, OFF, STRIDE) operand I to the packed f16 shared array
+//                                      DST at OFF (row-major, row stride STRIDE;
+//                                      with an odd MK, its rows' next half too)
 //   ACC_LOAD(NAME, I, SRC, OFF, STRIDE), ACC_STORE(NAME, I, DST, OFF, STRIDE)
 //                                      from / to f32 shared arrays, row-major
 //   ACC_MMA(NAME, I, A, AI, B, B_OFF, B_STRIDE, B_COLUMNS)
@@ -176,6 +179,15 @@ uint acc_elements()
         ACC_EACH_(A[A_BASE_(A, AI) + r_ * MK + n_] = float16_t(ACC[ACC_BASE_(ACC, I) + e_]);)   \
         subgroup_shared_sync();                                                                 \
     }
+// Each lane writes whole words, two halves of a row, so that no two write the
+// same one.
+#define A_STORE(NAME, I, DST, OFF, STRIDE)                                                      \
+    for (uint e_ = gl_SubgroupInvocationID; e_ < MM * ((MK + 1) / 2); e_ += gl_SubgroupSize) {  \
+        uint r_ = e_ / ((MK + 1) / 2), k_ = 2u * (e_ % ((MK + 1) / 2));                         \
+        uint at_ = A_BASE_(NAME, I) + r_ * MK + k_, word_ = ((OFF) + r_ * (STRIDE) + k_) / 2u;   \
+        f16vec2 pair_ = f16vec2(NAME[at_], k_ + 1u < MK ? NAME[at_ + 1u] : float16_t(0.0));     \
+        DST[word_ / 4u][word_ % 4u] = packFloat2x16(pair_);                                     \
+    }
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE)                                                     \
     { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = SRC[(OFF) + r_ * (STRIDE) + n_];) }
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE)                                                    \
@@ -211,10 +223,15 @@ uint acc_elements()
 #ifdef COOPMAT_KHR
 // The VK_KHR_cooperative_matrix build (made from this one's SPIR-V by
 // tools/coopmat_khr.c) has no conversion from an accumulator to an A operand:
-// includers built with COOPMAT_KHR take no path that needs one.
+// includers built with COOPMAT_KHR take no path that needs one, nor a store
+// of an operand (only those paths take one: tools/coopmat_khr.c converts no
+// f16 store).
 #define A_FROM_ACC(A, AI, ACC, I)
+#define A_STORE(NAME, I, DST, OFF, STRIDE)
 #else
 #define A_FROM_ACC(A, AI, ACC, I) A[AI] = fcoopmatNV<16, gl_ScopeSubgroup, MM, MK>(ACC[I])
+#define A_STORE(NAME, I, DST, OFF, STRIDE)                                                      \
+    coopMatStoreNV(NAME[I], DST, (OFF) / PACK, (STRIDE) / PACK, false)
 #endif
 #define ACC_LOAD(NAME, I, SRC, OFF, STRIDE) coopMatLoadNV(NAME[I], SRC, (OFF), (STRIDE), false)
 #define ACC_STORE(NAME, I, DST, OFF, STRIDE) coopMatStoreNV(NAME[I], DST, (OFF), (STRIDE), false)

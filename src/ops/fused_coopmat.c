@@ -74,13 +74,18 @@ typedef struct tile_fit {
 } tile_fit;
 
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
- * padded by 16 bytes (its KS, VS, SS and PS), the row factors, a flag, and
- * the exponents and factors of bf16 inputs (16-byte stubs without). */
+ * padded by 16 bytes (its KS, VS, SS and PS; with the softmax in registers
+ * one block of S and of P a subgroup: its S_SLICE and P_SLICE), the row
+ * factors, a flag, and the exponents and factors of bf16 inputs (16-byte
+ * stubs without). */
 static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
 {
     uint32_t dp = f->dp, dvp = f->dvp;
-    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + 4ull * br * (bc + 4) + 2ull * br * (bc + 8) +
-                     4ull * br + 16;
+    uint64_t s_and_p = f->register_softmax
+                           ? (uint64_t)(br / f->rs) * (4ull * round_up(f->s.m * f->s.n, 4) +
+                                                       2ull * f->s.m * round_up(f->s.k, COOPMAT_PACK))
+                           : 4ull * br * (bc + 4) + 2ull * br * (bc + 8);
+    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + s_and_p + 4ull * br + 16;
     bytes += (f->bf16 & 1 ? 4ull * br : 16) + (f->bf16 & 2 ? 8ull * bc : 32) + 16;
     if (!f->emulated)
         return bytes;
@@ -206,6 +211,14 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     plan->lane_rows = 1;
     plan->slot_table = 0;
     uint32_t softmax = tuning_value(ctx, self, KNOB_SOFTMAX, 1);
+    if (softmax == 2 && plan->build != SHADER_ATTENTION_COOPMAT &&
+        plan->build != SHADER_ATTENTION_COOPMAT_EMULATED) {
+        char setting[48];
+        tuning_describe(self, KNOB_SOFTMAX, softmax, setting, sizeof setting);
+        snprintf(why, why_size, "%s: %s: the VK_KHR_cooperative_matrix build converts no "
+                 "accumulators to operands", setting, name);
+        return false;
+    }
     if (softmax == 2) {
         char because[240];
         if (!coopmat_register_layout(ctx, emulated, s, sg, &plan->row_cluster, &plan->lane_rows,
