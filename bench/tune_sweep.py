@@ -49,13 +49,19 @@ MATMUL_4096 = "4096,4096,4096"
 # stage), 64 keys and two stages with 8 (128 rows a workgroup, FlashAttention-2's
 # tile, half the K and V traffic a query row). The ablation there put a
 # quarter of the time in the K and V loads, and S and P's trips through
-# shared memory and the barriers in more than a third.
+# shared memory and the barriers in more than a third. The parts added up
+# to about the whole: they hardly overlapped, with two workgroups of 235
+# registers a multiprocessor. Q read from shared memory (coopmat.q=2) frees
+# 32 registers at D=128 towards a third workgroup.
 CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),
         ("coopmat", "coopmat.softmax=2"),
         ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8"),
         ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8,coopmat.stages=1"),
+        ("coopmat", "coopmat.softmax=2,coopmat.q=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.q=2,coopmat.stages=1"),
+        ("coopmat", "coopmat.q=2"),
         ("coopmat", "coopmat.softmax=2,coopmat.stages=1,coopmat.keys=32"),
         ("coopmat", "coopmat.softmax=2,coopmat.stages=2,coopmat.keys=48"),
         ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8,coopmat.keys=32"),
@@ -65,6 +71,7 @@ CASES = [
         ("coopmat", "coopmat.softmax=2"),
         ("coopmat", "coopmat.softmax=2,coopmat.subgroups=8"),
         ("coopmat", "coopmat.softmax=2,coopmat.rows=2"),
+        ("coopmat", "coopmat.softmax=2,coopmat.rows=2,coopmat.q=2"),
     ]),
     # The matmul's subgroup tile and stages, against its default and the
     # scalar tiled kernel.

@@ -34,9 +34,10 @@
 // is converted to f16 while staged, exactly (see BF16_INPUTS). Shared memory,
 // in bytes: 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
 // below; with the softmax in registers, 4 S_SLICE + 2 P_SLICE a subgroup in
-// place of the S and P tiles), the exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and
-// 16), and in the emulated build, which keeps its matrices there,
-// 2 BR (DP + BC) + 4 BR (BC + DVP) more.
+// place of the S and P tiles), 2 BR KS for Q_SHARED's tile (else 16), the
+// exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and 16), and
+// in the emulated build, which keeps its matrices there, 2 BR (DP + BC) (MK
+// for DP with Q_SHARED) + 4 BR (BC + DVP) more.
 //
 // With COOPMAT_EMULATED the same kernel is built with the matrix operations in
 // plain code (coopmat.glsl), so that everything else is exercised on devices
@@ -116,6 +117,12 @@ const bool ABLATE_SOFTMAX = (ABLATE & 1u) != 0u;
 const bool ABLATE_SCORES = (ABLATE & 2u) != 0u;
 const bool ABLATE_PV = (ABLATE & 4u) != 0u;
 const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
+// Q read by each S product from a shared tile of the block's rows (q_tile)
+// instead of kept in the subgroup's registers: RS x DP halves of operands
+// fewer (32 registers an invocation at D = 128 with 16 rows a subgroup), so
+// that more workgroups share a multiprocessor and their barriers and loads
+// overlap, for ROW_TILES operand loads more per MK columns of Q.
+layout(constant_id = 20) const bool Q_SHARED = false;
 
 #include "coopmat.glsl"
 
@@ -212,6 +219,7 @@ const uint S_SLICE = REG_SOFTMAX ? (MM * MN + 3) / 4 * 4 : RS * SS;
 const uint P_SLICE = REG_SOFTMAX ? MM * PBS : RS * PS;
 shared float s_tile[SUBGROUPS * S_SLICE];
 shared uvec4 p_tile[SUBGROUPS * P_SLICE / PACK];
+shared uvec4 q_tile[Q_SHARED ? BR * KS / PACK : 1];   // Q_SHARED: the block's Q rows
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
 // t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
 // reset), kept in four words, each staging lane flagging into word tid & 3 and
@@ -227,7 +235,7 @@ shared float k_factor[K_BF16 ? BC : 4];
 shared uint v_exponent[4];
 
 // Row block m's matrix i of each is at m * (its count per block) + i.
-MATRIX_A(q_a, QA * ROW_TILES, SUBGROUPS)
+MATRIX_A(q_a, Q_SHARED ? ROW_TILES : QA * ROW_TILES, SUBGROUPS)  // Q_SHARED: MK columns
 MATRIX_A(p_a, PA * ROW_TILES, SUBGROUPS)
 MATRIX_ACC(s_acc, SA * ROW_TILES, SUBGROUPS)
 MATRIX_ACC(o_acc, OA * ROW_TILES, SUBGROUPS)
@@ -419,8 +427,20 @@ void main()
         }
     }
 
-    // Q, QCH rows at a time through k_tile, into the subgroups' operands.
-    for (uint c0 = 0; c0 < BR; c0 += QCH) {
+    // Q, into q_tile (the first tile's barrier orders it before the
+    // products), or QCH rows at a time through k_tile into the subgroups'
+    // operands.
+    if (Q_SHARED) {
+        barrier();  // the rows' bf16 exponents are complete
+        for (uint e = tid; e < BR * DP / PACK; e += WG) {
+            uint r = e / (DP / PACK), d = e % (DP / PACK) * PACK;
+            uvec4 words = q_words(seq, b, g, first + r, rows, d);
+            if (Q_BF16)
+                words = bf16_to_f16(words, bf16_shift(q_exponent[r]));
+            q_tile[(r * KS + d) / PACK] = words;
+        }
+    }
+    for (uint c0 = 0; c0 < (Q_SHARED ? 0 : BR); c0 += QCH) {
         barrier();
         for (uint e = tid; e < QCH * DP / PACK; e += WG) {
             uint r = c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
@@ -525,10 +545,14 @@ void main()
         MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
             ACC_ZERO(s_acc, c);
         if (!ABLATE_SCORES)
-            MATRIX_UNROLL for (uint k = 0; k < QA; k++)
+            MATRIX_UNROLL for (uint k = 0; k < QA; k++) {
+                if (Q_SHARED)   // the row blocks' MK columns k of Q
+                    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                        A_LOAD(q_a, m, q_tile, (row0 + m * MM) * KS + k * MK, KS);
                 MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    ACC_MMA_ROWS(s_acc, c, SA, q_a, k, QA, ROW_TILES, k_tile, c * MN * KS + k * MK,
-                                 KS, true)
+                    ACC_MMA_ROWS(s_acc, c, SA, q_a, Q_SHARED ? 0 : k, Q_SHARED ? 1 : QA, ROW_TILES,
+                                 k_tile, c * MN * KS + k * MK, KS, true)
+            }
         if (REG_SOFTMAX) {
             // 3. Online softmax on the score accumulators' own elements; keys a
             // row may not see (and rows past the problem) get weight exactly 0.

@@ -174,7 +174,7 @@ const shader_code *shader_get(shader_id id);
  * Keep in sync with TEXEL_BINDING in shaders/common.glsl. */
 #define VKATTN_MAX_BINDINGS 12
 #define VKATTN_TEXEL_BINDING_BASE 12
-#define VKATTN_MAX_SPEC_CONSTANTS 20
+#define VKATTN_MAX_SPEC_CONSTANTS 24
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
 typedef struct pipeline_key {

@@ -507,6 +507,18 @@ static void test_coopmat_register_softmax(void **state)
                             "coopmat.rows=2", "16x16x16", true, 53);
 }
 
+/* Q read from a shared tile by each product (the tuning knob coopmat.q=2)
+ * instead of kept in registers: one row block a subgroup, and two with the
+ * softmax in registers (4-row matrices: several subgroups, each its own rows
+ * of the tile); bf16 Q converted as it is staged there. */
+static void test_coopmat_shared_q(void **state)
+{
+    (void)state;
+    run_tuned_coopmat_cases("coopmat_emulated.q=2,coopmat.q=2", "16x16x16", true, 61);
+    run_tuned_coopmat_cases("coopmat_emulated.q=2,coopmat_emulated.rows=2,"
+                            "coopmat_emulated.softmax=2", "4x16x16", false, 67);
+}
+
 /* bf16 inputs far outside f16's range on the coopmat kernels, which convert
  * them exactly by dividing each Q row, each key of K and each V tile by a power
  * of 2: Q near 2^20 (past f16's 65504), K near 2^-20 (f16's subnormals), each
@@ -975,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_two_stages),
         cmocka_unit_test(test_coopmat_row_tiles),
         cmocka_unit_test(test_coopmat_register_softmax),
+        cmocka_unit_test(test_coopmat_shared_q),
         cmocka_unit_test(test_coopmat_bf16_range),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_coopmat_refusals),

@@ -36,9 +36,10 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_SPLIT, AM_SPEC_MM, AM_SPEC_MN, AM_SPEC_MK, AM_SPEC_SUBGROUP_SIZE, AM_SPEC_STAGES,
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
     /* 15: ATTENTION_VARIANTS_SPEC_ID */
-    AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE
+    AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE,
+    AM_SPEC_Q_SHARED
 };
-_Static_assert(AM_SPEC_ABLATE < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
+_Static_assert(AM_SPEC_Q_SHARED < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -71,13 +72,14 @@ typedef struct tile_fit {
     bool emulated;
     uint32_t held_rows;    /* rows a lane keeps the softmax state of */
     bool register_softmax; /* ROW_CLUSTER: an index matrix beside the others */
+    bool q_shared;         /* Q_SHARED: Q in a shared tile, one operand a row block */
 } tile_fit;
 
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
  * padded by 16 bytes (its KS, VS, SS and PS; with the softmax in registers
- * one block of S and of P a subgroup: its S_SLICE and P_SLICE), the row
- * factors, a flag, and the exponents and factors of bf16 inputs (16-byte
- * stubs without). */
+ * one block of S and of P a subgroup: its S_SLICE and P_SLICE), Q's tile
+ * (Q_SHARED), the row factors, a flag, and the exponents and factors of bf16
+ * inputs (16-byte stubs without). */
 static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
 {
     uint32_t dp = f->dp, dvp = f->dvp;
@@ -85,19 +87,20 @@ static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
                            ? (uint64_t)(br / f->rs) * (4ull * round_up(f->s.m * f->s.n, 4) +
                                                        2ull * f->s.m * round_up(f->s.k, COOPMAT_PACK))
                            : 4ull * br * (bc + 4) + 2ull * br * (bc + 8);
-    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + s_and_p + 4ull * br + 16;
+    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + s_and_p + 4ull * br + 16 +
+                     (f->q_shared ? 2ull * br * (dp + 8) : 16);
     bytes += (f->bf16 & 1 ? 4ull * br : 16) + (f->bf16 & 2 ? 8ull * bc : 32) + 16;
     if (!f->emulated)
         return bytes;
     /* The emulated build keeps its matrices there: Q, P, S, O and a subgroup's
      * index matrix (allocated with or without a softmax in registers). */
-    return bytes + 2ull * br * (dp + bc) + 4ull * br * (bc + dvp) +
+    return bytes + 2ull * br * ((f->q_shared ? f->s.k : dp) + bc) + 4ull * br * (bc + dvp) +
            4ull * (br / f->rs) * f->s.m * f->s.n;
 }
 
 /* Registers per invocation of the real kernel's matrices for a subgroup's rs
- * rows (Q and P as f16 operands, two per register; O and S as f32
- * accumulators), with two stages of the K and V tiles it loads before
+ * rows (Q and P as f16 operands, two per register, Q's MK columns at a time
+ * with Q_SHARED; O and S as f32 accumulators), with two stages of the K and V tiles it loads before
  * staging (16 bytes per packed element, the workgroup's wg
  * invocations sharing them), of the softmax's state of the rows a lane
  * holds beyond its first (about 10 registers a row) and, with the softmax in
@@ -110,7 +113,8 @@ static uint64_t matrix_registers(const tile_fit *f, uint32_t bc, uint32_t stages
                                  div_up((uint64_t)bc * dvp / COOPMAT_PACK, wg))
                           : 0;
     uint64_t index = f->register_softmax ? (uint64_t)f->s.m * f->s.n / sg : 0;
-    return ((uint64_t)rs * (dp + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged +
+    uint32_t q_columns = f->q_shared ? f->s.k : dp;
+    return ((uint64_t)rs * (q_columns + bc) / 2 + (uint64_t)rs * (dvp + bc)) / sg + staged +
            10 * (f->held_rows - 1) + index;
 }
 
@@ -205,6 +209,8 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     }
     plan->row_tiles = row_tiles;
     plan->ablate = tuning_value(ctx, self, KNOB_ABLATE, 0);
+    /* Q in registers unless tuned (untimed on a GPU). */
+    plan->q_shared = tuning_value(ctx, self, KNOB_Q, 1) == 2;
     /* The softmax on the score accumulators' elements in registers, where
      * their layout allows (tuned for now: untimed on a GPU). */
     plan->row_cluster = 0;
@@ -273,6 +279,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         .emulated = emulated,
         .held_rows = plan->row_cluster ? row_tiles * plan->lane_rows : rs > sg ? rs / sg : 1,
         .register_softmax = plan->row_cluster != 0,
+        .q_shared = plan->q_shared,
     };
     for (;;) {
         uint32_t br_try = subgroups * rs;
@@ -291,11 +298,12 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     }
     uint32_t br = subgroups * rs;
     if (!plan->bc) {
-        char setting[96] = "";
+        char setting[128] = "";
         if (tuned_subgroups || tuning_value(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
-            row_tiles > 1 || plan->row_cluster)
-            snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s: the "
-                     "tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "");
+            row_tiles > 1 || plan->row_cluster || plan->q_shared)
+            snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s%s: "
+                     "the tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "",
+                     plan->q_shared ? ", Q in shared memory" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
                  "do not fit in %u bytes of shared memory and %d registers%s", name,
                  (long long)d->D, (long long)d->Dv, s.m, s.n, s.k, info->shared_memory_bytes,
@@ -330,6 +338,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                           (uint64_t)(dvp / s.n) * (bc / s.k + 3) * (acc + 1);
         uint64_t per_tile = div_up((uint64_t)bc * (dp + dvp), wg) + 2ull * passes * div_up(bc, lpr) +
                             row_tiles * blocks + rs + 8 +
+                            (plan->q_shared ? (uint64_t)row_tiles * (dp / s.k) * (a + 1) : 0) +
                             (bf16 ? 2 * div_up(bc, wg) + 8 +
                                         2 * div_up((uint64_t)bc * (dp + dvp) / COOPMAT_PACK, wg)
                                   : 0);
@@ -396,6 +405,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_LANE_ROWS] = plan->lane_rows;
     spec[AM_SPEC_SLOT_TABLE] = plan->slot_table;
     spec[AM_SPEC_ABLATE] = plan->ablate;
+    spec[AM_SPEC_Q_SHARED] = plan->q_shared;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

@@ -38,6 +38,8 @@ typedef enum tuning_knob {
     KNOB_ABLATE,    /* coopmat: parts of the tile step left out (a timing
                        diagnostic with wrong results: attention_coopmat.comp's
                        ABLATE), taken only with VKATTN_DIAGNOSTICS=1 */
+    KNOB_Q,         /* coopmat: 1 keeps a subgroup's Q in its registers, 2 reads it
+                       from a shared tile for each product */
     KNOB_COLUMNS,   /* matmul_coopmat: a subgroup's matrices along N */
     KNOB_GRID_COLUMNS, /* matmul_coopmat: subgroups side by side along N (the
                        others stack along M) */
