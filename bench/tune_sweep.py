@@ -52,7 +52,7 @@ MATMUL_4096 = "4096,4096,4096"
 # shared memory and the barriers in more than a third. The parts added up
 # to about the whole: they hardly overlapped, with two workgroups of 235
 # registers a multiprocessor. Q read from shared memory (coopmat.q=2) frees
-# 32 registers at D=128 towards a third workgroup.
+# 28 registers at D=128 towards a third workgroup.
 CASES = [
     ("prefill f16 D=128", PREFILL_128, "f16", True, 5, [
         (None, None),

@@ -7,8 +7,9 @@
 // A workgroup owns BR packed query rows of one (batch, kv head) problem and one
 // key range (split), as in attention_tiled.comp (packing, key ranges, split
 // records and push constants are the same). Each subgroup owns RS = MM x
-// ROW_TILES of the rows for the whole key loop: their Q (as f16 operands) and O
-// (f32 accumulators) stay in its matrix registers. Per tile of BC keys:
+// ROW_TILES of the rows for the whole key loop: their Q (as f16 operands; with
+// Q_SHARED in a shared tile instead) and O (f32 accumulators) stay in its
+// matrix registers. Per tile of BC keys:
 //   1. the workgroup stages K and V as f16 in shared memory (zeros past the
 //      block's last key and in the padding of the head dimensions to the matrix
 //      shape): the only two workgroup barriers of the step; with STAGES = 2
@@ -119,7 +120,7 @@ const bool ABLATE_PV = (ABLATE & 4u) != 0u;
 const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
 // Q read by each S product from a shared tile of the block's rows (q_tile)
 // instead of kept in the subgroup's registers: RS x DP halves of operands
-// fewer (32 registers an invocation at D = 128 with 16 rows a subgroup), so
+// fewer (28 registers an invocation at D = 128 with 16 rows a subgroup), so
 // that more workgroups share a multiprocessor and their barriers and loads
 // overlap, for ROW_TILES operand loads more per MK columns of Q.
 layout(constant_id = 20) const bool Q_SHARED = false;

@@ -223,9 +223,8 @@ uint acc_elements()
 #ifdef COOPMAT_KHR
 // The VK_KHR_cooperative_matrix build (made from this one's SPIR-V by
 // tools/coopmat_khr.c) has no conversion from an accumulator to an A operand:
-// includers built with COOPMAT_KHR take no path that needs one, nor a store
-// of an operand (only those paths take one: tools/coopmat_khr.c converts no
-// f16 store).
+// includers built with COOPMAT_KHR take no path that needs one, nor
+// A_STORE, which only such paths take (it stores P operands made so).
 #define A_FROM_ACC(A, AI, ACC, I)
 #define A_STORE(NAME, I, DST, OFF, STRIDE)
 #else
