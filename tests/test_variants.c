@@ -759,16 +759,27 @@ static void test_nonfinite(void **state)
     /* The softmax in registers tiled as on a GPU: several subgroups, each with
      * its own slices of S and P, and 8-key matrices, so that a tile's keys
      * span two blocks of P, which leave the registers a block at a time for
-     * the plain code (one and two row blocks a subgroup). */
-    static const char *gpu_tilings[] = {"coopmat_emulated.softmax=2",
-                                        "coopmat_emulated.rows=2,coopmat_emulated.softmax=2"};
+     * the plain code (one and two row blocks a subgroup); the real kernel
+     * too where the device has matrix units (its A_STORE). */
+    static const char *gpu_tilings[] = {
+        "coopmat_emulated.softmax=2,coopmat.softmax=2",
+        "coopmat_emulated.rows=2,coopmat_emulated.softmax=2,coopmat.rows=2,coopmat.softmax=2"};
+    static const var_path with_real[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 2},
+    };
     for (int i = 0; i < 2; i++) {
         assert_int_equal(setenv("VKATTN_TUNE", gpu_tilings[i], 1), 0);
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x8x8", 1), 0);
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
         test_env *gpu_tiled = test_env_create();
         assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
-        nonfinite_sweep(gpu_tiled, coopmat, NPATHS(coopmat));
+        vkattn_device_info info;
+        bool real = vkattn_context_info(gpu_tiled->gpu, &info) == VKATTN_OK &&
+                    info.cooperative_matrix;
+        nonfinite_sweep(gpu_tiled, with_real, real ? NPATHS(with_real) : NPATHS(coopmat));
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         test_env_destroy(gpu_tiled);
