@@ -312,14 +312,17 @@ void rescale_output(uint slice, uint row0)
 
 // Score s of key t0 + c for held row w (bf16 factors undone), scaled to the
 // exp2 domain and adjusted by the variants; -inf where the row may not see the
-// key (and for rows past the problem).
-float tile_score(float s, Row w, uint b, uint t0, uint c)
+// key (and for rows past the problem). Not `ranged`: the caller knows the row
+// sees every key of the tile (every_key), and no key is checked.
+float tile_score(float s, Row w, uint b, uint t0, uint c, bool ranged)
 {
     uint j = t0 + c;
     if (Q_BF16 || K_BF16)
         s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
     s *= p.scale_log2e;
-    return j >= w.lo && j < w.limit ? adjust_score(s, w.slope, b, w.h, w.i, j, w.origin) : NEG_INF;
+    return !ranged || (j >= w.lo && j < w.limit)
+               ? adjust_score(s, w.slope, b, w.h, w.i, j, w.origin)
+               : NEG_INF;
 }
 
 // Row w's running maximum after a tile whose largest score is step_max,
@@ -351,6 +354,36 @@ float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at, uint c0, uint 
 }
 
 #include "coopmat_register_softmax.glsl"
+
+// The scores (tile_score) of row slot s of row block m in this lane's
+// elements of the score accumulators, each left in its element: their
+// largest. Called with a constant `ranged` (each call inlined with it), so
+// that a tile inside every row's keys runs no key checks.
+float register_scores(uint m, uint s, Row w, uint b, uint t0, bool ranged)
+{
+    float step_max = NEG_INF;
+    MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+        FOR_SLOT_ELEMENTS(s, k,
+            float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), w, b, t0,
+                                 c * MN + element_cell(k).y, ranged);
+            ACC_ELEMENT(s_acc, m * SA + c, k) = x;
+            step_max = max(step_max, x);)
+    return step_max;
+}
+
+// The same for row r of s_tile, this lane's columns of it (chunks of PACK,
+// one packed element of P, every LPR-th), each stored back.
+float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
+{
+    float step_max = NEG_INF;
+    for (uint q = gl_SubgroupInvocationID % LPR; q < BC / PACK; q += LPR)
+        for (uint c = q * PACK; c < q * PACK + PACK; c++) {
+            float s = tile_score(s_tile[r * SS + c], w, b, t0, c, ranged);
+            s_tile[r * SS + c] = s;
+            step_max = max(step_max, s);
+        }
+    return step_max;
+}
 
 void main()
 {
@@ -408,6 +441,16 @@ void main()
         held[pass].m = NEG_INF;
         held[pass].l = 0.0;
     }
+    // Keys every row of the subgroup may see (none where one of its rows is
+    // past the problem): a tile inside them checks no row's key range
+    // (every_key; in a causal prefill, every tile off the diagonal). The lanes
+    // hold every row of the subgroup between them.
+    uvec2 all_keys = uvec2(0u, 0xffffffffu);
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+        all_keys = uvec2(max(all_keys.x, held[pass].lo), min(all_keys.y, held[pass].limit));
+    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+        all_keys = uvec2(max(all_keys.x, subgroupShuffleXor(all_keys.x, offset)),
+                         min(all_keys.y, subgroupShuffleXor(all_keys.y, offset)));
     MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
         ACC_ZERO(o_acc, j);
     if (tid < 4) {
@@ -536,6 +579,7 @@ void main()
         }
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
+        bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;  // the subgroup's alike
         float unit_factor = 1.0;    // O's, where the V unit moved
         if (V_BF16 && o_unit != v_unit) {
             unit_factor = o_unit == O_UNIT_NONE ? 1.0 : pow2(o_unit - v_unit);
@@ -562,13 +606,8 @@ void main()
             [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
                 uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
                 Row w = held[pass];
-                float step_max = NEG_INF;
-                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    FOR_SLOT_ELEMENTS(s, k,
-                        float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), w, b, t0,
-                                             c * MN + element_cell(k).y);
-                        ACC_ELEMENT(s_acc, m * SA + c, k) = x;
-                        step_max = max(step_max, x);)
+                float step_max = every_key ? register_scores(m, s, w, b, t0, false)
+                                           : register_scores(m, s, w, b, t0, true);
                 float alpha, row_max;
                 float shift = next_max(w, cluster_max(step_max), alpha, row_max);
                 float sum = 0.0;
@@ -602,15 +641,8 @@ void main()
         [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
             uint r = row0 + lane / LPR + pass * ROW_LANES;
             Row w = held[pass];
-            // The lane's columns: chunks of PACK (one packed element of P), every
-            // LPR-th.
-            float step_max = NEG_INF;
-            for (uint q = lane % LPR; q < BC / PACK; q += LPR)
-                for (uint c = q * PACK; c < q * PACK + PACK; c++) {
-                    float s = tile_score(s_tile[r * SS + c], w, b, t0, c);
-                    s_tile[r * SS + c] = s;
-                    step_max = max(step_max, s);
-                }
+            float step_max = every_key ? shared_scores(r, w, b, t0, false)
+                                       : shared_scores(r, w, b, t0, true);
             for (uint offset = 1; offset < LPR; offset *= 2)
                 step_max = max(step_max, subgroupShuffleXor(step_max, offset));
             float alpha, m;
