@@ -385,100 +385,96 @@ float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
     return step_max;
 }
 
-void main()
+// What a subgroup works on: one (batch entry, kv head) problem, the block of
+// BR packed query rows from `first` (RS of them its own, from row0 within the
+// block) and this split's keys, with its slices of s_tile and p_tile.
+struct Job {
+    Sequence seq;
+    uint b, g;
+    uint rows;                  // packed query rows of the problem (group x Tq)
+    uint first;                 // the block's first packed row
+    uint split, key_begin, key_end;     // this split and its keys
+    uint row0, slice, p_slice;  // the subgroup's
+    uint k_base, v_base;        // K's and V's (b, g) in their buffers
+    bool k_aligned8, v_aligned8;    // every key row starts 8-element aligned
+};
+
+// This lane's rows: their place in the block, and the softmax state it keeps
+// of each (its row slots of each row block, or its rows of the shared-memory
+// softmax).
+uint held_rows[HELD];
+Row held[HELD];
+// Two stages: this thread's packed elements of the next K and V tiles.
+uvec4 k_next[K_LOADS], v_next[V_LOADS];
+
+// The cell index r * MN + c of each element of where_acc, written through the
+// subgroup's s_tile slice: which row and column each of this lane's
+// accumulator elements is (element_cell).
+void map_accumulator_cells(uint slice)
 {
-    uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-    Sequence seq = sequence(b);
-    uint rows = p.group * seq.Tq;
-    uint blocks = (p.group * p.Tq + BR - 1) / BR;
-    uint block = gl_WorkGroupID.x % blocks, split = gl_WorkGroupID.x / blocks;
-    if (HEAVY_FIRST)
-        block = blocks - 1 - block;
-    if (block * BR >= rows)
-        return;  // past this sequence's rows (packed sequences): the whole workgroup
-    uint tid = gl_LocalInvocationIndex, lane = gl_SubgroupInvocationID, sub = gl_SubgroupID;
-    uint first = block * BR, last = min(first + BR, rows) - 1;
+    for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE)
+        s_tile[slice + e] = float(e);
+    subgroup_shared_sync();
+    ACC_LOAD(where_acc, 0, s_tile, slice, MN);
+    subgroup_shared_sync();
+}
 
-    uint key_begin = split * p.keys_per_split;
-    uint key_end = min(p.Tk, key_begin + p.keys_per_split);
-    uvec2 block_keys = rows_keys(seq, first, last, key_begin, key_end);
-    uint block_limit = block_keys.y;
-
-    // This subgroup's rows, the keys they may see, and the rows its lanes hold.
-    uint row0 = sub * RS;                   // within the block
-    uint slice = sub * S_SLICE;             // its part of s_tile
-    uint p_slice = sub * P_SLICE;           // and of p_tile
-    bool has_rows = first + row0 < rows;
-    uvec2 sub_keys = has_rows ? rows_keys(seq, first + row0, min(first + row0 + RS, rows) - 1,
-                                          key_begin, key_end)
-                              : uvec2(0);
-    if (REG_SOFTMAX) {  // where each element of an accumulator is
-        for (uint e = lane; e < MM * MN; e += SG_SIZE)
-            s_tile[slice + e] = float(e);
-        subgroup_shared_sync();
-        ACC_LOAD(where_acc, 0, s_tile, slice, MN);
-        subgroup_shared_sync();
-    }
-    // The rows whose softmax state this lane keeps: its row slots of each row
-    // block, or its rows of the shared-memory softmax.
-    uint held_rows[HELD];
-    [[unroll]] for (uint pass = 0; pass < HELD; pass++)
-        held_rows[pass] = REG_SOFTMAX ? row0 + pass / LANE_ROWS * MM + slot_row(pass % LANE_ROWS)
-                                      : row0 + lane / LPR + pass * ROW_LANES;
-    // The lane that writes a held row's results (one of those that share it).
-    bool row_writer = REG_SOFTMAX ? lane % ROW_CLUSTER == 0 : lane % LPR == 0;
-    Row held[HELD];
+// Fills held_rows and held (keys, ALiBi, no softmax state yet). Returns the
+// keys every row of the subgroup may see (none where one of its rows is past
+// the problem): a tile inside them checks no row's key range (every_key; in a
+// causal prefill, every tile off the diagonal). The lanes hold every row of
+// the subgroup between them.
+uvec2 hold_rows(Job job)
+{
+    uint lane = gl_SubgroupInvocationID;
     [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
-        uint row = first + held_rows[pass];
-        uint r = min(row, rows - 1);
-        held[pass].h = g * p.group + r / seq.Tq;
-        held[pass].i = r % seq.Tq;
-        uvec2 keys = row_keys(seq, row, rows, key_begin, key_end);
+        held_rows[pass] = REG_SOFTMAX
+                              ? job.row0 + pass / LANE_ROWS * MM + slot_row(pass % LANE_ROWS)
+                              : job.row0 + lane / LPR + pass * ROW_LANES;
+        uint row = job.first + held_rows[pass];
+        uint r = min(row, job.rows - 1);
+        held[pass].h = job.g * p.group + r / job.seq.Tq;
+        held[pass].i = r % job.seq.Tq;
+        uvec2 keys = row_keys(job.seq, row, job.rows, job.key_begin, job.key_end);
         held[pass].lo = keys.x;
         held[pass].limit = keys.y;
-        held[pass].origin = alibi_origin(seq, held[pass].i);
+        held[pass].origin = alibi_origin(job.seq, held[pass].i);
         held[pass].slope = alibi_slope_log2e(held[pass].h);
+        held[pass].q_factor = 1.0;
         held[pass].m = NEG_INF;
         held[pass].l = 0.0;
     }
-    // Keys every row of the subgroup may see (none where one of its rows is
-    // past the problem): a tile inside them checks no row's key range
-    // (every_key; in a causal prefill, every tile off the diagonal). The lanes
-    // hold every row of the subgroup between them.
     uvec2 all_keys = uvec2(0u, 0xffffffffu);
     [[unroll]] for (uint pass = 0; pass < HELD; pass++)
         all_keys = uvec2(max(all_keys.x, held[pass].lo), min(all_keys.y, held[pass].limit));
     for (uint offset = 1; offset < SG_SIZE; offset *= 2)
         all_keys = uvec2(max(all_keys.x, subgroupShuffleXor(all_keys.x, offset)),
                          min(all_keys.y, subgroupShuffleXor(all_keys.y, offset)));
-    MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
-        ACC_ZERO(o_acc, j);
-    if (tid < 4) {
-        v_nonfinite_tile[tid] = 0;
-        v_exponent[tid] = 0;
-    }
-    if (K_BF16)
-        for (uint c = tid; c < BC; c += WG)
-            k_exponent[c] = 0;
-    if (Q_BF16) {   // each row's largest exponent, before its first row is converted
+    return all_keys;
+}
+
+// The block's Q: into q_tile (Q_SHARED; the first tile's barrier orders it
+// before the products), or QCH rows at a time through k_tile into the
+// subgroups' operands. bf16 rows are divided by a power of 2 each (their
+// largest exponents first), which their held rows' q_factor undoes.
+void load_q(Job job)
+{
+    uint tid = gl_LocalInvocationIndex;
+    if (Q_BF16) {
         for (uint r = tid; r < BR; r += WG)
             q_exponent[r] = 0;
         barrier();
         for (uint e = tid; e < BR * DP / PACK; e += WG) {
             uint r = e / (DP / PACK);
-            atomicMax(q_exponent[r], bf16_max_exponent(q_words(seq, b, g, first + r, rows,
-                                                                e % (DP / PACK) * PACK)));
+            atomicMax(q_exponent[r], bf16_max_exponent(q_words(job.seq, job.b, job.g, job.first + r,
+                                                                job.rows, e % (DP / PACK) * PACK)));
         }
     }
-
-    // Q, into q_tile (the first tile's barrier orders it before the
-    // products), or QCH rows at a time through k_tile into the subgroups'
-    // operands.
     if (Q_SHARED) {
         barrier();  // the rows' bf16 exponents are complete
         for (uint e = tid; e < BR * DP / PACK; e += WG) {
             uint r = e / (DP / PACK), d = e % (DP / PACK) * PACK;
-            uvec4 words = q_words(seq, b, g, first + r, rows, d);
+            uvec4 words = q_words(job.seq, job.b, job.g, job.first + r, job.rows, d);
             if (Q_BF16)
                 words = bf16_to_f16(words, bf16_shift(q_exponent[r]));
             q_tile[(r * KS + d) / PACK] = words;
@@ -488,95 +484,353 @@ void main()
         barrier();
         for (uint e = tid; e < QCH * DP / PACK; e += WG) {
             uint r = c0 + e / (DP / PACK), d = e % (DP / PACK) * PACK;
-            uvec4 words = q_words(seq, b, g, first + r, rows, d);
+            uvec4 words = q_words(job.seq, job.b, job.g, job.first + r, job.rows, d);
             if (Q_BF16)     // rows past the block (a last chunk's) go unused
                 words = bf16_to_f16(words, bf16_shift(q_exponent[min(r, BR - 1)]));
             k_tile[(e / (DP / PACK) * KS + d) / PACK] = words;
         }
         barrier();
         MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++) {
-            uint r0 = row0 + m * MM;    // a row block lies in one chunk or none
+            uint r0 = job.row0 + m * MM;    // a row block lies in one chunk or none
             if (r0 >= c0 && r0 < c0 + QCH)
                 MATRIX_UNROLL for (uint k = 0; k < QA; k++)
                     A_LOAD(q_a, m * QA + k, k_tile, (r0 - c0) * KS + k * MK, KS);
         }
     }
-    [[unroll]] for (uint pass = 0; pass < HELD; pass++)
-        held[pass].q_factor = Q_BF16 ? pow2(bf16_shift(q_exponent[held_rows[pass]])) : 1.0;
+    if (Q_BF16)
+        [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+            held[pass].q_factor = pow2(bf16_shift(q_exponent[held_rows[pass]]));
+}
 
-    uint k_base = b * p.k_sb + g * p.k_sh;
-    uint v_base = b * p.v_sb + g * p.v_sh;
-    bool k_aligned8 = ((k_base | p.k_ss) & 7u) == 0u;
-    bool v_aligned8 = ((v_base | p.v_ss) & 7u) == 0u;
+// Two stages: the tile of keys from t into k_next and v_next.
+void load_next_tile(Job job, uint t, uint block_limit)
+{
+    uint tid = gl_LocalInvocationIndex, b = job.b;
+    Sequence seq = job.seq;
+    LOAD_TILE(k_next, K_LOADS, t, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8)
+    LOAD_TILE(v_next, V_LOADS, t, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8)
+}
+
+// 1. The tile of keys from t0 into k_tile and v_tile as f16, between the
+// step's two workgroup barriers (bf16: the tile's exponents, then its powers
+// of 2; v_unit and v_top follow its V), then, with two stages, the next tile
+// into registers.
+void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int v_top)
+{
+    uint tid = gl_LocalInvocationIndex, b = job.b;
+    Sequence seq = job.seq;
+    barrier();  // every subgroup is done with the previous tile (and with Q)
+    if (!REGISTER_STAGING && ANY_BF16) {   // as they are; bf16 converted below
+        STAGE_TILE(k_tile, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        STAGE_TILE(v_tile, VS, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, !V_BF16)
+    }
+    if (ANY_BF16) {     // the tile's exponents, then its powers of 2
+        if (K_BF16 && REGISTER_STAGING)
+            KEY_EXPONENTS(k_exponent, k_next, K_LOADS, DP)
+        else if (K_BF16)
+            TILE_KEY_EXPONENTS(k_exponent, k_tile, KS, DP)
+        if (V_BF16) {
+            uint top = 0;
+            if (REGISTER_STAGING)
+                [[unroll]] for (uint i = 0; i < V_LOADS; i++)
+                    top = max(top, bf16_max_exponent(v_next[i]));
+            else
+                for (uint e = tid; e < BC * DVP / PACK; e += WG) {
+                    uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
+                    top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
+                }
+            for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+                top = max(top, subgroupShuffleXor(top, offset));
+            if (gl_SubgroupInvocationID == 0)
+                atomicMax(v_exponent[0], top);
+        }
+        barrier();
+        if (V_BF16) {
+            int tile_shift = bf16_shift(v_exponent[0]);
+            v_top = max(v_top, tile_shift);
+            if (tile_shift > v_unit || tile_shift < v_unit - V_UNIT_SLACK)
+                v_unit = max(tile_shift, v_top - V_UNIT_RANGE);
+        }
+        if (K_BF16)
+            for (uint c = tid; c < BC; c += WG)
+                k_factor[c] = pow2(bf16_shift(k_exponent[c]));
+    }
+    if (REGISTER_STAGING) {
+        STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
+        STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
+    } else if (ANY_BF16) {
+        if (K_BF16)
+            CONVERT_TILE(k_tile, KS, DP, false, bf16_shift(k_exponent[c]))
+        if (V_BF16)
+            CONVERT_TILE(v_tile, VS, DVP, true, v_unit)
+    } else {
+        STAGE_TILE(k_tile, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        STAGE_TILE(v_tile, VS, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, true)
+    }
+    barrier();
+    if (K_BF16)     // read above; raised again after the next tile's first barrier
+        for (uint c = tid; c < BC; c += WG)
+            k_exponent[c] = 0;
+    if (V_BF16 && tid == 0)
+        v_exponent[0] = 0;
+    if (STAGES == 2 && t0 + BC < block_limit)
+        load_next_tile(job, t0 + BC, block_limit);
+}
+
+// 2. S = Q K^T for the subgroup's rows, in the score accumulators.
+void compute_scores(uint row0)
+{
+    MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
+        ACC_ZERO(s_acc, c);
+    if (!ABLATE_SCORES)
+        MATRIX_UNROLL for (uint k = 0; k < QA; k++) {
+            if (Q_SHARED)   // the row blocks' MK columns k of Q
+                MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                    A_LOAD(q_a, m, q_tile, (row0 + m * MM) * KS + k * MK, KS);
+            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                ACC_MMA_ROWS(s_acc, c, SA, q_a, Q_SHARED ? 0 : k, Q_SHARED ? 1 : QA, ROW_TILES,
+                             k_tile, c * MN * KS + k * MK, KS, true)
+        }
+}
+
+// 3. The online softmax on the score accumulators' own elements (ROW_CLUSTER):
+// each held row's weights of the tile left in its elements, O rescaled in its
+// registers, P converted to f16 operands there. Keys a row may not see (and
+// rows past the problem) get weight exactly 0; every_key: none to check.
+void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
+{
+    float factors[HELD];
+    bool any_factor = false;
+    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
+        uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
+        Row w = held[pass];
+        float step_max = every_key ? register_scores(m, s, w, b, t0, false)
+                                   : register_scores(m, s, w, b, t0, true);
+        float alpha, row_max;
+        float shift = next_max(w, cluster_max(step_max), alpha, row_max);
+        float sum = 0.0;
+        MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+            FOR_SLOT_ELEMENTS(s, k,
+                float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift);
+                ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
+                sum += weight;)
+        held[pass].l = w.l * alpha + cluster_sum(sum);
+        held[pass].m = row_max;
+        factors[pass] = alpha * unit_factor;
+        any_factor = any_factor || factors[pass] != 1.0;
+    }
+    if (subgroup_any_true(any_factor))  // O rescaled in its registers
+        [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+            MATRIX_UNROLL for (uint j = 0; j < OA; j++)
+                FOR_SLOT_ELEMENTS(pass % LANE_ROWS, k,
+                    ACC_ELEMENT(o_acc, pass / LANE_ROWS * OA + j, k) *= factors[pass];)
+    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+        MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+            A_FROM_ACC(p_a, m * PA + c, s_acc, m * SA + c);
+}
+
+// 3. The same through the subgroup's slices of s_tile and p_tile (LPR lanes a
+// row), O rescaled through shared memory, P loaded from p_tile as operands.
+void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
+{
+    uint lane = gl_SubgroupInvocationID;
+    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+        MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+            ACC_STORE(s_acc, m * SA + c, s_tile, job.slice + m * MM * SS + c * MN, SS);
+    subgroup_shared_sync();
+    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
+        uint r = job.row0 + lane / LPR + pass * ROW_LANES;
+        Row w = held[pass];
+        float step_max = every_key ? shared_scores(r, w, job.b, t0, false)
+                                   : shared_scores(r, w, job.b, t0, true);
+        for (uint offset = 1; offset < LPR; offset *= 2)
+            step_max = max(step_max, subgroupShuffleXor(step_max, offset));
+        float alpha, m;
+        float shift = next_max(w, step_max, alpha, m);
+        float sum = 0.0;
+        for (uint q = lane % LPR; q < BC / PACK; q += LPR) {
+            uvec4 words;
+            [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
+                uint c = r * SS + q * PACK + 2 * w2;
+                vec2 weights = exp2(vec2(s_tile[c], s_tile[c + 1]) - shift);
+                words[w2] = packHalf2x16(weights);
+                sum += weights.x + weights.y;
+            }
+            p_tile[r * PS / PACK + q] = words;
+        }
+        for (uint offset = 1; offset < LPR; offset *= 2)
+            sum += subgroupShuffleXor(sum, offset);
+        held[pass].l = w.l * alpha + sum;
+        held[pass].m = m;
+        if (lane % LPR == 0)
+            row_factor[r] = alpha * unit_factor;
+    }
+    subgroup_shared_sync();
+    bool rescale = false;
+    for (uint r = 0; r < (ABLATE_SOFTMAX ? 0 : RS); r++)
+        rescale = rescale || row_factor[job.row0 + r] != 1.0;
+    if (rescale)    // the same for the whole subgroup
+        rescale_output(job.slice, job.row0);
+    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+        MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+            A_LOAD(p_a, m * PA + k, p_tile, job.p_slice + m * MM * PS + k * MK, PS);
+}
+
+// 4. O += P V from the subgroup's P operands and the shared V tile.
+void add_pv(Job job, uint t0)
+{
+    if (ABLATE_PV) {
+        // the timing diagnostic: no products
+    } else if (nonfinite_tile() != t0 + 1) {
+        // Key blocks outer: consecutive products go to different O
+        // accumulators, so that none waits for the one before it (each O
+        // block still sums its key blocks in order).
+        MATRIX_UNROLL for (uint k = 0; k < PA; k++)
+            MATRIX_UNROLL for (uint j = 0; j < OA; j++)
+                ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
+                             k * MK * VS + j * MN, VS, false)
+    } else {
+        // An Inf or NaN in this V tile: the block product would multiply it by
+        // the zero weights of rows that may not see its key (0 * NaN = NaN).
+        // Plain code over the keys each row sees instead (DESIGN.md section 2).
+        // P is f16 and 0 for masked keys (the block product needs it so),
+        // so with a mask a key whose weight rounded to 0 is skipped too,
+        // unlike the f32 kernels (key_weight): this kernel's P is rounded.
+        // With the softmax in registers, P leaves them a block at a
+        // time for p_tile's block (A_STORE: f16, as the products take it).
+        MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
+            ACC_STORE(o_acc, oj, s_tile, job.slice, MN);
+            subgroup_shared_sync();
+            MATRIX_UNROLL for (uint k = 0; k < (REG_SOFTMAX ? PA : 1); k++) {
+                if (REG_SOFTMAX) {
+                    A_STORE(p_a, oj / OA * PA + k, p_tile, job.p_slice, PBS);
+                    subgroup_shared_sync();
+                }
+                for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE) {
+                    uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
+                    uvec2 keys = row_keys(job.seq, job.first + job.row0 + r, job.rows,
+                                          job.key_begin, job.key_end);
+                    s_tile[job.slice + e] =
+                        REG_SOFTMAX
+                            ? plain_pv(s_tile[job.slice + e], t0, keys, d,
+                                       job.p_slice + e / MN * PBS, k * MK, MK)
+                            : plain_pv(s_tile[job.slice + e], t0, keys, d,
+                                       job.p_slice + r * PS, 0, BC);
+                }
+                subgroup_shared_sync();
+            }
+            ACC_LOAD(o_acc, oj, s_tile, job.slice, MN);
+            subgroup_shared_sync();
+        }
+    }
+}
+
+// O of the subgroup's rows, or with a split their partials (O, m and l),
+// written through its s_tile slice a block at a time. Each row's output scale
+// (1 with a split) goes to row_factor, where the last tile's lanes may still
+// be reading its factors; O's bf16 unit 2^o_unit is applied after it (their
+// product could underflow).
+void write_output(Job job, int o_unit)
+{
+    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
+    bool row_writer = REG_SOFTMAX ? gl_SubgroupInvocationID % ROW_CLUSTER == 0
+                                  : gl_SubgroupInvocationID % LPR == 0;
+    subgroup_shared_sync();
+    [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+        uint r = held_rows[pass];
+        uint row = job.first + r;
+        Row w = held[pass];
+        if (row_writer)
+            row_factor[r] = SPLIT ? 1.0
+                                  : output_scale(w.m, w.l, row_sink(job.seq, w.h, w.i, w.slope));
+        if (SPLIT && row_writer && row < job.rows) {
+            uint record = partial_record(job.b * p.Hkv + job.g, job.split, row);
+            o32[p.ml_offset + 2 * record] = w.m;
+            o32[p.ml_offset + 2 * record + 1] = w.l;
+        }
+    }
+    subgroup_shared_sync();
+    MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
+        ACC_STORE(o_acc, oj, s_tile, job.slice, MN);
+        subgroup_shared_sync();
+        for (uint e = gl_SubgroupInvocationID; e < MM * MN; e += SG_SIZE) {
+            uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
+            uint row = job.first + job.row0 + r;
+            if (row >= job.rows || d >= DV)
+                continue;
+            float x = s_tile[job.slice + e] * row_factor[job.row0 + r];
+            if (V_BF16)
+                x *= o_scale;
+            if (SPLIT) {
+                uint record = partial_record(job.b * p.Hkv + job.g, job.split, row);
+                o32[record * DV4 * 4 + d] = x;
+            } else {
+                uint h = job.g * p.group + row / job.seq.Tq;
+                uint i = job.seq.q_first + row % job.seq.Tq;
+                o32[job.b * p.o_sb + h * p.o_sh + i * p.o_ss + d] = x;
+            }
+        }
+        subgroup_shared_sync();
+    }
+}
+
+void main()
+{
+    Job job;
+    job.g = gl_WorkGroupID.y, job.b = gl_WorkGroupID.z;
+    job.seq = sequence(job.b);
+    job.rows = p.group * job.seq.Tq;
+    uint blocks = (p.group * p.Tq + BR - 1) / BR;
+    uint block = gl_WorkGroupID.x % blocks;
+    job.split = gl_WorkGroupID.x / blocks;
+    if (HEAVY_FIRST)
+        block = blocks - 1 - block;
+    if (block * BR >= job.rows)
+        return;  // past this sequence's rows (packed sequences): the whole workgroup
+    job.first = block * BR;
+    job.key_begin = job.split * p.keys_per_split;
+    job.key_end = min(p.Tk, job.key_begin + p.keys_per_split);
+    uvec2 block_keys = rows_keys(job.seq, job.first, min(job.first + BR, job.rows) - 1,
+                                 job.key_begin, job.key_end);
+    uint block_limit = block_keys.y;
+    job.row0 = gl_SubgroupID * RS;
+    job.slice = gl_SubgroupID * S_SLICE;
+    job.p_slice = gl_SubgroupID * P_SLICE;
+    job.k_base = job.b * p.k_sb + job.g * p.k_sh;
+    job.v_base = job.b * p.v_sb + job.g * p.v_sh;
+    job.k_aligned8 = ((job.k_base | p.k_ss) & 7u) == 0u;
+    job.v_aligned8 = ((job.v_base | p.v_ss) & 7u) == 0u;
+
+    // The keys some row of this subgroup may see, and those all of them may.
+    bool has_rows = job.first + job.row0 < job.rows;
+    uvec2 sub_keys = has_rows ? rows_keys(job.seq, job.first + job.row0,
+                                          min(job.first + job.row0 + RS, job.rows) - 1,
+                                          job.key_begin, job.key_end)
+                              : uvec2(0);
+    if (REG_SOFTMAX)
+        map_accumulator_cells(job.slice);
+    uvec2 all_keys = hold_rows(job);
+
+    uint tid = gl_LocalInvocationIndex;
+    MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
+        ACC_ZERO(o_acc, j);
+    if (tid < 4) {
+        v_nonfinite_tile[tid] = 0;
+        v_exponent[tid] = 0;
+    }
+    if (K_BF16)
+        for (uint c = tid; c < BC; c += WG)
+            k_exponent[c] = 0;
+    load_q(job);
 
     // bf16 V: the V tiles are staged in units of 2^v_unit (all subgroups
     // alike; v_top: the largest tile's), this subgroup's O is in units of
     // 2^o_unit (moved to v_unit before its next P V).
     int v_unit = -SHIFT_LIMIT, v_top = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
-    uvec4 k_next[K_LOADS], v_next[V_LOADS];   // two stages: the next tile
-    if (STAGES == 2 && block_keys.x < block_limit) {
-        LOAD_TILE(k_next, K_LOADS, block_keys.x, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
-        LOAD_TILE(v_next, V_LOADS, block_keys.x, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
-    }
+    if (STAGES == 2 && block_keys.x < block_limit)
+        load_next_tile(job, block_keys.x, block_limit);
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
-        barrier();  // every subgroup is done with the previous tile (and with Q)
-        if (!REGISTER_STAGING && ANY_BF16) {   // as they are; bf16 converted below
-            STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
-            STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, !V_BF16)
-        }
-        if (ANY_BF16) {     // the tile's exponents, then its powers of 2
-            if (K_BF16 && REGISTER_STAGING)
-                KEY_EXPONENTS(k_exponent, k_next, K_LOADS, DP)
-            else if (K_BF16)
-                TILE_KEY_EXPONENTS(k_exponent, k_tile, KS, DP)
-            if (V_BF16) {
-                uint top = 0;
-                if (REGISTER_STAGING)
-                    [[unroll]] for (uint i = 0; i < V_LOADS; i++)
-                        top = max(top, bf16_max_exponent(v_next[i]));
-                else
-                    for (uint e = tid; e < BC * DVP / PACK; e += WG) {
-                        uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
-                        top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
-                    }
-                for (uint offset = 1; offset < SG_SIZE; offset *= 2)
-                    top = max(top, subgroupShuffleXor(top, offset));
-                if (lane == 0)
-                    atomicMax(v_exponent[0], top);
-            }
-            barrier();
-            if (V_BF16) {
-                int tile_shift = bf16_shift(v_exponent[0]);
-                v_top = max(v_top, tile_shift);
-                if (tile_shift > v_unit || tile_shift < v_unit - V_UNIT_SLACK)
-                    v_unit = max(tile_shift, v_top - V_UNIT_RANGE);
-            }
-            if (K_BF16)
-                for (uint c = tid; c < BC; c += WG)
-                    k_factor[c] = pow2(bf16_shift(k_exponent[c]));
-        }
-        if (REGISTER_STAGING) {
-            STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
-            STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
-        } else if (ANY_BF16) {
-            if (K_BF16)
-                CONVERT_TILE(k_tile, KS, DP, false, bf16_shift(k_exponent[c]))
-            if (V_BF16)
-                CONVERT_TILE(v_tile, VS, DVP, true, v_unit)
-        } else {
-            STAGE_TILE(k_tile, KS, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8, false)
-            STAGE_TILE(v_tile, VS, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8, true)
-        }
-        barrier();
-        if (K_BF16)     // read above; raised again after the next tile's first barrier
-            for (uint c = tid; c < BC; c += WG)
-                k_exponent[c] = 0;
-        if (V_BF16 && tid == 0)
-            v_exponent[0] = 0;
-        if (STAGES == 2 && t0 + BC < block_limit) {
-            LOAD_TILE(k_next, K_LOADS, t0 + BC, k16, k16x8, k_base, p.k_ss, D, DP, k_aligned8)
-            LOAD_TILE(v_next, V_LOADS, t0 + BC, v16, v16x8, v_base, p.v_ss, DV, DVP, v_aligned8)
-        }
+        stage_tile(job, t0, block_limit, v_unit, v_top);
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
         bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;  // the subgroup's alike
@@ -585,182 +839,13 @@ void main()
             unit_factor = o_unit == O_UNIT_NONE ? 1.0 : pow2(o_unit - v_unit);
             o_unit = v_unit;
         }
-
-        // 2. S = Q K^T for the subgroup's rows.
-        MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
-            ACC_ZERO(s_acc, c);
-        if (!ABLATE_SCORES)
-            MATRIX_UNROLL for (uint k = 0; k < QA; k++) {
-                if (Q_SHARED)   // the row blocks' MK columns k of Q
-                    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-                        A_LOAD(q_a, m, q_tile, (row0 + m * MM) * KS + k * MK, KS);
-                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    ACC_MMA_ROWS(s_acc, c, SA, q_a, Q_SHARED ? 0 : k, Q_SHARED ? 1 : QA, ROW_TILES,
-                                 k_tile, c * MN * KS + k * MK, KS, true)
-            }
-        if (REG_SOFTMAX) {
-            // 3. Online softmax on the score accumulators' own elements; keys a
-            // row may not see (and rows past the problem) get weight exactly 0.
-            float factors[HELD];
-            bool any_factor = false;
-            [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
-                uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
-                Row w = held[pass];
-                float step_max = every_key ? register_scores(m, s, w, b, t0, false)
-                                           : register_scores(m, s, w, b, t0, true);
-                float alpha, row_max;
-                float shift = next_max(w, cluster_max(step_max), alpha, row_max);
-                float sum = 0.0;
-                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    FOR_SLOT_ELEMENTS(s, k,
-                        float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift);
-                        ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
-                        sum += weight;)
-                held[pass].l = w.l * alpha + cluster_sum(sum);
-                held[pass].m = row_max;
-                factors[pass] = alpha * unit_factor;
-                any_factor = any_factor || factors[pass] != 1.0;
-            }
-            if (subgroup_any_true(any_factor))  // O rescaled in its registers
-                [[unroll]] for (uint pass = 0; pass < HELD; pass++)
-                    MATRIX_UNROLL for (uint j = 0; j < OA; j++)
-                        FOR_SLOT_ELEMENTS(pass % LANE_ROWS, k,
-                            ACC_ELEMENT(o_acc, pass / LANE_ROWS * OA + j, k) *= factors[pass];)
-            // P as f16 operands, from the registers it is in.
-            MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-                MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                    A_FROM_ACC(p_a, m * PA + c, s_acc, m * SA + c);
-        } else {
-        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                ACC_STORE(s_acc, m * SA + c, s_tile, slice + m * MM * SS + c * MN, SS);
-        subgroup_shared_sync();
-
-        // 3. Online softmax through s_tile and p_tile; keys a row may not see
-        // (and rows past the problem) get weight exactly 0.
-        [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
-            uint r = row0 + lane / LPR + pass * ROW_LANES;
-            Row w = held[pass];
-            float step_max = every_key ? shared_scores(r, w, b, t0, false)
-                                       : shared_scores(r, w, b, t0, true);
-            for (uint offset = 1; offset < LPR; offset *= 2)
-                step_max = max(step_max, subgroupShuffleXor(step_max, offset));
-            float alpha, m;
-            float shift = next_max(w, step_max, alpha, m);
-            float sum = 0.0;
-            for (uint q = lane % LPR; q < BC / PACK; q += LPR) {
-                uvec4 words;
-                [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
-                    uint c = r * SS + q * PACK + 2 * w2;
-                    vec2 weights = exp2(vec2(s_tile[c], s_tile[c + 1]) - shift);
-                    words[w2] = packHalf2x16(weights);
-                    sum += weights.x + weights.y;
-                }
-                p_tile[r * PS / PACK + q] = words;
-            }
-            for (uint offset = 1; offset < LPR; offset *= 2)
-                sum += subgroupShuffleXor(sum, offset);
-            held[pass].l = w.l * alpha + sum;
-            held[pass].m = m;
-            if (lane % LPR == 0)
-                row_factor[r] = alpha * unit_factor;
-        }
-        subgroup_shared_sync();
-        bool rescale = false;
-        for (uint r = 0; r < (ABLATE_SOFTMAX ? 0 : RS); r++)
-            rescale = rescale || row_factor[row0 + r] != 1.0;
-        if (rescale)    // the same for the whole subgroup
-            rescale_output(slice, row0);
-
-        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
-            MATRIX_UNROLL for (uint k = 0; k < PA; k++)
-                A_LOAD(p_a, m * PA + k, p_tile, p_slice + m * MM * PS + k * MK, PS);
-        }
-
-        // 4. O += P V.
-        if (ABLATE_PV) {
-            // the timing diagnostic: no products
-        } else if (nonfinite_tile() != t0 + 1) {
-            // Key blocks outer: consecutive products go to different O
-            // accumulators, so that none waits for the one before it (each O
-            // block still sums its key blocks in order).
-            MATRIX_UNROLL for (uint k = 0; k < PA; k++)
-                MATRIX_UNROLL for (uint j = 0; j < OA; j++)
-                    ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
-                                 k * MK * VS + j * MN, VS, false)
-        } else {
-            // An Inf or NaN in this V tile: the block product would multiply it by
-            // the zero weights of rows that may not see its key (0 * NaN = NaN).
-            // Plain code over the keys each row sees instead (DESIGN.md section 2).
-            // P is f16 and 0 for masked keys (the block product needs it so),
-            // so with a mask a key whose weight rounded to 0 is skipped too,
-            // unlike the f32 kernels (key_weight): this kernel's P is rounded.
-            // With the softmax in registers, P leaves them a block at a
-            // time for p_tile's block (A_STORE: f16, as the products take it).
-            MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
-                ACC_STORE(o_acc, oj, s_tile, slice, MN);
-                subgroup_shared_sync();
-                MATRIX_UNROLL for (uint k = 0; k < (REG_SOFTMAX ? PA : 1); k++) {
-                    if (REG_SOFTMAX) {
-                        A_STORE(p_a, oj / OA * PA + k, p_tile, p_slice, PBS);
-                        subgroup_shared_sync();
-                    }
-                    for (uint e = lane; e < MM * MN; e += SG_SIZE) {
-                        uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN;
-                        uvec2 keys = row_keys(seq, first + row0 + r, rows, key_begin, key_end);
-                        s_tile[slice + e] =
-                            REG_SOFTMAX
-                                ? plain_pv(s_tile[slice + e], t0, keys, d,
-                                           p_slice + e / MN * PBS, k * MK, MK)
-                                : plain_pv(s_tile[slice + e], t0, keys, d, p_slice + r * PS, 0, BC);
-                    }
-                    subgroup_shared_sync();
-                }
-                ACC_LOAD(o_acc, oj, s_tile, slice, MN);
-                subgroup_shared_sync();
-            }
-        }
+        compute_scores(job.row0);
+        if (REG_SOFTMAX)
+            softmax_in_registers(job.b, t0, every_key, unit_factor);
+        else
+            softmax_in_shared(job, t0, every_key, unit_factor);
+        add_pv(job, t0);
     }
-
-    if (!has_rows)
-        return;
-    // Each row's output scale (1 with a split: its partial keeps O, m and l),
-    // written where the last tile's lanes may still be reading its factors;
-    // O's unit is applied after it (their product could underflow).
-    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
-    subgroup_shared_sync();
-    [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
-        uint r = held_rows[pass];
-        uint row = first + r;
-        Row w = held[pass];
-        if (row_writer)
-            row_factor[r] = SPLIT ? 1.0
-                                  : output_scale(w.m, w.l, row_sink(seq, w.h, w.i, w.slope));
-        if (SPLIT && row_writer && row < rows) {
-            uint record = partial_record(b * p.Hkv + g, split, row);
-            o32[p.ml_offset + 2 * record] = w.m;
-            o32[p.ml_offset + 2 * record + 1] = w.l;
-        }
-    }
-    subgroup_shared_sync();
-    MATRIX_UNROLL for (uint oj = 0; oj < OA * ROW_TILES; oj++) {
-        ACC_STORE(o_acc, oj, s_tile, slice, MN);
-        subgroup_shared_sync();
-        for (uint e = lane; e < MM * MN; e += SG_SIZE) {
-            uint r = oj / OA * MM + e / MN, d = oj % OA * MN + e % MN, row = first + row0 + r;
-            if (row >= rows || d >= DV)
-                continue;
-            float x = s_tile[slice + e] * row_factor[row0 + r];
-            if (V_BF16)
-                x *= o_scale;
-            if (SPLIT) {
-                uint record = partial_record(b * p.Hkv + g, split, row);
-                o32[record * DV4 * 4 + d] = x;
-            } else {
-                uint h = g * p.group + row / seq.Tq;
-                o32[b * p.o_sb + h * p.o_sh + (seq.q_first + row % seq.Tq) * p.o_ss + d] = x;
-            }
-        }
-        subgroup_shared_sync();
-    }
+    if (has_rows)
+        write_output(job, o_unit);
 }

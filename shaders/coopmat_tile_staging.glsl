@@ -2,7 +2,7 @@
 // are loaded (one stage), or loaded into registers and stored once the
 // previous tile is done with (two stages), bf16 converted to f16 on the way
 // (coopmat_bf16.glsl). Macros over the kernel's own names (t0, block_limit,
-// b, seq, tid, key_row, v_nonfinite_tile), expanded in its main().
+// b, seq, tid, key_row, v_nonfinite_tile), expanded in its staging functions.
 
 // Whether any of the eight halves is an Inf or a NaN (exponent all ones).
 bool nonfinite_halves(uvec4 words)
