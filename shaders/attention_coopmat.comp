@@ -12,8 +12,9 @@
 // matrix registers. Per tile of BC keys:
 //   1. the workgroup stages K and V as f16 in shared memory (zeros past the
 //      block's last key and in the padding of the head dimensions to the matrix
-//      shape): the only two workgroup barriers of the step; with STAGES = 2
-//      from registers loaded while the previous tile computed;
+//      shape): the step's workgroup barriers (two; three with bf16 inputs,
+//      whose exponents come first); with STAGES = 2 from registers loaded
+//      while the previous tile computed;
 //   2. each subgroup whose rows may see a key of the tile computes its RS x BC
 //      scores S = Q K^T (K read column-major; each block of K loaded once for
 //      its ROW_TILES row blocks) and stores them to its slice of s_tile;
@@ -419,7 +420,8 @@ void map_accumulator_cells(uint slice)
     subgroup_shared_sync();
 }
 
-// Fills held_rows and held (keys, ALiBi, no softmax state yet). Returns the
+// Fills held_rows and held (keys, ALiBi, the softmax state of no key yet;
+// q_factor 1 until load_q has bf16 rows' powers of 2). Returns the
 // keys every row of the subgroup may see (none where one of its rows is past
 // the problem): a tile inside them checks no row's key range (every_key; in a
 // causal prefill, every tile off the diagonal). The lanes hold every row of
@@ -511,10 +513,10 @@ void load_next_tile(Job job, uint t, uint block_limit)
     LOAD_TILE(v_next, V_LOADS, t, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8)
 }
 
-// 1. The tile of keys from t0 into k_tile and v_tile as f16, between the
-// step's two workgroup barriers (bf16: the tile's exponents, then its powers
-// of 2; v_unit and v_top follow its V), then, with two stages, the next tile
-// into registers.
+// 1. The tile of keys from t0 into k_tile and v_tile as f16, from the step's
+// first workgroup barrier to its last (bf16: the tile's exponents, a barrier,
+// then its powers of 2; v_unit and v_top follow its V), then, with two
+// stages, the next tile into registers.
 void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int v_top)
 {
     uint tid = gl_LocalInvocationIndex, b = job.b;
@@ -733,8 +735,9 @@ void add_pv(Job job, uint t0)
 void write_output(Job job, int o_unit)
 {
     float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
-    bool row_writer = REG_SOFTMAX ? gl_SubgroupInvocationID % ROW_CLUSTER == 0
-                                  : gl_SubgroupInvocationID % LPR == 0;
+    // (max: both sides may be evaluated, and ROW_CLUSTER is 0 without REG_SOFTMAX)
+    uint lanes_per_row = REG_SOFTMAX ? max(ROW_CLUSTER, 1u) : LPR;
+    bool row_writer = gl_SubgroupInvocationID % lanes_per_row == 0;
     subgroup_shared_sync();
     [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
         uint r = held_rows[pass];
