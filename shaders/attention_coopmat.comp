@@ -143,6 +143,7 @@ const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec
 const uint LPR = SG_SIZE >= RS ? SG_SIZE / RS : 1;
 const uint ROW_PASSES = SG_SIZE >= RS ? 1 : RS / SG_SIZE;
 const uint ROW_LANES = SG_SIZE / LPR;
+const uint LANE_CHUNKS = (BC / PACK + LPR - 1) / LPR;  // chunks of a row a lane takes at most
 // Row strides of the shared tiles (in halves or floats): 16 bytes past the
 // row's length, which keeps
 // the matrix loads' 16-byte alignment and spreads the rows that one matrix load
@@ -372,17 +373,26 @@ float register_scores(uint m, uint s, Row w, uint b, uint t0, bool ranged)
     return step_max;
 }
 
+// The shared-memory softmax: this lane's scores of the row it is on, read from
+// s_tile once (each score's one shared-memory read; weights from registers).
+float lane_scores[LANE_CHUNKS * PACK];
+
 // The same for row r of s_tile, this lane's columns of it (chunks of PACK,
-// one packed element of P, every LPR-th), each stored back.
+// one packed element of P, every LPR-th), each kept in lane_scores.
 float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
 {
     float step_max = NEG_INF;
-    for (uint q = gl_SubgroupInvocationID % LPR; q < BC / PACK; q += LPR)
-        for (uint c = q * PACK; c < q * PACK + PACK; c++) {
-            float s = tile_score(s_tile[r * SS + c], w, b, t0, c, ranged);
-            s_tile[r * SS + c] = s;
+    [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
+        uint q = gl_SubgroupInvocationID % LPR + i * LPR;
+        [[unroll]] for (uint e = 0; e < PACK; e++) {
+            uint c = q * PACK + e;
+            // (a lane past the row's chunks keeps -inf: never read)
+            float s = q < BC / PACK ? tile_score(s_tile[r * SS + c], w, b, t0, c, ranged)
+                                    : NEG_INF;
+            lane_scores[i * PACK + e] = s;
             step_max = max(step_max, s);
         }
+    }
     return step_max;
 }
 
@@ -640,6 +650,7 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)
             ACC_STORE(s_acc, m * SA + c, s_tile, job.slice + m * MM * SS + c * MN, SS);
     subgroup_shared_sync();
+    bool any_factor = false;
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
         uint r = job.row0 + lane / LPR + pass * ROW_LANES;
         Row w = held[pass];
@@ -650,11 +661,14 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
         float alpha, m;
         float shift = next_max(w, step_max, alpha, m);
         float sum = 0.0;
-        for (uint q = lane % LPR; q < BC / PACK; q += LPR) {
+        [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
+            uint q = lane % LPR + i * LPR;
+            if (q >= BC / PACK)
+                break;
             uvec4 words;
             [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
-                uint c = r * SS + q * PACK + 2 * w2;
-                vec2 weights = exp2(vec2(s_tile[c], s_tile[c + 1]) - shift);
+                uint e = i * PACK + 2 * w2;
+                vec2 weights = exp2(vec2(lane_scores[e], lane_scores[e + 1]) - shift);
                 words[w2] = packHalf2x16(weights);
                 sum += weights.x + weights.y;
             }
@@ -666,12 +680,10 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
         held[pass].m = m;
         if (lane % LPR == 0)
             row_factor[r] = alpha * unit_factor;
+        any_factor = any_factor || alpha * unit_factor != 1.0;
     }
     subgroup_shared_sync();
-    bool rescale = false;
-    for (uint r = 0; r < (ABLATE_SOFTMAX ? 0 : RS); r++)
-        rescale = rescale || row_factor[job.row0 + r] != 1.0;
-    if (rescale)    // the same for the whole subgroup
+    if (subgroup_any_true(any_factor))
         rescale_output(job.slice, job.row0);
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
         MATRIX_UNROLL for (uint k = 0; k < PA; k++)
