@@ -4,12 +4,14 @@
 // (coopmat_bf16.glsl). Macros over the kernel's own names (t0, block_limit,
 // b, seq, tid, key_row, v_nonfinite_tile), expanded in its staging functions.
 
-// Whether any of the eight halves is an Inf or a NaN (exponent all ones).
-bool nonfinite_halves(uvec4 words)
+// Nonzero where any of the eight halves is an Inf or a NaN (exponent all
+// ones): a half's exponent plus one carries into its top bit only then, and
+// the low half's sum stays below the high half. One add and two logic
+// operations a word, ORed over the loads of a tile before the one branch.
+uint nonfinite_bits(uvec4 words)
 {
-    uvec4 exponents = words & 0x7c007c00u;
-    return any(equal(exponents & 0x7c00u, uvec4(0x7c00u))) ||
-           any(equal(exponents & 0x7c000000u, uvec4(0x7c000000u)));
+    uvec4 carried = (words & 0x7c007c00u) + 0x04000400u;
+    return (carried.x | carried.y | carried.z | carried.w) & 0x80008000u;
 }
 
 // Stages WIDTH (padded to WIDTH_P, a multiple of PACK) elements of each key of
@@ -30,7 +32,7 @@ bool nonfinite_halves(uvec4 words)
                 GATHER_HALVES(words, BUF, first_, min(PACK, (WIDTH) - d));                       \
         }                                                                                        \
         TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                            \
-        if (NONFINITE && nonfinite_halves(words))                                                \
+        if (NONFINITE && nonfinite_bits(words) != 0u)                                            \
             atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }
 
@@ -54,14 +56,19 @@ bool nonfinite_halves(uvec4 words)
         }                                                                                        \
     }
 #define STORE_TILE(TILE, TILE_STRIDE, WORDS, LOADS, WIDTH_P, NONFINITE, BF16, SHIFT)             \
-    [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
-        uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
-        if (e < BC * (WIDTH_P) / PACK) {                                                         \
-            uvec4 words = (BF16) ? bf16_to_f16(WORDS[i_], (SHIFT)) : WORDS[i_];                  \
-            TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                        \
-            if (NONFINITE && nonfinite_halves(words))                                            \
-                atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                   \
+    {                                                                                            \
+        uint nonfinite_ = 0u;                                                                    \
+        [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                       \
+            uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK; \
+            if (e < BC * (WIDTH_P) / PACK) {                                                     \
+                uvec4 words = (BF16) ? bf16_to_f16(WORDS[i_], (SHIFT)) : WORDS[i_];              \
+                TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                    \
+                if (NONFINITE)                                                                   \
+                    nonfinite_ |= nonfinite_bits(words);                                         \
+            }                                                                                    \
         }                                                                                        \
+        if (nonfinite_ != 0u)                                                                    \
+            atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }
 #define KEY_EXPONENTS(EXPONENTS, WORDS, LOADS, WIDTH_P)                                          \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
@@ -85,6 +92,6 @@ bool nonfinite_halves(uvec4 words)
         uint at_ = (c * (TILE_STRIDE) + d) / PACK;                                               \
         uvec4 words = bf16_to_f16(TILE[at_], (SHIFT));                                           \
         TILE[at_] = words;                                                                       \
-        if (NONFINITE && nonfinite_halves(words))                                                \
+        if (NONFINITE && nonfinite_bits(words) != 0u)                                            \
             atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
     }

@@ -812,9 +812,13 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     i32_pair kv = i32_pair_make(env, 1, &two, lens);
                     pair *target = which == 0 ? &q : which == 1 ? &k : &v;
                     int64_t row = which == 0 ? query_positions[at] : key_positions[at];
-                    /* batch entry 1, (kv) head 0, row `row`, dimension 3 */
-                    size_t e = which == 0 ? (size_t)(((1 * 2 + 0) * 8 + row) * 16 + 3)
-                                          : (size_t)(((1 * 1 + 0) * 12 + row) * 16 + 3);
+                    /* batch entry 1, (kv) head 0, row `row`, dimension 3 or 12:
+                     * the high and the low half of a 32-bit word, in the
+                     * first and the second 16-byte group of the row (the
+                     * coopmat kernels test a word's halves apart) */
+                    int64_t dim = at % 2 ? 12 : 3;
+                    size_t e = which == 0 ? (size_t)(((1 * 2 + 0) * 8 + row) * 16 + dim)
+                                          : (size_t)(((1 * 1 + 0) * 12 + row) * 16 + dim);
                     target->host[e] = values[vi];
                     assert_int_equal(vkattn_tensor_upload(target->gpu, target->host, F32), VKATTN_OK);
                     assert_int_equal(vkattn_tensor_upload(target->cpu, target->host, F32), VKATTN_OK);
