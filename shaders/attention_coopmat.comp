@@ -138,8 +138,13 @@ const uint DVPU = MN * PACK / (MN % 8 == 0 ? 8 : MN % 4 == 0 ? 4 : MN % 2 == 0 ?
 const uint DP = (D + DPU - 1) / DPU * DPU;
 const uint DVP = (DV + DVPU - 1) / DVPU * DVPU;
 const uint DV4 = (DV + 3) / 4;              // partial records are padded to vec4
-// The softmax: LPR lanes per row, each row's columns dealt out to them in chunks;
-// with fewer lanes than rows, a lane takes ROW_PASSES rows.
+// The softmax through shared memory: LPR lanes per row, each row's columns
+// dealt out to them in chunks; with fewer lanes than rows, a lane takes
+// ROW_PASSES rows. Lane l runs row l % ROW_LANES (of each pass) and part
+// l / ROW_LANES of its chunks (row_part), so that the 8 lanes that one
+// 16-byte shared access serves at a time read 8 neighbouring rows, which the
+// strides below spread over all the banks; two chunks of one row, 32 bytes
+// apart, would share banks with another row's whatever the stride.
 const uint LPR = SG_SIZE >= RS ? SG_SIZE / RS : 1;
 const uint ROW_PASSES = SG_SIZE >= RS ? 1 : RS / SG_SIZE;
 const uint ROW_LANES = SG_SIZE / LPR;
@@ -147,8 +152,10 @@ const uint LANE_CHUNKS = (BC / PACK + LPR - 1) / LPR;  // chunks of a row a lane
 // Row strides of the shared tiles (in halves or floats): 16 bytes past the
 // row's length, which keeps
 // the matrix loads' 16-byte alignment and spreads the rows that one matrix load
-// (8 rows of 16 bytes) or one softmax step (a lane per row) touches over the
-// banks, where rows of 128 bytes or a multiple would all start in the same one.
+// (8 rows of 16 bytes) or one softmax step (8 lanes on 8 rows) touches over the
+// banks, where rows of 128 bytes or a multiple would all start in the same one
+// (with BC a multiple of 16, a row of s_tile or p_tile is an odd number of 16
+// bytes: 8 neighbouring rows start in 8 different groups of banks).
 const uint KS = DP + 8;     // k_tile (halves)
 const uint VS = DVP + 8;    // v_tile (halves)
 const uint SS = BC + 4;     // s_tile (floats)
@@ -373,17 +380,39 @@ float register_scores(uint m, uint s, Row w, uint b, uint t0, bool ranged)
     return step_max;
 }
 
+// The shared-memory softmax: which of the LPR parts of its row's chunks a
+// lane takes.
+uint row_part()
+{
+    return gl_SubgroupInvocationID / ROW_LANES;
+}
+
+// The same: the sum and the largest of x over the LPR lanes of a row.
+float row_lanes_sum(float x)
+{
+    for (uint offset = ROW_LANES; offset < SG_SIZE; offset *= 2)
+        x += subgroupShuffleXor(x, offset);
+    return x;
+}
+float row_lanes_max(float x)
+{
+    for (uint offset = ROW_LANES; offset < SG_SIZE; offset *= 2)
+        x = max(x, subgroupShuffleXor(x, offset));
+    return x;
+}
+
 // The shared-memory softmax: this lane's scores of the row it is on, read from
 // s_tile once (each score's one shared-memory read; weights from registers).
 float lane_scores[LANE_CHUNKS * PACK];
 
 // The same for row r of s_tile, this lane's columns of it (chunks of PACK,
-// one packed element of P, every LPR-th), each kept in lane_scores.
+// one packed element of P, every LPR-th from row_part), each kept in
+// lane_scores.
 float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
 {
     float step_max = NEG_INF;
     [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
-        uint q = gl_SubgroupInvocationID % LPR + i * LPR;
+        uint q = row_part() + i * LPR;
         [[unroll]] for (uint e = 0; e < PACK; e++) {
             uint c = q * PACK + e;
             // (a lane past the row's chunks keeps -inf: never read)
@@ -442,7 +471,7 @@ uvec2 hold_rows(Job job)
     [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
         held_rows[pass] = REG_SOFTMAX
                               ? job.row0 + pass / LANE_ROWS * MM + slot_row(pass % LANE_ROWS)
-                              : job.row0 + lane / LPR + pass * ROW_LANES;
+                              : job.row0 + lane % ROW_LANES + pass * ROW_LANES;
         uint row = job.first + held_rows[pass];
         uint r = min(row, job.rows - 1);
         held[pass].h = job.g * p.group + r / job.seq.Tq;
@@ -652,17 +681,15 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
     subgroup_shared_sync();
     bool any_factor = false;
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
-        uint r = job.row0 + lane / LPR + pass * ROW_LANES;
+        uint r = job.row0 + lane % ROW_LANES + pass * ROW_LANES;
         Row w = held[pass];
         float step_max = every_key ? shared_scores(r, w, job.b, t0, false)
                                    : shared_scores(r, w, job.b, t0, true);
-        for (uint offset = 1; offset < LPR; offset *= 2)
-            step_max = max(step_max, subgroupShuffleXor(step_max, offset));
         float alpha, m;
-        float shift = next_max(w, step_max, alpha, m);
+        float shift = next_max(w, row_lanes_max(step_max), alpha, m);
         float sum = 0.0;
         [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
-            uint q = lane % LPR + i * LPR;
+            uint q = row_part() + i * LPR;
             if (q >= BC / PACK)
                 break;
             uvec4 words;
@@ -674,11 +701,9 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
             }
             p_tile[r * PS / PACK + q] = words;
         }
-        for (uint offset = 1; offset < LPR; offset *= 2)
-            sum += subgroupShuffleXor(sum, offset);
-        held[pass].l = w.l * alpha + sum;
+        held[pass].l = w.l * alpha + row_lanes_sum(sum);
         held[pass].m = m;
-        if (lane % LPR == 0)
+        if (row_part() == 0)
             row_factor[r] = alpha * unit_factor;
         any_factor = any_factor || alpha * unit_factor != 1.0;
     }
@@ -748,8 +773,8 @@ void write_output(Job job, int o_unit)
 {
     float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
     // (max: both sides may be evaluated, and ROW_CLUSTER is 0 without REG_SOFTMAX)
-    uint lanes_per_row = REG_SOFTMAX ? max(ROW_CLUSTER, 1u) : LPR;
-    bool row_writer = gl_SubgroupInvocationID % lanes_per_row == 0;
+    bool row_writer = REG_SOFTMAX ? gl_SubgroupInvocationID % max(ROW_CLUSTER, 1u) == 0
+                                  : row_part() == 0;
     subgroup_shared_sync();
     [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
         uint r = held_rows[pass];
