@@ -815,7 +815,8 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     /* batch entry 1, (kv) head 0, row `row`, dimension 3 or 12:
                      * the high and the low half of a 32-bit word, in the
                      * first and the second 16-byte group of the row (the
-                     * coopmat kernels test a word's halves apart) */
+                     * coopmat kernels check each half's exponent bits of a
+                     * word in one add, where a slip would miss one half) */
                     int64_t dim = at % 2 ? 12 : 3;
                     size_t e = which == 0 ? (size_t)(((1 * 2 + 0) * 8 + row) * 16 + dim)
                                           : (size_t)(((1 * 1 + 0) * 12 + row) * 16 + dim);
