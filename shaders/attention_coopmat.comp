@@ -125,6 +125,13 @@ const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
 // that more workgroups share a multiprocessor and their barriers and loads
 // overlap, for ROW_TILES operand loads more per MK columns of Q.
 layout(constant_id = 20) const bool Q_SHARED = false;
+// The shared-memory softmax keeps a lane's scores between their maximum and
+// their weights in registers (lane_scores: one shared-memory read a score),
+// else in s_tile, stored back and read again. The host holds them wherever
+// the tiles are GPU-sized (the real kernel; the emulated build tiled as on a
+// GPU): lavapipe compiles the unrolled copies of the scores' code 30-50 %
+// slower, which its small tiles need not pay.
+layout(constant_id = 21) const bool SCORES_HELD = true;
 
 #include "coopmat.glsl"
 
@@ -401,16 +408,25 @@ float row_lanes_max(float x)
     return x;
 }
 
-// The shared-memory softmax: this lane's scores of the row it is on, read from
-// s_tile once (each score's one shared-memory read; weights from registers).
-float lane_scores[LANE_CHUNKS * PACK];
+// The shared-memory softmax with SCORES_HELD: this lane's scores of the row
+// it is on, read from s_tile once; the weights are taken from here.
+float lane_scores[SCORES_HELD ? LANE_CHUNKS * PACK : 1];
 
 // The same for row r of s_tile, this lane's columns of it (chunks of PACK,
 // one packed element of P, every LPR-th from row_part), each kept in
-// lane_scores.
+// lane_scores (SCORES_HELD) or stored back.
 float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
 {
     float step_max = NEG_INF;
+    if (!SCORES_HELD) {
+        for (uint q = row_part(); q < BC / PACK; q += LPR)
+            for (uint c = q * PACK; c < q * PACK + PACK; c++) {
+                float s = tile_score(s_tile[r * SS + c], w, b, t0, c, ranged);
+                s_tile[r * SS + c] = s;
+                step_max = max(step_max, s);
+            }
+        return step_max;
+    }
     [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
         uint q = row_part() + i * LPR;
         [[unroll]] for (uint e = 0; e < PACK; e++) {
@@ -418,7 +434,7 @@ float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
             // (a lane past the row's chunks keeps -inf: never read)
             float s = q < BC / PACK ? tile_score(s_tile[r * SS + c], w, b, t0, c, ranged)
                                     : NEG_INF;
-            lane_scores[i * PACK + e] = s;
+            lane_scores[min(i * PACK + e, lane_scores.length() - 1)] = s;
             step_max = max(step_max, s);
         }
     }
@@ -670,6 +686,20 @@ void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
             A_FROM_ACC(p_a, m * PA + c, s_acc, m * SA + c);
 }
 
+// Chunk q of row r of P from its PACK scores, at `shift`: their sum.
+float chunk_weights(uint r, uint q, float scores[PACK], float shift)
+{
+    uvec4 words;
+    float sum = 0.0;
+    [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
+        vec2 weights = exp2(vec2(scores[2 * w2], scores[2 * w2 + 1]) - shift);
+        words[w2] = packHalf2x16(weights);
+        sum += weights.x + weights.y;
+    }
+    p_tile[r * PS / PACK + q] = words;
+    return sum;
+}
+
 // 3. The same through the subgroup's slices of s_tile and p_tile (LPR lanes a
 // row), O rescaled through shared memory, P loaded from p_tile as operands.
 void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
@@ -688,19 +718,23 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
         float alpha, m;
         float shift = next_max(w, row_lanes_max(step_max), alpha, m);
         float sum = 0.0;
-        [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
-            uint q = row_part() + i * LPR;
-            if (q >= BC / PACK)
-                break;
-            uvec4 words;
-            [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
-                uint e = i * PACK + 2 * w2;
-                vec2 weights = exp2(vec2(lane_scores[e], lane_scores[e + 1]) - shift);
-                words[w2] = packHalf2x16(weights);
-                sum += weights.x + weights.y;
+        if (SCORES_HELD)
+            [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
+                uint q = row_part() + i * LPR;
+                if (q >= BC / PACK)
+                    break;
+                float scores[PACK];
+                [[unroll]] for (uint e = 0; e < PACK; e++)
+                    scores[e] = lane_scores[min(i * PACK + e, lane_scores.length() - 1)];
+                sum += chunk_weights(r, q, scores, shift);
             }
-            p_tile[r * PS / PACK + q] = words;
-        }
+        else
+            for (uint q = row_part(); q < BC / PACK; q += LPR) {
+                float scores[PACK];
+                [[unroll]] for (uint e = 0; e < PACK; e++)
+                    scores[e] = s_tile[r * SS + q * PACK + e];
+                sum += chunk_weights(r, q, scores, shift);
+            }
         held[pass].l = w.l * alpha + row_lanes_sum(sum);
         held[pass].m = m;
         if (row_part() == 0)

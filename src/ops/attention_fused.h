@@ -18,7 +18,7 @@
  * one bit set in specialization constant 15 (shaders/attention_variants.glsl);
  * their own constants come first (the coopmat kernel's also after it). */
 #define ATTENTION_VARIANTS_SPEC_ID 15
-#define ATTENTION_SPEC_COUNT 21
+#define ATTENTION_SPEC_COUNT 22
 enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.glsl */
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
@@ -76,6 +76,7 @@ typedef struct fused_plan {
     uint32_t row_cluster, lane_rows, slot_table;
     uint32_t ablate;              /* the timing diagnostic's bits (0: the whole kernel) */
     bool q_shared;                /* Q read from a shared tile by each product */
+    bool scores_held;             /* the shared softmax's scores kept in registers */
     /* set by the chooser */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;

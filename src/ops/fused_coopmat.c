@@ -37,9 +37,9 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
     /* 15: ATTENTION_VARIANTS_SPEC_ID */
     AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE,
-    AM_SPEC_Q_SHARED
+    AM_SPEC_Q_SHARED, AM_SPEC_SCORES_HELD
 };
-_Static_assert(AM_SPEC_Q_SHARED < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
+_Static_assert(AM_SPEC_SCORES_HELD < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -249,6 +249,11 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     bool small_tiles = cpu && !(emulated && tiling && strcmp(tiling, "gpu") == 0);
     uint32_t max_tile = tuning_value(ctx, self, KNOB_KEYS,
                                      small_tiles ? COOPMAT_MAX_TILE_CPU : COOPMAT_MAX_TILE);
+    /* The shared-memory softmax's scores in registers with GPU-sized tiles
+     * (one shared-memory read a score); lavapipe's small tiles keep them in
+     * shared memory, where its compile of the unrolled code would take
+     * 30-50 % longer (attention_coopmat.comp, SCORES_HELD). */
+    plan->scores_held = !small_tiles;
     /* Decoding: no more subgroups than the problem has rows for. The
      * planner's own count shrinks until the tiles fit; a tuned count is kept
      * or refused (tuning.c). */
@@ -406,6 +411,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_SLOT_TABLE] = plan->slot_table;
     spec[AM_SPEC_ABLATE] = plan->ablate;
     spec[AM_SPEC_Q_SHARED] = plan->q_shared;
+    spec[AM_SPEC_SCORES_HELD] = plan->scores_held;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
