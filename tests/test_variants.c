@@ -42,6 +42,13 @@ typedef struct var_path {
     uint32_t kv_splits;
 } var_path;
 
+/* The real coopmat kernel and its emulated build: 16-bit inputs only, and P
+ * rounded to f16 (see test_attention.c). */
+static bool is_coopmat(const var_path *p)
+{
+    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED;
+}
+
 static const var_path all_paths[] = {
     {VKATTN_PATH_AUTO, VKATTN_FUSED_AUTO, 0},
     {VKATTN_PATH_UNFUSED, VKATTN_FUSED_AUTO, 0},
@@ -318,8 +325,7 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
         /* the coopmat kernels round P to f16 (see test_attention.c) */
-        bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT ||
-                       paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
+        bool coopmat = is_coopmat(&paths[i]);
         expect_close(name, &in.o, atol + (coopmat ? 1e-3 : 0.0), 0.0, NULL);
     }
     free_inputs(&in);
@@ -691,7 +697,7 @@ static void expect_paths(test_env *env, const var_path *paths, int path_count,
                          pair *o, bool sixteen, const char *what)
 {
     for (int i = 0; i < path_count; i++) {
-        bool coopmat = paths[i].variant == VKATTN_FUSED_COOPMAT_EMULATED;
+        bool coopmat = is_coopmat(&paths[i]);
         if (coopmat && !sixteen)
             continue; /* f16 and bf16 only */
         char name[192], pn[64];
