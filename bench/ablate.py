@@ -35,16 +35,18 @@ ABLATIONS = [
     (7, "the products and the softmax (left: loads, staging, barriers, moving S and P)"),
     (15, "all four (left: staging zeros, barriers, the loop, Q in, O out)"),
 ]
-# (label, shape, the tuning every row adds). The default kernel first: the
-# H200's fourth check (2026-11-28) ran out of its budget before the default's
-# parts past the S products, having timed the softmax in registers first.
-# That one spills (352-464 bytes of local memory, even at 186 registers: not
-# only the register count), so its rows come second, for what the local
-# memory column says each part takes; then D=64.
+# (label, shape, the tuning every row adds, the ablate bits it runs: None for
+# all). The default kernel first: the H200's fourth check (2026-11-28) ran out
+# of its budget before the default's parts past the S products, having timed
+# the softmax in registers first. That one spills (352-464 bytes of local
+# memory, even at 186 registers: not the count alone), so it comes second,
+# with the parts whose absence may show which code keeps its matrices in local
+# memory (the softmax's arithmetic writes the score accumulators' and O's
+# elements; the products read and write whole matrices); then D=64.
 CASES = [
-    ("prefill f16 D=128", PREFILL_128, None),
-    ("prefill f16 D=128, softmax in registers", PREFILL_128, "softmax=2"),
-    ("prefill f16 D=64", PREFILL_64, None),
+    ("prefill f16 D=128", PREFILL_128, None, None),
+    ("prefill f16 D=128, softmax in registers", PREFILL_128, "softmax=2", (0, 1, 2, 4, 6)),
+    ("prefill f16 D=64", PREFILL_64, None, None),
 ]
 
 
@@ -68,9 +70,11 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     start = time.monotonic()
     results = []  # (label, shape, bits, what, row)
-    for label, shape, base_tuning in CASES:
+    for label, shape, base_tuning, only_bits in CASES:
         shape = small[shape] if a.small else shape
         for bits, what in ABLATIONS:
+            if only_bits is not None and bits not in only_bits:
+                continue
             knobs = [f"{variant}.{base_tuning}"] if base_tuning else []
             knobs += [f"{variant}.ablate={bits}"] if bits else []
             left = a.budget - (time.monotonic() - start)

@@ -51,7 +51,7 @@
 #                      less, in this order: the bench (150 s; 104 s on an H200,
 #                      60 of them verifying three matmuls on one core, before
 #                      the CPU reference took threads), its profile (40 s), SDPA
-#                      (60 s), the ablation (45 s), the sweep (what is left, 20 s
+#                      (60 s), the ablation (55 s), the sweep (what is left, 20 s
 #                      at least), the KHR builds (60 s for the attention kernel's
 #                      test, which took 34-43 s on an H200 in its KHR build,
 #                      the peak measurement first; the matmul's only if 20 s
@@ -310,7 +310,7 @@ check() {
   if grep -q "cooperative matrix yes" "$work/devices.txt"; then
     local after_ablation=$(( khr_seconds + table_seconds ))
     [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
-    cap=$(step_budget 45 "$after_ablation")
+    cap=$(step_budget 55 "$after_ablation")
     if [ "$cap" -gt 0 ]; then
       say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
       timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \
