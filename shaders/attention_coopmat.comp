@@ -394,20 +394,6 @@ uint row_part()
     return gl_SubgroupInvocationID / ROW_LANES;
 }
 
-// The same: the sum and the largest of x over the LPR lanes of a row.
-float row_lanes_sum(float x)
-{
-    for (uint offset = ROW_LANES; offset < SG_SIZE; offset *= 2)
-        x += subgroupShuffleXor(x, offset);
-    return x;
-}
-float row_lanes_max(float x)
-{
-    for (uint offset = ROW_LANES; offset < SG_SIZE; offset *= 2)
-        x = max(x, subgroupShuffleXor(x, offset));
-    return x;
-}
-
 // The shared-memory softmax with SCORES_HELD: this lane's scores of the row
 // it is on, read from s_tile once; the weights are taken from here.
 float lane_scores[SCORES_HELD ? LANE_CHUNKS * PACK : 1];
@@ -664,14 +650,14 @@ void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
         float step_max = every_key ? register_scores(m, s, w, b, t0, false)
                                    : register_scores(m, s, w, b, t0, true);
         float alpha, row_max;
-        float shift = next_max(w, cluster_max(step_max), alpha, row_max);
+        float shift = next_max(w, lanes_max(step_max, 1, ROW_CLUSTER), alpha, row_max);
         float sum = 0.0;
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)
             FOR_SLOT_ELEMENTS(s, k,
                 float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift);
                 ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
                 sum += weight;)
-        held[pass].l = w.l * alpha + cluster_sum(sum);
+        held[pass].l = w.l * alpha + lanes_sum(sum, 1, ROW_CLUSTER);
         held[pass].m = row_max;
         factors[pass] = alpha * unit_factor;
         any_factor = any_factor || factors[pass] != 1.0;
@@ -716,7 +702,7 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
         float step_max = every_key ? shared_scores(r, w, job.b, t0, false)
                                    : shared_scores(r, w, job.b, t0, true);
         float alpha, m;
-        float shift = next_max(w, row_lanes_max(step_max), alpha, m);
+        float shift = next_max(w, lanes_max(step_max, ROW_LANES, SG_SIZE), alpha, m);
         float sum = 0.0;
         if (SCORES_HELD)
             [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
@@ -735,7 +721,7 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
                     scores[e] = s_tile[r * SS + q * PACK + e];
                 sum += chunk_weights(r, q, scores, shift);
             }
-        held[pass].l = w.l * alpha + row_lanes_sum(sum);
+        held[pass].l = w.l * alpha + lanes_sum(sum, ROW_LANES, SG_SIZE);
         held[pass].m = m;
         if (row_part() == 0)
             row_factor[r] = alpha * unit_factor;

@@ -1,15 +1,30 @@
 // The softmax on the score accumulators' own elements in registers
 // (attention_coopmat.comp with ROW_CLUSTER): which row and column this lane's
 // elements are (read off a matrix of cell indices, where_acc), and the
-// reductions over the lanes that share a row.
+// reductions over lanes.
+
+// The sum and the largest of x over the lanes whose indices differ from this
+// lane's only in the bits from FIRST (a power of 2) up to END: a butterfly of
+// shuffles that leaves every one of those lanes with the result. Over a row
+// cluster (1 up to ROW_CLUSTER), over the lanes of a row of the shared-memory
+// softmax (ROW_LANES up to SG_SIZE), over the subgroup (1 up to SG_SIZE).
+float lanes_sum(float x, uint first, uint end)
+{
+    for (uint offset = first; offset < end; offset *= 2)
+        x += subgroupShuffleXor(x, offset);
+    return x;
+}
+float lanes_max(float x, uint first, uint end)
+{
+    for (uint offset = first; offset < end; offset *= 2)
+        x = max(x, subgroupShuffleXor(x, offset));
+    return x;
+}
 
 // Whether x holds in any lane of the subgroup.
 bool subgroup_any_true(bool x)
 {
-    float f = x ? 1.0 : 0.0;
-    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
-        f = max(f, subgroupShuffleXor(f, offset));
-    return f > 0.0;
+    return lanes_max(x ? 1.0 : 0.0, 1, SG_SIZE) > 0.0;
 }
 
 // ROW_CLUSTER: the row slot of this lane's element k of an accumulator.
@@ -54,18 +69,3 @@ uint slot_row(uint s)
             BODY                                                                                \
         }
 #endif
-
-// The largest (MAX) or the sum of x over the lanes of this lane's row
-// cluster (ROW_CLUSTER aligned neighbours).
-float cluster_max(float x)
-{
-    for (uint offset = 1; offset < ROW_CLUSTER; offset *= 2)
-        x = max(x, subgroupShuffleXor(x, offset));
-    return x;
-}
-float cluster_sum(float x)
-{
-    for (uint offset = 1; offset < ROW_CLUSTER; offset *= 2)
-        x += subgroupShuffleXor(x, offset);
-    return x;
-}
