@@ -371,22 +371,6 @@ float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at, uint c0, uint 
 
 #include "coopmat_register_softmax.glsl"
 
-// The scores (tile_score) of row slot s of row block m in this lane's
-// elements of the score accumulators, each left in its element: their
-// largest. Called with a constant `ranged` (each call inlined with it), so
-// that a tile inside every row's keys runs no key checks.
-float register_scores(uint m, uint s, Row w, uint b, uint t0, bool ranged)
-{
-    float step_max = NEG_INF;
-    MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-        FOR_SLOT_ELEMENTS(s, k,
-            float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), w, b, t0,
-                                 c * MN + element_cell(k).y, ranged);
-            ACC_ELEMENT(s_acc, m * SA + c, k) = x;
-            step_max = max(step_max, x);)
-    return step_max;
-}
-
 // The shared-memory softmax: which of the LPR parts of its row's chunks a
 // lane takes.
 uint row_part()
@@ -636,37 +620,73 @@ void compute_scores(uint row0)
         }
 }
 
+// Which of this lane's held rows element k of row block m's accumulators is on.
+uint held_of(uint m, uint k)
+{
+    return m * LANE_ROWS + slot_of(k);
+}
+
+// The scores (tile_score) in this lane's elements of the score accumulators,
+// each left in its element, and each held row's largest (step_max). Called
+// with a constant `ranged` (each call inlined with it), so that a tile inside
+// every row's keys runs no key checks.
+void register_scores(uint b, uint t0, bool ranged, inout float step_max[HELD])
+{
+    MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+        MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+            FOR_ELEMENTS(k,
+                uint pass = held_of(m, k);
+                float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), held[pass], b, t0,
+                                     c * MN + element_cell(k).y, ranged);
+                ACC_ELEMENT(s_acc, m * SA + c, k) = x;
+                step_max[pass] = max(step_max[pass], x);)
+}
+
 // 3. The online softmax on the score accumulators' own elements (ROW_CLUSTER):
 // each held row's weights of the tile left in its elements, O rescaled in its
 // registers, P converted to f16 operands there. Keys a row may not see (and
 // rows past the problem) get weight exactly 0; every_key: none to check.
+// Every pass over elements runs over the matrices and their elements, each
+// element's row picked per element (held_of), never a matrix by a loop over
+// the held rows. Written that way, the kernel kept 352-464 bytes in local
+// memory on the H200 (2026-11-28), about O's and S's accumulators, even at
+// 186 registers: what a loop over the rows would cost if the driver left it
+// rolled (a suspicion; the check's ablation reports local memory per part).
 void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
 {
-    float factors[HELD];
-    bool any_factor = false;
-    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
-        uint m = pass / LANE_ROWS, s = pass % LANE_ROWS;
-        Row w = held[pass];
-        float step_max = every_key ? register_scores(m, s, w, b, t0, false)
-                                   : register_scores(m, s, w, b, t0, true);
-        float alpha, row_max;
-        float shift = next_max(w, lanes_max(step_max, 1, ROW_CLUSTER), alpha, row_max);
-        float sum = 0.0;
-        MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-            FOR_SLOT_ELEMENTS(s, k,
-                float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift);
-                ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
-                sum += weight;)
-        held[pass].l = w.l * alpha + lanes_sum(sum, 1, ROW_CLUSTER);
-        held[pass].m = row_max;
-        factors[pass] = alpha * unit_factor;
-        any_factor = any_factor || factors[pass] != 1.0;
-    }
-    if (subgroup_any_true(any_factor))  // O rescaled in its registers
+    if (!ABLATE_SOFTMAX) {
+        float step_max[HELD], shift[HELD], alpha[HELD], new_max[HELD], sum[HELD];
+        [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+            step_max[pass] = NEG_INF;
+            sum[pass] = 0.0;
+        }
+        if (every_key)
+            register_scores(b, t0, false, step_max);
+        else
+            register_scores(b, t0, true, step_max);
         [[unroll]] for (uint pass = 0; pass < HELD; pass++)
-            MATRIX_UNROLL for (uint j = 0; j < OA; j++)
-                FOR_SLOT_ELEMENTS(pass % LANE_ROWS, k,
-                    ACC_ELEMENT(o_acc, pass / LANE_ROWS * OA + j, k) *= factors[pass];)
+            shift[pass] = next_max(held[pass], lanes_max(step_max[pass], 1, ROW_CLUSTER),
+                                   alpha[pass], new_max[pass]);
+        MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+            MATRIX_UNROLL for (uint c = 0; c < SA; c++)
+                FOR_ELEMENTS(k,
+                    uint pass = held_of(m, k);
+                    float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift[pass]);
+                    ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
+                    sum[pass] += weight;)
+        float factor[HELD];
+        bool any_factor = false;
+        [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+            held[pass].l = held[pass].l * alpha[pass] + lanes_sum(sum[pass], 1, ROW_CLUSTER);
+            held[pass].m = new_max[pass];
+            factor[pass] = alpha[pass] * unit_factor;
+            any_factor = any_factor || factor[pass] != 1.0;
+        }
+        if (subgroup_any_true(any_factor))  // O rescaled in its registers
+            MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
+                MATRIX_UNROLL for (uint j = 0; j < OA; j++)
+                    FOR_ELEMENTS(k, ACC_ELEMENT(o_acc, m * OA + j, k) *= factor[held_of(m, k)];)
+    }
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)
             A_FROM_ACC(p_a, m * PA + c, s_acc, m * SA + c);

@@ -54,18 +54,19 @@ uint slot_row(uint s)
     return row;
 }
 
-// Runs BODY for each of this lane's elements K of row slot S of an
-// accumulator (no comma outside parentheses in BODY).
+// Runs BODY for each of this lane's elements K of an accumulator (no comma
+// outside parentheses in BODY). Unrolled in the real build, where the
+// elements' count is the driver's constant: every element index and row slot
+// (slot_of) is a constant there. Rolled in the emulated build, which lavapipe
+// compiles faster so.
 #ifdef COOPMAT_EMULATED
-#define FOR_SLOT_ELEMENTS(S, K, BODY)                                                           \
-    for (uint t_ = 0; t_ < acc_elements() / LANE_ROWS; t_++) {                                  \
-        uint K = t_ * LANE_ROWS + (S);                                                          \
+#define FOR_ELEMENTS(K, BODY)                                                                   \
+    for (uint K = 0; K < acc_elements(); K++) {                                                 \
         BODY                                                                                    \
     }
 #else
-#define FOR_SLOT_ELEMENTS(S, K, BODY)                                                           \
-    [[unroll]] for (uint K = 0; K < ACC_ELEMENTS(where_acc, 0); K++)                            \
-        if (slot_of(K) == (S)) {                                                                \
-            BODY                                                                                \
-        }
+#define FOR_ELEMENTS(K, BODY)                                                                   \
+    [[unroll]] for (uint K = 0; K < ACC_ELEMENTS(where_acc, 0); K++) {                          \
+        BODY                                                                                    \
+    }
 #endif
