@@ -430,15 +430,46 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
  * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
  * real kernel too where there is one and `real` (its own shape is the
  * device's: callers that vary `shape` run it once). */
+/* Whether the emulated kernel refuses its softmax in registers here, as it
+ * must where no layout gives a lane 1 to 4 rows of the accumulators: 16x16 on
+ * lavapipe's 4-lane run, 8 rows a lane at the least. Fewer lanes than
+ * lavapipe's usual 8 only (there, and on every GPU, the cases must run): a
+ * call is then either correct later or refused now, naming the accumulators
+ * and the lanes. */
+static bool register_softmax_refused(test_env *env, const vkattn_device_info *info)
+{
+    if (info->subgroup_size >= 8)
+        return false;
+    int64_t shape[4] = {1, 1, 4, 8};
+    rng r = {71};
+    pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f), o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+    vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
+    const char *msg = vkattn_last_error(env->gpu);
+    char lanes[48];
+    snprintf(lanes, sizeof lanes, "accumulators on %u lanes: no cluster", info->subgroup_size);
+    bool refused = s == VKATTN_ERROR_UNSUPPORTED && strstr(msg, lanes);
+    if (s != VKATTN_OK && !refused)
+        fail_msg("the softmax in registers on %u lanes: %s: %s", info->subgroup_size,
+                 vkattn_status_string(s), msg);
+    pair_destroy(&q);
+    pair_destroy(&o);
+    return refused;
+}
+
 static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool real,
                                     uint64_t seed)
 {
+    /* The shape before the context starts: with the softmax in registers it
+     * reads the layout of the shape it will use. */
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
     test_env *env = tuned_env(tuning);
     vkattn_device_info info;
-    if (test_has_float16(env, &info)) {
+    bool in_registers = strstr(tuning, "softmax=2") != NULL;
+    if (test_has_float16(env, &info) && !(in_registers && register_softmax_refused(env, &info))) {
         rng r = {seed};
-        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
-        assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
         static const char *const names[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
                                             "GQA", "D=80 Dv=48", "odd D=5 Dv=7", "odd D=13 bshd",
                                             "kv_len causal GQA", "two rows odd D GQA",
@@ -462,12 +493,12 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool 
         run_case(env, &rescaled, coopmat_paths, NPATHS(coopmat_paths), &r);
         if (real && info.cooperative_matrix)
             run_case(env, &rescaled, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
-        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
-        assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
         /* The softmax in registers read the layout it works with. */
-        if (strstr(tuning, "softmax=2"))
+        if (in_registers)
             assert_non_null(strstr(env->gpu_log.coopmat_layout, "for the softmax in registers: "));
     }
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
     test_env_destroy(env);
 }
 
@@ -852,6 +883,10 @@ static void test_coopmat_ablation(void **state)
     for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
         env = tuned_env(ablations[a]);
         assert_non_null(strstr(env->gpu_log.last_warning, "wrong on purpose"));
+        if (strstr(ablations[a], "softmax=2") && register_softmax_refused(env, &info)) {
+            test_env_destroy(env);
+            continue;
+        }
         pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
         pair o = pair_output(env, 4, shape);
         vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .causal = true,
