@@ -426,16 +426,12 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
-/* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
- * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
- * real kernel too where there is one and `real` (its own shape is the
- * device's: callers that vary `shape` run it once). */
 /* Whether the emulated kernel refuses its softmax in registers here, as it
- * must where no layout gives a lane 1 to 4 rows of the accumulators: 16x16 on
- * lavapipe's 4-lane run, 8 rows a lane at the least. Fewer lanes than
- * lavapipe's usual 8 only (there, and on every GPU, the cases must run): a
- * call is then either correct later or refused now, naming the accumulators
- * and the lanes. */
+ * must where no layout gives a lane 1 to 4 rows of the accumulators (16x16 on
+ * lavapipe's 4-lane run: 8 rows a lane at the least). Asked only with fewer
+ * lanes than lavapipe's usual 8; there, and on every GPU, the cases must run.
+ * A refusal must be UNSUPPORTED and name the accumulators and the lanes; a
+ * call that runs is checked by the caller's cases. */
 static bool register_softmax_refused(test_env *env, const vkattn_device_info *info)
 {
     if (info->subgroup_size >= 8)
@@ -458,6 +454,10 @@ static bool register_softmax_refused(test_env *env, const vkattn_device_info *in
     return refused;
 }
 
+/* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
+ * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
+ * real kernel too where there is one and `real` (its own shape is the
+ * device's: callers that vary `shape` run it once). */
 static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool real,
                                     uint64_t seed)
 {
