@@ -182,6 +182,9 @@ const bool REG_SOFTMAX = ROW_CLUSTER > 0u;
 // Rows a lane keeps the softmax state of: its row slots of each row block, or
 // the rows it runs the shared-memory softmax for.
 const uint HELD = REG_SOFTMAX ? ROW_TILES * LANE_ROWS : ROW_PASSES;
+// With the softmax in registers: a lane's elements of an accumulator (the
+// host takes a layout that holds each element once).
+const uint LANE_ELEMENTS = MM * MN / SG_SIZE;
 // A row's maximum is raised only when it grows by more than this (log2).
 const float LAZY_RESCALE = 8.0;
 const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
@@ -443,6 +446,7 @@ void map_accumulator_cells(uint slice)
     subgroup_shared_sync();
     ACC_LOAD(where_acc, 0, s_tile, slice, MN);
     subgroup_shared_sync();
+    keep_element_cells();
 }
 
 // Fills held_rows and held (keys, ALiBi, the softmax state of no key yet;
@@ -634,11 +638,11 @@ void register_scores(uint b, uint t0, bool ranged, inout float step_max[HELD])
 {
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-            FOR_ELEMENTS(k,
+            EDIT_ELEMENTS(s_acc, m * SA + c, k,
                 uint pass = held_of(m, k);
-                float x = tile_score(ACC_ELEMENT(s_acc, m * SA + c, k), held[pass], b, t0,
+                float x = tile_score(COPY_ELEMENT(s_acc, k), held[pass], b, t0,
                                      c * MN + element_cell(k).y, ranged);
-                ACC_ELEMENT(s_acc, m * SA + c, k) = x;
+                COPY_ELEMENT(s_acc, k) = x;
                 step_max[pass] = max(step_max[pass], x);)
 }
 
@@ -646,12 +650,13 @@ void register_scores(uint b, uint t0, bool ranged, inout float step_max[HELD])
 // each held row's weights of the tile left in its elements, O rescaled in its
 // registers, P converted to f16 operands there. Keys a row may not see (and
 // rows past the problem) get weight exactly 0; every_key: none to check.
-// Every pass over elements runs over the matrices and their elements, each
+// Every pass over elements runs over the matrices and their elements
+// (EDIT_ELEMENTS: a copy of each matrix, LANE_ELEMENTS elements), each
 // element's row picked per element (held_of), never a matrix by a loop over
-// the held rows. Written that way, the kernel kept 352-464 bytes in local
-// memory on the H200 (2026-11-28), about O's and S's accumulators, even at
-// 186 registers: what a loop over the rows would cost if the driver left it
-// rolled (a suspicion; the check's ablation reports local memory per part).
+// the held rows. The H200 kept 352-464 bytes in local memory (2026-11-28),
+// about O's, S's and P's matrices, even at 186 registers, while the code did
+// those three things otherwise; which of them cost it, the next check's
+// local-memory column says.
 void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
 {
     if (!ABLATE_SOFTMAX) {
@@ -669,10 +674,10 @@ void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
                                    alpha[pass], new_max[pass]);
         MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
             MATRIX_UNROLL for (uint c = 0; c < SA; c++)
-                FOR_ELEMENTS(k,
+                EDIT_ELEMENTS(s_acc, m * SA + c, k,
                     uint pass = held_of(m, k);
-                    float weight = exp2(ACC_ELEMENT(s_acc, m * SA + c, k) - shift[pass]);
-                    ACC_ELEMENT(s_acc, m * SA + c, k) = weight;
+                    float weight = exp2(COPY_ELEMENT(s_acc, k) - shift[pass]);
+                    COPY_ELEMENT(s_acc, k) = weight;
                     sum[pass] += weight;)
         float factor[HELD];
         bool any_factor = false;
@@ -685,7 +690,8 @@ void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
         if (subgroup_any_true(any_factor))  // O rescaled in its registers
             MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
                 MATRIX_UNROLL for (uint j = 0; j < OA; j++)
-                    FOR_ELEMENTS(k, ACC_ELEMENT(o_acc, m * OA + j, k) *= factor[held_of(m, k)];)
+                    EDIT_ELEMENTS(o_acc, m * OA + j, k,
+                                  COPY_ELEMENT(o_acc, k) *= factor[held_of(m, k)];)
     }
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)

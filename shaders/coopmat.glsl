@@ -65,6 +65,14 @@
 //                                      0 in the KHR build, which has no use for it)
 //   ACC_ELEMENT(NAME, I, K)            its element K: which row and column that is
 //                                      is the implementation's (coopmat_layout.comp)
+//   ACC_COPY(NAME, I) ... ACC_PUT(NAME, I)
+//                                      a copy of accumulator I, taken and put back
+//                                      whole, whose element K is COPY_ELEMENT(NAME, K)
+//                                      between them (one copy a block): on the matrix
+//                                      units a local value, so that no element is
+//                                      addressed in the array (in the emulated build,
+//                                      whose matrices are in shared memory, the
+//                                      accumulator itself)
 //   A_FROM_ACC(A, AI, ACC, I)          operand AI = accumulator I in f16 (MK == MN)
 //   A_STORE(NAME, I, DST, OFF, STRIDE) operand I to the packed f16 shared array
 //                                      DST at OFF (row-major, row stride STRIDE;
@@ -172,6 +180,9 @@ uint acc_elements()
 #define ACC_FILL(NAME, I, VALUE) { ACC_EACH_(NAME[ACC_BASE_(NAME, I) + e_] = (VALUE);) }
 #define ACC_ELEMENTS(NAME, I) acc_elements()
 #define ACC_ELEMENT(NAME, I, K) NAME[ACC_BASE_(NAME, I) + acc_cell(K)]
+#define ACC_COPY(NAME, I) const uint copy_ = ACC_BASE_(NAME, I);
+#define COPY_ELEMENT(NAME, K) NAME[copy_ + acc_cell(K)]
+#define ACC_PUT(NAME, I)
 // A's operand AI = accumulator I converted to f16 (MK == MN).
 #define A_FROM_ACC(A, AI, ACC, I)                                                               \
     {                                                                                           \
@@ -220,6 +231,9 @@ uint acc_elements()
 #define ACC_ELEMENTS(NAME, I) uint(NAME[I].length())
 #endif
 #define ACC_ELEMENT(NAME, I, K) NAME[I][K]
+#define ACC_COPY(NAME, I) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> copy_ = NAME[I];
+#define COPY_ELEMENT(NAME, K) copy_[K]
+#define ACC_PUT(NAME, I) NAME[I] = copy_;
 #ifdef COOPMAT_KHR
 // The VK_KHR_cooperative_matrix build (made from this one's SPIR-V by
 // tools/coopmat_khr.c) has no conversion from an accumulator to an A operand:
