@@ -15,8 +15,10 @@
 # 5. times PyTorch's scaled_dot_product_attention on the same cases
 #    (bench/sdpa_bench.py), times the coopmat kernel with parts of it left out
 #    (bench/ablate.py: ablation.md), with --tune runs the settings sweep, then where the
-#    device also has VK_KHR_cooperative_matrix runs the KHR builds of the coopmat
-#    attention and matmul kernels on their test cases (khr.log);
+#    device also has VK_KHR_cooperative_matrix measures the matrix units' rate
+#    through it, subgroup and workgroup scope (khr-peak.txt), and runs the KHR
+#    builds of the coopmat attention and matmul kernels on their test cases
+#    (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
 #    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv; --tune-only
@@ -52,9 +54,9 @@
 #                      60 of them verifying three matmuls on one core, before
 #                      the CPU reference took threads), its profile (40 s), SDPA
 #                      (60 s), the ablation (55 s), the sweep (what is left, 20 s
-#                      at least), the KHR builds (60 s for the attention kernel's
-#                      test, which took 34-43 s on an H200 in its KHR build,
-#                      the peak measurement first; the matmul's only if 20 s
+#                      at least), the KHR builds (20 s for the rate probes,
+#                      60 s for the attention kernel's test, which took 34-43 s
+#                      on an H200 in its KHR build; the matmul's only if 20 s
 #                      more are left); a step
 #                      left under 20 s is skipped and says so.
 #                      The tests end by then less 170 s (the least the bench,
@@ -120,8 +122,11 @@ fail() { say "FAILED: $*"; exit 1; }
 # about 120: with the tests' 340 s that left the ablation and the sweep, the
 # f16 prefill's diagnosis, skipped on a real GPU. The KHR attention test took
 # 38 s on the H200 (2026-11-28) with a cold cache and hit 43 s with the peak
-# measurement first: 60. The sweep then starts with 20 s left at least.
-sweep_least=20 khr_seconds=60 table_seconds=10
+# measurement first: 60, and 20 before it for the rate probes through the KHR
+# extension (their own process since 2026-11-28: the workgroup-scope one is
+# the first module of VK_NV_cooperative_matrix2's kind any driver has compiled
+# for vkattn). The sweep then starts with 20 s left at least.
+sweep_least=20 khr_seconds=80 table_seconds=10
 
 # Seconds a step may take: CAP, or what is left before --deadline less RESERVE
 # (what the steps after it need), whichever is less; 0 when under 20 s are left,
@@ -341,10 +346,24 @@ check() {
   if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
       grep -q "cooperative matrix yes (KHR)"; then
     khr_summary="skipped: the --deadline is too near"
-    cap=$(step_budget "$khr_seconds" "$table_seconds")
+    # The matrix units' rates through the KHR extension, subgroup and
+    # workgroup scope (VK_NV_cooperative_matrix2, which a device vkattn creates
+    # with VKATTN_COOPMAT_PEAK=1 enables only here), in a process of their
+    # own: a driver that failed on the workgroup-scope module takes nothing
+    # else with it.
+    cap=$(step_budget 20 $(( khr_seconds - 20 + table_seconds )))
+    if [ "$cap" -gt 0 ]; then
+      say "KHR rate probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
+      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" \
+          "$build_abs/vkattn-bench" --op matmul --matmul 64,64,64 --matmul-variant tiled \
+          --reps 2 --no-verify --profile > "$out/khr-peak.txt" 2>&1 ||
+        say "KHR rate probes: exit status $? (khr-peak.txt has what ran)"
+      grep -E '^vkattn: (coopmat peak|cooperative matrix 2)' "$out/khr-peak.txt"
+    fi
+    cap=$(step_budget $(( khr_seconds - 20 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then
       say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
-      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
+      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
           VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
           XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" "$build_abs/tests/test_attention" \
           > "$out/khr.log" 2>&1
@@ -362,7 +381,7 @@ check() {
         khr_summary+=", test_matmul's skipped (the --deadline is too near)"
       fi
       khr_summary+=" (khr.log; 124: stopped by its time)"
-      grep -E '^coopmat peak|PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
+      grep -E 'PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
     fi
   fi
   say "KHR build: $khr_summary"

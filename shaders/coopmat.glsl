@@ -113,8 +113,7 @@
 #define MATRIX_UNROLL [[unroll]]
 #endif
 
-const uint PACK = 8;    // halves per element of a packed f16 array (uvec4)
-#define PACKED_HALF(T, I) float16_t(unpackHalf2x16((T)[(I) / PACK][(I) / 2u % 4u] >> 16u * ((I) % 2u)).x)
+#include "packed_f16.glsl"
 
 // Gathers COUNT (at most PACK) halves of the 16-bit buffer BUF from element
 // FIRST into the zeroed uvec4 WORDS, bits unchanged: rows that are not

@@ -72,7 +72,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
             ctx_log(ctx, VKATTN_LOG_INFO, "running on %s (%s %s)", ctx->info.name,
                     ctx->info.driver_name, ctx->info.driver_info);
             if (ctx->vk.caps.coopmat2) {
-                char coopmat2[320];
+                char coopmat2[512];
                 device_caps_coopmat2_describe(&ctx->vk.caps, coopmat2, sizeof coopmat2);
                 ctx_log(ctx, VKATTN_LOG_INFO, "cooperative matrix 2: %s", coopmat2);
             }

@@ -131,6 +131,39 @@ static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, 
     return why[0] != '\0';
 }
 
+/* With VK_NV_cooperative_matrix2's flexible dimensions: the f16 x f16 + f32
+ * -> f32 workgroup-scope products with the most invocations the device lists. */
+static void query_coopmat2_workgroup(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                     device_caps *caps)
+{
+    uint32_t n = 0;
+    PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV query =
+        vki->GetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV;
+    if (!query || query(pd, &n, NULL) != VK_SUCCESS || n == 0)
+        return;
+    VkCooperativeMatrixFlexibleDimensionsPropertiesNV *props = calloc(n, sizeof *props);
+    if (!props)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        props[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+    if (query(pd, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++) {
+            const VkCooperativeMatrixFlexibleDimensionsPropertiesNV *p = &props[i];
+            if (p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR && !p->saturatingAccumulation &&
+                p->scope == VK_SCOPE_WORKGROUP_KHR && p->MGranularity && p->NGranularity &&
+                p->KGranularity && p->workgroupInvocations > caps->coopmat2_invocations) {
+                caps->coopmat2_granularity[0] = p->MGranularity;
+                caps->coopmat2_granularity[1] = p->NGranularity;
+                caps->coopmat2_granularity[2] = p->KGranularity;
+                caps->coopmat2_invocations = p->workgroupInvocations;
+            }
+        }
+    free(props);
+}
+
 /* Which cooperative-matrix extension the kernels go through: NVIDIA's own
  * where the device has it (verified there), else the KHR one (AMD, Intel);
  * VKATTN_COOPMAT_KHR=1 takes the KHR one wherever the device has it (how a
@@ -244,6 +277,9 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     caps->coopmat2_workgroup_max = coopmat2_props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     caps->coopmat2_flexible_max = coopmat2_props.cooperativeMatrixFlexibleDimensionsMaxDimension;
     caps->coopmat2_reserved_shared = coopmat2_props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+    uint32_t workgroup = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
+    if ((caps->coopmat2_features & workgroup) == workgroup)
+        query_coopmat2_workgroup(vki, pd, caps);
 }
 
 void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t size)
@@ -268,11 +304,18 @@ void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t si
             any = true;
         }
     if (at < size)
-        snprintf(out + at, size - at, "%s; workgroup scope up to %u invocations (%u bytes of "
-                 "shared memory reserved), flexible dimensions up to %u; not used by vkattn's "
-                 "kernels (they would need GL_NV_cooperative_matrix2, which Debian 12's glslang "
-                 "lacks)", any ? "" : " none", caps->coopmat2_workgroup_max,
-                 caps->coopmat2_reserved_shared, caps->coopmat2_flexible_max);
+        at += (size_t)snprintf(out + at, size - at, "%s; workgroup scope up to %u invocations "
+                               "(%u bytes of shared memory reserved), flexible dimensions up to "
+                               "%u", any ? "" : " none", caps->coopmat2_workgroup_max,
+                               caps->coopmat2_reserved_shared, caps->coopmat2_flexible_max);
+    if (at < size && caps->coopmat2_invocations)
+        at += (size_t)snprintf(out + at, size - at, "; f16 workgroup-scope products in "
+                               "multiples of %ux%ux%u for workgroups of %u",
+                               caps->coopmat2_granularity[0], caps->coopmat2_granularity[1],
+                               caps->coopmat2_granularity[2], caps->coopmat2_invocations);
+    if (at < size)
+        snprintf(out + at, size - at, "; no kernel uses it (the rate probe measures its "
+                 "workgroup scope: VKATTN_COOPMAT_PEAK=1 with the KHR extension)");
 }
 
 void device_caps_features(const device_caps *caps, vkattn_device_features *c)

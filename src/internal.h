@@ -49,6 +49,7 @@
 #define VKATTN_INSTANCE_OPTIONAL_FUNCS(X)         \
     X(GetPhysicalDeviceCooperativeMatrixPropertiesNV) \
     X(GetPhysicalDeviceCooperativeMatrixPropertiesKHR) \
+    X(GetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) \
     X(EnumerateDeviceLayerProperties)
 
 #define VKATTN_DEVICE_FUNCS(X)                    \
@@ -153,6 +154,8 @@ typedef enum shader_id {
     SHADER_ATTENTION_COOPMAT_KHR,
     SHADER_MATMUL_COOPMAT_KHR,
     SHADER_COOPMAT_PEAK_KHR,
+    SHADER_COOPMAT_PEAK_WORKGROUP_KHR, /* KHR only: the NV extension has no workgroup scope */
+    SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED,
     SHADER_COUNT
 } shader_id;
 
@@ -243,6 +246,15 @@ typedef struct device_caps {
     uint32_t coopmat2_workgroup_max;    /* invocations of a workgroup-scope matrix's workgroup */
     uint32_t coopmat2_flexible_max;     /* the largest flexible dimension */
     uint32_t coopmat2_reserved_shared;  /* bytes of shared memory workgroup scope reserves */
+    /* With workgroup scope and flexible dimensions: f16 x f16 + f32 -> f32
+     * workgroup-scope products (the most invocations the device lists them
+     * for): the granularity of M, N and K, and that workgroup size; 0 if none. */
+    uint32_t coopmat2_granularity[3];
+    uint32_t coopmat2_invocations;
+    /* Workgroup scope and flexible dimensions enabled (through the KHR
+     * extension): only on a device vkattn creates for the rate probe
+     * (VKATTN_COOPMAT_PEAK=1); no kernel uses them yet. */
+    bool coopmat2_workgroup;
 } device_caps;
 enum { /* device_caps.coopmat2_features, in the extension's order */
     DEVICE_COOPMAT2_WORKGROUP_SCOPE = 1u << 0, DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS = 1u << 1,
@@ -438,6 +450,8 @@ void coopmat_layout_report(vkattn_context *ctx);
  * units' products through the extension (ops/coopmat_peak.c); a new Vulkan
  * context calls it. */
 void coopmat_peak_report(vkattn_context *ctx);
+/* Whether VKATTN_COOPMAT_PEAK=1 asks for that report. */
+bool coopmat_peak_wanted(void);
 /* Where the context's tuning asks for the coopmat kernel's softmax in
  * registers, reads the accumulator layout it needs (a submission of its own:
  * a new Vulkan context calls it, so that no attention call submits). */

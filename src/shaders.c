@@ -16,6 +16,8 @@
 #include "coopmat_peak_emulated_spv.h"
 #include "coopmat_peak_khr_spv.h"
 #include "coopmat_peak_spv.h"
+#include "coopmat_peak_workgroup_emulated_spv.h"
+#include "coopmat_peak_workgroup_khr_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_coopmat_emulated_spv.h"
 #include "matmul_coopmat_khr_spv.h"
@@ -59,6 +61,10 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_COOPMAT_KHR, "attention_coopmat_khr", attention_coopmat_khr_spv),
     ENTRY_(SHADER_MATMUL_COOPMAT_KHR, "matmul_coopmat_khr", matmul_coopmat_khr_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_KHR, "coopmat_peak_khr", coopmat_peak_khr_spv),
+    ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_KHR, "coopmat_peak_workgroup_khr",
+           coopmat_peak_workgroup_khr_spv),
+    ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED, "coopmat_peak_workgroup_emulated",
+           coopmat_peak_workgroup_emulated_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

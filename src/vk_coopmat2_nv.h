@@ -5,6 +5,8 @@
 #ifndef VKATTN_VK_COOPMAT2_NV_H
 #define VKATTN_VK_COOPMAT2_NV_H
 
+#include "vk_coopmat_khr.h"
+
 #include <vulkan/vulkan_core.h>
 
 /* The header version that brought the extension: a layer written against an
@@ -38,6 +40,29 @@ typedef struct VkPhysicalDeviceCooperativeMatrix2PropertiesNV {
     uint32_t cooperativeMatrixFlexibleDimensionsMaxDimension;
     uint32_t cooperativeMatrixWorkgroupScopeReservedSharedMemory;
 } VkPhysicalDeviceCooperativeMatrix2PropertiesNV;
+
+/* With flexible dimensions, each kind of product the device runs: its
+ * component types and scope, the granularity its sizes must be multiples of,
+ * and (workgroup scope) the workgroup size it is for. */
+#define VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV \
+    ((VkStructureType)1000593001)
+typedef struct VkCooperativeMatrixFlexibleDimensionsPropertiesNV {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MGranularity;
+    uint32_t NGranularity;
+    uint32_t KGranularity;
+    VkComponentTypeKHR AType;
+    VkComponentTypeKHR BType;
+    VkComponentTypeKHR CType;
+    VkComponentTypeKHR ResultType;
+    VkBool32 saturatingAccumulation;
+    VkScopeKHR scope;
+    uint32_t workgroupInvocations;
+} VkCooperativeMatrixFlexibleDimensionsPropertiesNV;
+typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)(
+    VkPhysicalDevice physicalDevice, uint32_t *pPropertyCount,
+    VkCooperativeMatrixFlexibleDimensionsPropertiesNV *pProperties);
 #endif
 
 #endif

@@ -12,7 +12,9 @@ modules the library embeds:
 - no module has a matrix's length as OpSpecConstantOp, which
   SPV_NV_cooperative_matrix allows and SPV_KHR_cooperative_matrix does not
   (Mesa's SPIR-V reader fails on it, used or not), and the tool refuses one;
-- each matrix type's Use is what the products make of it (A, B, accumulator);
+- each matrix type's Use is what the products make of it (A, B, accumulator),
+  and its scope is kept: Subgroup, or Workgroup in the workgroup-scope rate
+  probe (VK_NV_cooperative_matrix2's, which needs no SPIR-V of its own);
 - no NV opcode, capability or extension is left;
 - the rewrite undone (--reverse) gives back the NV module, which spirv-val
   accepts;
@@ -32,7 +34,8 @@ OP_CONSTANT_TRUE, OP_CONSTANT_FALSE, OP_SPEC_CONSTANT_OP = 41, 42, 52
 NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
-KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr"]
+KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr",
+           "coopmat_peak_workgroup_khr"]
 
 failures = []
 
@@ -200,9 +203,27 @@ def check_refusals(tool, folder, matmul_nv):
         check(not os.path.exists(out), "a refused rewrite left an output file")
 
 
+# Scope ids as the modules give them: Workgroup 2, Subgroup 3.
+WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr"}
+
+
+def check_scopes(folder, name):
+    """Every matrix type of a workgroup-scope kernel keeps the Workgroup scope
+    (VK_NV_cooperative_matrix2's, which only the KHR module can carry); every
+    other kernel's is Subgroup."""
+    ins = instructions(words_of(os.path.join(folder, name + ".spv")))
+    constants = {i[2]: i[3] for i in ins if opcode(i) == OP_CONSTANT and len(i) == 4}
+    want = 2 if name in WORKGROUP_KERNELS else 3
+    scopes = [constants.get(i[3]) for i in ins if opcode(i) == KHR["type"]]
+    check(scopes and all(s == want for s in scopes),
+          f"{name}: matrix scopes {scopes}, not all {want}")
+
+
 def main():
     tool, folder = sys.argv[1], sys.argv[2]
     modules = {name: check_kernel(tool, folder, name) for name in KERNELS}
+    for name in KERNELS:
+        check_scopes(folder, name)
     check_refusals(tool, folder, modules["matmul_coopmat_khr"])
     for f in failures:
         print("FAIL:", f)

@@ -771,6 +771,26 @@ static void test_coopmat_peak_probe(void **state)
     assert_non_null(strstr(line, " TFLOP/s with B from shared memory for two products, "));
     assert_non_null(
         strstr(line, " TFLOP/s with B from shared memory column-major for each product;"));
+    /* And the workgroup-scope products (VK_NV_cooperative_matrix2): measured
+     * and checked where this context has them, or the emulated build's where
+     * the device has no matrix units; elsewhere the line says why not. */
+    const char *workgroup = env->gpu_log.coopmat_peak_workgroup;
+    if (!info.cooperative_matrix) {
+        const char *prefix = "coopmat peak, workgroup scope (emulated build): 16x16x8 f16 "
+                             "products into f32, 2 workgroups of 16 invocations, ";
+        if (strncmp(workgroup, prefix, strlen(prefix)) != 0)
+            fail_msg("logged \"%s\"", workgroup);
+    }
+    if (!strstr(workgroup, "workgroup scope: not measured: ")) {
+        if (!strstr(workgroup, "; results checked"))
+            fail_msg("logged \"%s\"", workgroup);
+        assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from shared memory for "
+                                          "each product, "));
+        assert_non_null(strstr(workgroup, " TFLOP/s with A and B from shared memory for each "
+                                          "product, "));
+        assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from a storage buffer for "
+                                          "each product;"));
+    }
     test_env_destroy(env);
 }
 

@@ -19,6 +19,7 @@
 static struct {
     bool nv, khr;               /* the extensions it lists */
     bool coopmat2;              /* and VK_NV_cooperative_matrix2 */
+    bool flexible;              /* with flexible dimensions too */
     uint32_t layer_version;     /* one active layer of this header version; 0: none */
     VkResult layers_result;     /* what listing them returns (VK_SUCCESS: as usual) */
     bool coopmat2_seen;         /* a VK_NV_cooperative_matrix2 structure was queried */
@@ -79,9 +80,10 @@ static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeature
             ((VkPhysicalDeviceCooperativeMatrixFeaturesNV *)s)->cooperativeMatrix = VK_TRUE;
         }
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV) {
-            /* all but flexible dimensions */
+            /* all but flexible dimensions, unless dev.flexible */
             dev.coopmat2_seen = true;
             VkPhysicalDeviceCooperativeMatrix2FeaturesNV *c = (void *)s;
+            c->cooperativeMatrixFlexibleDimensions = dev.flexible;
             c->cooperativeMatrixWorkgroupScope = c->cooperativeMatrixReductions = VK_TRUE;
             c->cooperativeMatrixConversions = c->cooperativeMatrixPerElementOperations = VK_TRUE;
             c->cooperativeMatrixTensorAddressing = c->cooperativeMatrixBlockLoads = VK_TRUE;
@@ -161,6 +163,41 @@ static VkResult VKAPI_PTR shapes_khr(VkPhysicalDevice pd, uint32_t *n,
     return VK_SUCCESS;
 }
 
+/* Flexible-dimension products as a driver might list them: the f16 x f16 +
+ * f32 -> f32 workgroup-scope one with the most invocations is taken. */
+static const struct {
+    uint32_t m, n, k, a, c, saturating, scope, invocations;
+} flexible_rows[] = {
+    {16, 16, 16, 0, 1, 0, 2, 128},  /* f16, workgroup scope, 128 invocations */
+    {32, 32, 16, 0, 1, 0, 2, 256},  /* the same for 256: taken */
+    {16, 16, 16, 0, 0, 0, 2, 512},  /* f16 accumulators: no */
+    {16, 8, 16, 0, 1, 0, 3, 1024},  /* subgroup scope: no */
+    {16, 16, 32, 3, 5, 0, 2, 1024}, /* int8: no */
+    {16, 16, 16, 0, 1, 1, 2, 1024}, /* saturating: no */
+};
+
+static VkResult VKAPI_PTR flexible_shapes(VkPhysicalDevice pd, uint32_t *n,
+                                          VkCooperativeMatrixFlexibleDimensionsPropertiesNV *p)
+{
+    (void)pd;
+    const uint32_t listed = sizeof flexible_rows / sizeof flexible_rows[0];
+    if (p)
+        for (uint32_t i = 0; i < *n && i < listed; i++) {
+            assert_int_equal(p[i].sType,
+                             VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV);
+            p[i].MGranularity = flexible_rows[i].m;
+            p[i].NGranularity = flexible_rows[i].n;
+            p[i].KGranularity = flexible_rows[i].k;
+            p[i].AType = p[i].BType = flexible_rows[i].a;
+            p[i].CType = p[i].ResultType = flexible_rows[i].c;
+            p[i].saturatingAccumulation = flexible_rows[i].saturating;
+            p[i].scope = flexible_rows[i].scope;
+            p[i].workgroupInvocations = flexible_rows[i].invocations;
+        }
+    *n = listed;
+    return VK_SUCCESS;
+}
+
 static device_caps query(bool nv, bool khr, const char *khr_env)
 {
     dev.nv = nv, dev.khr = khr;
@@ -184,6 +221,7 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
         .EnumerateDeviceLayerProperties = layers,
         .GetPhysicalDeviceCooperativeMatrixPropertiesNV = nv ? shapes_nv : NULL,
         .GetPhysicalDeviceCooperativeMatrixPropertiesKHR = khr ? shapes_khr : NULL,
+        .GetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV = flexible_shapes,
     };
     device_caps caps;
     device_caps_query(&vki, (VkPhysicalDevice)(uintptr_t)1, VK_API_VERSION_1_2, exts, count, &caps);
@@ -327,7 +365,9 @@ static void test_whole_subgroups(void **state)
 }
 
 /* VK_NV_cooperative_matrix2 is reported (its features and limits, one line
- * logged as a context starts), never enabled: no kernel uses it yet. */
+ * logged as a context starts), never enabled for an application's device: no
+ * kernel uses it yet (the rate probe enables its workgroup scope on a device
+ * vkattn creates, test_api's test_coopmat_peak_probe). */
 static void test_coopmat2_reported(void **state)
 {
     (void)state;
@@ -346,8 +386,27 @@ static void test_coopmat2_reported(void **state)
     assert_non_null(strstr(line, "listed; features: workgroup scope, reductions, conversions, "
                                  "per-element operations, tensor addressing, block loads;"));
     assert_non_null(strstr(line, "up to 256 invocations (512 bytes of shared memory reserved), "
-                                 "flexible dimensions up to 8192; not used"));
+                                 "flexible dimensions up to 8192; no kernel uses it"));
+    /* Without flexible dimensions, no workgroup-scope products are taken. */
+    assert_int_equal(caps.coopmat2_invocations, 0);
+    assert_null(strstr(line, "workgroup-scope products"));
     vkattn_device_features f;
+    device_caps_features(&caps, &f);
+    assert_false(lists(&f, "VK_NV_cooperative_matrix2"));
+    /* With them, the f16 workgroup-scope products with the most invocations. */
+    dev.coopmat2 = dev.flexible = true;
+    caps = query(true, false, NULL);
+    dev.coopmat2 = dev.flexible = false;
+    assert_true(caps.coopmat2_features & DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS);
+    assert_int_equal(caps.coopmat2_invocations, 256);
+    assert_int_equal(caps.coopmat2_granularity[0], 32);
+    assert_int_equal(caps.coopmat2_granularity[1], 32);
+    assert_int_equal(caps.coopmat2_granularity[2], 16);
+    assert_false(caps.coopmat2_workgroup); /* enabled only by device creation */
+    char long_line[512];
+    device_caps_coopmat2_describe(&caps, long_line, sizeof long_line);
+    assert_non_null(strstr(long_line, "; f16 workgroup-scope products in multiples of 32x32x16 "
+                                      "for workgroups of 256; no kernel uses it"));
     device_caps_features(&caps, &f);
     assert_false(lists(&f, "VK_NV_cooperative_matrix2"));
     /* A short buffer is cut, not overrun. */

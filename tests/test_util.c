@@ -35,6 +35,9 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     } else if (strncmp(msg, "coopmat layout", 14) == 0) {
         snprintf(log->coopmat_layout, sizeof log->coopmat_layout, "%s", msg);
         fprintf(stderr, "%s\n", msg); /* for the record: each GPU's own */
+    } else if (strncmp(msg, "coopmat peak, workgroup scope", 29) == 0) {
+        snprintf(log->coopmat_peak_workgroup, sizeof log->coopmat_peak_workgroup, "%s", msg);
+        fprintf(stderr, "%s\n", msg);
     } else if (strncmp(msg, "coopmat peak", 12) == 0) {
         snprintf(log->coopmat_peak, sizeof log->coopmat_peak, "%s", msg);
         fprintf(stderr, "%s\n", msg);

@@ -1,6 +1,8 @@
 /* The matrix units' rate through VK_NV_cooperative_matrix on this device
- * (shaders/coopmat_peak.comp says what each variant feeds them), logged as a
- * context starts with VKATTN_COOPMAT_PEAK=1 in the environment: the ceiling
+ * (shaders/coopmat_peak.comp says what each variant feeds them), and through
+ * workgroup-scope products where the device has VK_NV_cooperative_matrix2
+ * (shaders/coopmat_peak_workgroup.comp), logged as a context starts with
+ * VKATTN_COOPMAT_PEAK=1 in the environment: the ceiling
  * against which the coopmat kernels' figures read, measured rather than taken
  * from a datasheet (a datasheet's rate assumes Hopper's warpgroup
  * instructions, which this extension does not reach). Where the device has no
@@ -23,6 +25,15 @@ enum peak_spec { /* constant_id values in coopmat_peak.comp */
 #define PEAK_WARMUP_MS 300.0
 #define PEAK_VARIANTS 4    /* LOADS = 0, 1, 2, 3 */
 
+enum workgroup_spec { /* constant_id values in coopmat_peak_workgroup.comp */
+    WORKGROUP_SPEC_SIZE = 0, WORKGROUP_SPEC_M, WORKGROUP_SPEC_N, WORKGROUP_SPEC_K,
+    WORKGROUP_SPEC_ITERS, WORKGROUP_SPEC_LOADS, WORKGROUP_SPEC_COUNT
+};
+#define WORKGROUP_CHAINS 2        /* coopmat_peak_workgroup.comp's CHAINS */
+#define WORKGROUP_BUFFER_SLOTS 64 /* its BUFFER_SLOTS */
+#define WORKGROUP_SLOTS 2         /* its SLOTS */
+#define WORKGROUP_VARIANTS 3      /* LOADS = 0, 1, 2 */
+
 typedef struct peak_setup {
     coopmat_shape s;
     bool emulated;
@@ -33,6 +44,17 @@ static const char *const peak_variant_names[PEAK_VARIANTS] = {
     "B in registers", "B from shared memory for each product",
     "B from shared memory for two products",
     "B from shared memory column-major for each product"};
+
+/* Workgroup-scope products: M x N x K on workgroups of `invocations`. */
+typedef struct workgroup_setup {
+    uint32_t m, n, k, invocations, iters, groups;
+    bool emulated;
+} workgroup_setup;
+
+static const char *const workgroup_variant_names[WORKGROUP_VARIANTS] = {
+    "A held and B from shared memory for each product",
+    "A and B from shared memory for each product",
+    "A held and B from a storage buffer for each product"};
 
 /* result[0] (the step between B blocks), every accumulator of the first
  * workgroup, then every invocation's sum. */
@@ -73,10 +95,25 @@ static vkattn_status timed_dispatch(vkattn_context *ctx, const vk_dispatch *d, d
     return vkattn_timer_end(ctx, ms);
 }
 
-/* One variant: a compiling run, on a GPU runs for PEAK_WARMUP_MS more (its
- * clocks leave idle only under load), then PEAK_TIMED_RUNS timed; the
- * fastest's rate into *tflops (a ceiling: the least the host or the clocks
- * held it back), the last run's results checked. */
+/* A compiling run, on a GPU runs for PEAK_WARMUP_MS more (its clocks leave
+ * idle only under load), then PEAK_TIMED_RUNS timed: the fastest's time (a
+ * ceiling's: the least the host or the clocks held it back). */
+static vkattn_status fastest_run(vkattn_context *ctx, const vk_dispatch *d, bool emulated,
+                                 double *best)
+{
+    double ms = 0.0;
+    vkattn_status s = timed_dispatch(ctx, d, &ms);
+    double warm_until = host_time_ms() + (emulated ? 0.0 : PEAK_WARMUP_MS);
+    while (s == VKATTN_OK && host_time_ms() < warm_until)
+        s = timed_dispatch(ctx, d, &ms);
+    for (int i = 0; s == VKATTN_OK && i < PEAK_TIMED_RUNS; i++)
+        if ((s = timed_dispatch(ctx, d, &ms)) == VKATTN_OK && (i == 0 || ms < *best))
+            *best = ms;
+    return s;
+}
+
+/* One variant, timed (fastest_run): its rate into *tflops, the last run's
+ * results checked. */
 static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkattn_tensor *out,
                                  float *host, uint32_t loads, double *tflops)
 {
@@ -95,14 +132,8 @@ static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkatt
         .binding_count = 1,
         .groups = {p->groups, 1, 1},
     };
-    double ms = 0.0, best = 0.0;
-    vkattn_status s = timed_dispatch(ctx, &d, &ms);
-    double warm_until = host_time_ms() + (p->emulated ? 0.0 : PEAK_WARMUP_MS);
-    while (s == VKATTN_OK && host_time_ms() < warm_until)
-        s = timed_dispatch(ctx, &d, &ms);
-    for (int i = 0; s == VKATTN_OK && i < PEAK_TIMED_RUNS; i++)
-        if ((s = timed_dispatch(ctx, &d, &ms)) == VKATTN_OK && (i == 0 || ms < best))
-            best = ms;
+    double best = 0.0;
+    vkattn_status s = fastest_run(ctx, &d, p->emulated, &best);
     if (s == VKATTN_OK && (s = vkattn_tensor_download(out, host, VKATTN_DTYPE_F32)) == VKATTN_OK)
         s = check_results(ctx, p, host, loads);
     if (s != VKATTN_OK)
@@ -138,11 +169,22 @@ static vkattn_status measure(vkattn_context *ctx, const peak_setup *p,
     return s;
 }
 
-void coopmat_peak_report(vkattn_context *ctx)
+/* "R TFLOP/s with NAME, ..." for variants first .. count - 1. */
+static void format_rates(const double *tflops, const char *const *names, uint32_t first,
+                         uint32_t count, char *out, size_t size)
 {
-    const char *flag = getenv("VKATTN_COOPMAT_PEAK");
-    if (!flag || *flag != '1' || ctx->vk.external)
-        return;
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t v = first; v < count && used < size; v++)
+        used += (size_t)snprintf(out + used, size - used, "%s%.4g TFLOP/s with %s",
+                                 used ? ", " : "", tflops[v], names[v]);
+}
+
+/* The subgroup-scope products (coopmat_peak.comp), logged. Returns whether
+ * they are the emulated build's (the device has no matrix units vkattn can
+ * run). */
+static bool report_subgroup_scope(vkattn_context *ctx)
+{
     bool required;
     peak_setup p = {.sg = coopmat_subgroup_size(ctx, false, &required)};
     p.emulated = !(ctx->vk.enabled.coopmat && required &&
@@ -150,7 +192,7 @@ void coopmat_peak_report(vkattn_context *ctx)
     if (p.emulated)
         p.sg = coopmat_subgroup_size(ctx, true, &required);
     if (p.emulated && !coopmat_emulated_shape(&p.s))
-        return;
+        return p.emulated;
     /* On the matrix units: enough workgroups to fill a large GPU several times
      * over, a millisecond or so of products. Emulated (shared memory for every
      * matrix, 32 KiB on lavapipe): one subgroup a workgroup, a few rounds. */
@@ -175,17 +217,175 @@ void coopmat_peak_report(vkattn_context *ctx)
         ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat peak%s: not measured: %s", build,
                 ctx->last_error);
         ctx->last_error[0] = '\0';
-        return;
+        return p.emulated;
     }
     char rates[448];
-    size_t used = 0;
-    for (uint32_t loads = p.emulated ? 1 : 0; loads < PEAK_VARIANTS && used < sizeof rates;
-         loads++)
-        used += (size_t)snprintf(rates + used, sizeof rates - used, "%s%.4g TFLOP/s with %s",
-                                 used ? ", " : "", tflops[loads], peak_variant_names[loads]);
+    format_rates(tflops, peak_variant_names, p.emulated ? 1 : 0, PEAK_VARIANTS, rates,
+                 sizeof rates);
     ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak%s: %ux%ux%u f16 products into f32, %u "
             "workgroups of %u subgroup%s of %u, %u rounds of %d, fastest of %d runs: %s; "
             "results checked", build,
             p.s.m, p.s.n, p.s.k, p.groups, p.subgroups, p.subgroups > 1 ? "s" : "", p.sg,
             p.iters, PEAK_CHAINS, PEAK_TIMED_RUNS, rates);
+    return p.emulated;
+}
+
+/* Why this context cannot run workgroup-scope products ("" if it can). */
+static void workgroup_scope_missing(const vkattn_context *ctx, char *why, size_t size)
+{
+    const device_caps *caps = &ctx->vk.caps;
+    uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
+    why[0] = '\0';
+    if (ctx->vk.enabled.coopmat2_workgroup)
+        return;
+    if (!caps->coopmat2)
+        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2", ctx->info.name);
+    else if (caps->coopmat2_unqueried_why[0])
+        snprintf(why, size, "VK_NV_cooperative_matrix2 not queried: %s",
+                 caps->coopmat2_unqueried_why);
+    else if ((caps->coopmat2_features & both) != both)
+        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2's workgroup scope or flexible "
+                 "dimensions", ctx->info.name);
+    else if (!caps->coopmat2_invocations)
+        snprintf(why, size, "%s lists no f16 x f16 + f32 workgroup-scope products",
+                 ctx->info.name);
+    else if (!ctx->vk.enabled.coopmat_khr)
+        snprintf(why, size, "they go through VK_KHR_cooperative_matrix, and this context takes "
+                 "VK_NV_cooperative_matrix (VKATTN_COOPMAT_KHR=1 takes the KHR one)");
+    else
+        snprintf(why, size, "not enabled on this device");
+}
+
+/* A WORKGROUP_CHAINS of M x N accumulators a workgroup: chain c's elements
+ * c + ITERS * K / 256. */
+static vkattn_status check_workgroup_results(vkattn_context *ctx, const workgroup_setup *w,
+                                             const float *r, uint32_t loads)
+{
+    float added = (float)w->iters * (float)w->k / 256.0f;
+    uint64_t cells = (uint64_t)w->m * w->n, count = 1 + (uint64_t)w->groups * WORKGROUP_CHAINS * cells;
+    for (uint64_t i = 1; i < count; i++) {
+        float want = (float)((i - 1) / cells % WORKGROUP_CHAINS) + added;
+        if (r[i] != want)
+            return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat peak, workgroup scope: %s: "
+                            "result %llu is %g, not %g", workgroup_variant_names[loads],
+                            (unsigned long long)i, r[i], want);
+    }
+    return VKATTN_OK;
+}
+
+/* Each variant of coopmat_peak_workgroup.comp, timed and checked. */
+static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setup *w,
+                                       double tflops[WORKGROUP_VARIANTS])
+{
+    uint64_t n = 1 + (uint64_t)w->groups * WORKGROUP_CHAINS * w->m * w->n;
+    uint64_t halves = (uint64_t)WORKGROUP_BUFFER_SLOTS * w->k * w->n;
+    vkattn_tensor *out = NULL, *blocks = NULL;
+    vkattn_tensor_desc out_desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)n}};
+    vkattn_tensor_desc blocks_desc = {.dtype = VKATTN_DTYPE_F16, .ndim = 1,
+                                      .shape = {(int64_t)halves}};
+    float *host = NULL;
+    vkattn_status s = vkattn_tensor_create(ctx, &out_desc, &out);
+    if (s == VKATTN_OK)
+        s = vkattn_tensor_create(ctx, &blocks_desc, &blocks);
+    if (s == VKATTN_OK && !(host = calloc(n > halves ? n : halves, sizeof *host)))
+        s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat peak, workgroup scope: "
+                     "%llu results", (unsigned long long)n);
+    if (s == VKATTN_OK) {
+        for (uint64_t i = 0; i < halves; i++)
+            host[i] = 0.0625f;
+        s = vkattn_tensor_upload(blocks, host, VKATTN_DTYPE_F32);
+    }
+    if (s == VKATTN_OK) {
+        memset(host, 0, n * sizeof *host);
+        host[0] = 1.0f; /* the step between blocks */
+        s = vkattn_tensor_upload(out, host, VKATTN_DTYPE_F32);
+    }
+    for (uint32_t loads = 0; s == VKATTN_OK && loads < WORKGROUP_VARIANTS; loads++) {
+        vk_dispatch d = {
+            .key = {.shader = w->emulated ? SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED
+                                          : SHADER_COOPMAT_PEAK_WORKGROUP_KHR,
+                    .spec_count = WORKGROUP_SPEC_COUNT,
+                    .spec = {[WORKGROUP_SPEC_SIZE] = w->invocations, [WORKGROUP_SPEC_M] = w->m,
+                             [WORKGROUP_SPEC_N] = w->n, [WORKGROUP_SPEC_K] = w->k,
+                             [WORKGROUP_SPEC_ITERS] = w->iters, [WORKGROUP_SPEC_LOADS] = loads}},
+            .bindings = {vk_bind(out, true), vk_bind(blocks, false)},
+            .binding_count = 2,
+            .groups = {w->groups, 1, 1},
+        };
+        double best = 0.0;
+        if ((s = fastest_run(ctx, &d, w->emulated, &best)) == VKATTN_OK &&
+            (s = vkattn_tensor_download(out, host, VKATTN_DTYPE_F32)) == VKATTN_OK)
+            s = check_workgroup_results(ctx, w, host, loads);
+        double flops = 2.0 * w->m * w->n * w->k * WORKGROUP_CHAINS * (double)w->iters * w->groups;
+        tflops[loads] = best > 0.0 ? flops / (best * 1e-3) * 1e-12 : 0.0;
+    }
+    free(host);
+    vkattn_tensor_destroy(blocks);
+    vkattn_tensor_destroy(out);
+    return s;
+}
+
+/* The workgroup-scope products (coopmat_peak_workgroup.comp), logged: on the
+ * device's matrix units where VK_NV_cooperative_matrix2 gives them, else (no
+ * matrix units at all) the emulated build, else why not. Sizes: 64 x 64
+ * products over 32 (the attention kernel's tiles), rounded up to the device's
+ * granularity; K is made unlike M where M == N, so that A's type is not B's. */
+static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
+{
+    const device_caps *caps = &ctx->vk.caps;
+    char why[512];
+    workgroup_scope_missing(ctx, why, sizeof why);
+    if (why[0] && !emulated) {
+        ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope: not measured: %s", why);
+        return;
+    }
+    workgroup_setup w = {.emulated = emulated};
+    if (emulated) {
+        w.m = w.n = 16, w.k = 8, w.invocations = 16, w.iters = 2, w.groups = 2;
+    } else {
+        const uint32_t *g = caps->coopmat2_granularity;
+        w.m = round_up(64, g[0]), w.n = round_up(64, g[1]), w.k = round_up(32, lcm(g[2], 8));
+        if (w.k == w.m && w.m == w.n)
+            w.k += lcm(g[2], 8);
+        w.invocations = caps->coopmat2_invocations, w.iters = 256, w.groups = 1024;
+    }
+    const char *build = emulated ? " (emulated build)" : "";
+    uint64_t shared = 2ull * WORKGROUP_SLOTS * ((uint64_t)w.m * w.k + (uint64_t)w.k * w.n) +
+                      (emulated ? 2ull * (w.m * w.k + w.k * w.n) + 8ull * w.m * w.n
+                                : caps->coopmat2_reserved_shared);
+    double tflops[WORKGROUP_VARIANTS] = {0};
+    vkattn_status s = VKATTN_OK;
+    if (w.invocations > ctx->info.max_workgroup_invocations || shared > ctx->info.shared_memory_bytes ||
+        (!emulated && (w.m > caps->coopmat2_flexible_max || w.n > caps->coopmat2_flexible_max)))
+        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%ux%ux%u products on workgroups of %u "
+                     "need %llu bytes of shared memory (%u here) and sides up to %u", w.m, w.n,
+                     w.k, w.invocations, (unsigned long long)shared,
+                     ctx->info.shared_memory_bytes, emulated ? w.n : caps->coopmat2_flexible_max);
+    else
+        s = measure_workgroup(ctx, &w, tflops);
+    if (s != VKATTN_OK) {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat peak, workgroup scope%s: not measured: %s",
+                build, ctx->last_error);
+        ctx->last_error[0] = '\0';
+        return;
+    }
+    char rates[448];
+    format_rates(tflops, workgroup_variant_names, 0, WORKGROUP_VARIANTS, rates, sizeof rates);
+    ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope%s: %ux%ux%u f16 products into "
+            "f32, %u workgroups of %u invocations, %u rounds of %d, fastest of %d runs: %s; "
+            "results checked", build, w.m, w.n, w.k, w.groups, w.invocations, w.iters,
+            WORKGROUP_CHAINS, PEAK_TIMED_RUNS, rates);
+}
+
+bool coopmat_peak_wanted(void)
+{
+    const char *flag = getenv("VKATTN_COOPMAT_PEAK");
+    return flag && strcmp(flag, "1") == 0;
+}
+
+void coopmat_peak_report(vkattn_context *ctx)
+{
+    if (!coopmat_peak_wanted() || ctx->vk.external)
+        return;
+    report_workgroup_scope(ctx, report_subgroup_scope(ctx));
 }

@@ -1,0 +1,68 @@
+// Workgroup-scope matrices: f16 operands and f32 accumulators spread over the
+// whole workgroup, which the driver stages through shared memory of its own
+// (VK_NV_cooperative_matrix2's workgroup scope, with flexible dimensions). No
+// GL_NV_cooperative_matrix2 is needed for them: the source is compiled as
+// GL_NV_cooperative_matrix with gl_ScopeWorkgroup, and tools/coopmat_khr.c
+// carries the scope into the VK_KHR_cooperative_matrix module, which is the
+// only build of it a device runs (the NV extension has no workgroup scope).
+// With COOPMAT_EMULATED the matrices live in shared memory and every
+// invocation computes its share of each operation in plain code, so that the
+// same source runs on devices without matrix units (lavapipe in CI).
+//
+//   WG_A(NAME, R, C), WG_B(NAME, R, C)  an R x C f16 operand of a product, as A
+//                                       or as B (one NV type must not be both:
+//                                       the KHR rewrite gives each type one use)
+//   WG_ACC(NAME, R, C)                  an R x C f32 accumulator
+//   WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)
+//                                       an operand from the packed f16 array SRC
+//                                       (shared or a buffer), row-major, offset
+//                                       and row stride in halves (multiples of
+//                                       PACK)
+//   WG_FILL(NAME, R, C, VALUE)          every element of an accumulator
+//   WG_MMA(D, A, B, M, N, K)            D (M x N) += A (M x K) B (K x N)
+//   WG_STORE(NAME, R, C, DST, OFF, STRIDE)
+//                                       an accumulator to the f32 array DST,
+//                                       row-major, offset and stride in floats
+//
+// Declarations are global; every invocation of the workgroup runs each
+// operation alike (workgroup-uniform control flow). The emulated build
+// synchronizes around its operand loads (an operand is read by every
+// invocation); an accumulator's element e belongs to invocation
+// e % gl_WorkGroupSize.x in every operation, so accumulators need none.
+#include "packed_f16.glsl"
+
+#ifdef COOPMAT_EMULATED
+#define WG_A(NAME, R, C) shared float16_t NAME[(R) * (C)];
+#define WG_B(NAME, R, C) shared float16_t NAME[(R) * (C)];
+#define WG_ACC(NAME, R, C) shared float NAME[(R) * (C)];
+#define WG_EACH_(COUNT, E, BODY)                                                                \
+    for (uint E = gl_LocalInvocationIndex; E < (COUNT); E += gl_WorkGroupSize.x) {              \
+        BODY                                                                                    \
+    }
+#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)                                                   \
+    {                                                                                           \
+        barrier(); /* invocations may still be reading the operand it replaces */               \
+        WG_EACH_((R) * (C), e_, NAME[e_] = PACKED_HALF(SRC, (OFF) + e_ / (C) * (STRIDE) + e_ % (C));) \
+        barrier();                                                                              \
+    }
+#define WG_FILL(NAME, R, C, VALUE) { WG_EACH_((R) * (C), e_, NAME[e_] = (VALUE);) }
+#define WG_MMA(D, A, B, M, N, K)                                                                \
+    {                                                                                           \
+        WG_EACH_((M) * (N), e_,                                                                 \
+                 float acc_ = D[e_];                                                            \
+                 for (uint k_ = 0; k_ < (K); k_++)                                              \
+                     acc_ = fma(float(A[e_ / (N) * (K) + k_]), float(B[k_ * (N) + e_ % (N)]), acc_); \
+                 D[e_] = acc_;)                                                                 \
+    }
+#define WG_STORE(NAME, R, C, DST, OFF, STRIDE)                                                  \
+    { WG_EACH_((R) * (C), e_, DST[(OFF) + e_ / (C) * (STRIDE) + e_ % (C)] = NAME[e_];) }
+#else
+#define WG_A(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
+#define WG_B(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
+#define WG_ACC(NAME, R, C) fcoopmatNV<32, gl_ScopeWorkgroup, R, C> NAME;
+#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)                                                   \
+    coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, false)
+#define WG_FILL(NAME, R, C, VALUE) NAME = fcoopmatNV<32, gl_ScopeWorkgroup, R, C>(VALUE)
+#define WG_MMA(D, A, B, M, N, K) D = coopMatMulAddNV(A, B, D)
+#define WG_STORE(NAME, R, C, DST, OFF, STRIDE) coopMatStoreNV(NAME, DST, (OFF), (STRIDE), false)
+#endif
