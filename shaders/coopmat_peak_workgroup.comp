@@ -41,10 +41,12 @@ layout(constant_id = 5) const uint LOADS = 0;
 const uint CHAINS = 2;         // coopmat_peak.c's WORKGROUP_CHAINS
 const uint SLOTS = 2;          // blocks of A and of B in shared memory
 const uint BUFFER_SLOTS = 64;  // coopmat_peak.c's WORKGROUP_BUFFER_SLOTS
+const uint RESULTS = 4;        // its WORKGROUP_RESULTS
 
 #include "coopmat_workgroup.glsl"
 
-// result[0]: the step between blocks (1), from the host; then each
+// result[0]: the step between blocks (1), from the host; from RESULTS on (16
+// bytes in: a matrix store's address must be 16-byte aligned), each
 // workgroup's CHAINS accumulators, row-major.
 layout(set = 0, binding = 0) buffer Out { float result[]; };
 // LOADS 2: BUFFER_SLOTS blocks of B (K x N, packed f16, every element 1/16).
@@ -92,7 +94,7 @@ void main()
         WG_MMA(acc1, a, b, M, N, K);
     }
 
-    uint base = 1 + gl_WorkGroupID.x * CHAINS * M * N;
+    uint base = RESULTS + gl_WorkGroupID.x * CHAINS * M * N;
     WG_STORE(acc0, M, N, result, base, N);
     WG_STORE(acc1, M, N, result, base + M * N, N);
 }

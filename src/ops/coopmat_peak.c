@@ -144,6 +144,15 @@ static vkattn_status run_variant(vkattn_context *ctx, const peak_setup *p, vkatt
     return VKATTN_OK;
 }
 
+/* The n results zeroed, but for result[0], the step between blocks (1): before
+ * each variant, so that one that wrote nothing cannot pass on the last's. */
+static vkattn_status reset_results(vkattn_tensor *out, float *host, uint64_t n)
+{
+    memset(host, 0, n * sizeof *host);
+    host[0] = 1.0f;
+    return vkattn_tensor_upload(out, host, VKATTN_DTYPE_F32);
+}
+
 static vkattn_status measure(vkattn_context *ctx, const peak_setup *p,
                              double tflops[PEAK_VARIANTS])
 {
@@ -154,16 +163,13 @@ static vkattn_status measure(vkattn_context *ctx, const peak_setup *p,
     if (s != VKATTN_OK)
         return s;
     float *host = calloc(n, sizeof *host);
-    if (!host) {
+    if (!host)
         s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "coopmat peak: %llu results",
                      (unsigned long long)n);
-    } else {
-        host[0] = 1.0f; /* the step between B blocks */
-        s = vkattn_tensor_upload(out, host, VKATTN_DTYPE_F32);
-    }
     /* The emulated build has no B in registers: its variant 0 is not run. */
     for (uint32_t loads = p->emulated ? 1 : 0; s == VKATTN_OK && loads < PEAK_VARIANTS; loads++)
-        s = run_variant(ctx, p, out, host, loads, &tflops[loads]);
+        if ((s = reset_results(out, host, n)) == VKATTN_OK)
+            s = run_variant(ctx, p, out, host, loads, &tflops[loads]);
     free(host);
     vkattn_tensor_destroy(out);
     return s;
@@ -256,15 +262,20 @@ static void workgroup_scope_missing(const vkattn_context *ctx, char *why, size_t
         snprintf(why, size, "not enabled on this device");
 }
 
+/* Where coopmat_peak_workgroup.comp's accumulators start in its results: past
+ * result[0], 16-byte aligned as a matrix store needs (its RESULTS). */
+#define WORKGROUP_RESULTS 4
+
 /* A WORKGROUP_CHAINS of M x N accumulators a workgroup: chain c's elements
  * c + ITERS * K / 256. */
 static vkattn_status check_workgroup_results(vkattn_context *ctx, const workgroup_setup *w,
                                              const float *r, uint32_t loads)
 {
     float added = (float)w->iters * (float)w->k / 256.0f;
-    uint64_t cells = (uint64_t)w->m * w->n, count = 1 + (uint64_t)w->groups * WORKGROUP_CHAINS * cells;
-    for (uint64_t i = 1; i < count; i++) {
-        float want = (float)((i - 1) / cells % WORKGROUP_CHAINS) + added;
+    uint64_t cells = (uint64_t)w->m * w->n;
+    uint64_t count = WORKGROUP_RESULTS + (uint64_t)w->groups * WORKGROUP_CHAINS * cells;
+    for (uint64_t i = WORKGROUP_RESULTS; i < count; i++) {
+        float want = (float)((i - WORKGROUP_RESULTS) / cells % WORKGROUP_CHAINS) + added;
         if (r[i] != want)
             return ctx_fail(ctx, VKATTN_ERROR_DEVICE_LOST, "coopmat peak, workgroup scope: %s: "
                             "result %llu is %g, not %g", workgroup_variant_names[loads],
@@ -277,7 +288,7 @@ static vkattn_status check_workgroup_results(vkattn_context *ctx, const workgrou
 static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setup *w,
                                        double tflops[WORKGROUP_VARIANTS])
 {
-    uint64_t n = 1 + (uint64_t)w->groups * WORKGROUP_CHAINS * w->m * w->n;
+    uint64_t n = WORKGROUP_RESULTS + (uint64_t)w->groups * WORKGROUP_CHAINS * w->m * w->n;
     uint64_t halves = (uint64_t)WORKGROUP_BUFFER_SLOTS * w->k * w->n;
     vkattn_tensor *out = NULL, *blocks = NULL;
     vkattn_tensor_desc out_desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)n}};
@@ -295,15 +306,17 @@ static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setu
             host[i] = 0.0625f;
         s = vkattn_tensor_upload(blocks, host, VKATTN_DTYPE_F32);
     }
-    if (s == VKATTN_OK) {
-        memset(host, 0, n * sizeof *host);
-        host[0] = 1.0f; /* the step between blocks */
-        s = vkattn_tensor_upload(out, host, VKATTN_DTYPE_F32);
-    }
+    /* The real build's matrices need whole subgroups (SPIR-V below 1.6): the
+     * size the kernels require, as the subgroup-scope probe's. */
+    bool required;
+    uint32_t sg = coopmat_subgroup_size(ctx, w->emulated, &required);
     for (uint32_t loads = 0; s == VKATTN_OK && loads < WORKGROUP_VARIANTS; loads++) {
+        if ((s = reset_results(out, host, n)) != VKATTN_OK)
+            break;
         vk_dispatch d = {
             .key = {.shader = w->emulated ? SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED
                                           : SHADER_COOPMAT_PEAK_WORKGROUP_KHR,
+                    .subgroup_size = !w->emulated && required ? sg : 0,
                     .spec_count = WORKGROUP_SPEC_COUNT,
                     .spec = {[WORKGROUP_SPEC_SIZE] = w->invocations, [WORKGROUP_SPEC_M] = w->m,
                              [WORKGROUP_SPEC_N] = w->n, [WORKGROUP_SPEC_K] = w->k,
@@ -339,6 +352,9 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope: not measured: %s", why);
         return;
     }
+    /* The real build wherever the device runs it, whatever the subgroup-scope
+     * probe ran. */
+    emulated = why[0] != '\0';
     workgroup_setup w = {.emulated = emulated};
     if (emulated) {
         w.m = w.n = 16, w.k = 8, w.invocations = 16, w.iters = 2, w.groups = 2;
