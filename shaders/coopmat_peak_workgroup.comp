@@ -16,7 +16,10 @@
 //      would be, P written by the kernel's softmax);
 //   2  A loaded once; B loaded from a storage buffer for each product (the
 //      driver staging it: cm2's way of loading K and V), from one of
-//      BUFFER_SLOTS blocks (2 MiB at most, so that they stay in cache).
+//      BUFFER_SLOTS blocks (2 MiB at most, so that they stay in cache);
+//   3  as 2, B column-major (a K tile read as K^T straight from the buffer,
+//      as S = Q K^T would load it): a transposing load the driver may make
+//      slower.
 // Each product's block is a step further than the last by a step the host
 // gives at run time (result[0], 1), so that no compiler can prove two loads
 // the same and merge or hoist them. Every element of A and B is 1/16, so each
@@ -49,7 +52,7 @@ const uint RESULTS = 4;        // its WORKGROUP_RESULTS
 // bytes in: a matrix store's address must be 16-byte aligned), each
 // workgroup's CHAINS accumulators, row-major.
 layout(set = 0, binding = 0) buffer Out { float result[]; };
-// LOADS 2: BUFFER_SLOTS blocks of B (K x N, packed f16, every element 1/16).
+// LOADS 2 and 3: BUFFER_SLOTS blocks of B (K x N, packed f16, every element 1/16).
 layout(set = 0, binding = 1) readonly buffer Blocks { uvec4 b_blocks[]; };
 
 const uint A_BLOCK = (M * K + PACK - 1) / PACK * PACK;     // halves a block of A
@@ -69,7 +72,7 @@ void main()
     for (uint w = gl_LocalInvocationIndex; w < b_halves.length() * 4u; w += gl_WorkGroupSize.x)
         b_halves[w / 4u][w % 4u] = sixteenth;
     barrier();
-    WG_LOAD(a, M, K, a_halves, 0, K);
+    WG_LOAD(a, M, K, a_halves, 0, K, false);
     WG_FILL(acc0, M, N, 0.0);
     WG_FILL(acc1, M, N, 1.0);
     uint step = uint(result[0]);
@@ -77,19 +80,23 @@ void main()
     for (uint it = 0; it < ITERS; it++) {
         uint first = it * CHAINS * step;
         if (LOADS == 1)
-            WG_LOAD(a, M, K, a_halves, first % SLOTS * A_BLOCK, K);
-        if (LOADS == 2) {
-            WG_LOAD(b, K, N, b_blocks, first % BUFFER_SLOTS * B_BLOCK, N);
+            WG_LOAD(a, M, K, a_halves, first % SLOTS * A_BLOCK, K, false);
+        if (LOADS == 3) {
+            WG_LOAD(b, K, N, b_blocks, first % BUFFER_SLOTS * B_BLOCK, K, true);
+        } else if (LOADS == 2) {
+            WG_LOAD(b, K, N, b_blocks, first % BUFFER_SLOTS * B_BLOCK, N, false);
         } else {
-            WG_LOAD(b, K, N, b_halves, first % SLOTS * B_BLOCK, N);
+            WG_LOAD(b, K, N, b_halves, first % SLOTS * B_BLOCK, N, false);
         }
         WG_MMA(acc0, a, b, M, N, K);
         if (LOADS == 1)
-            WG_LOAD(a, M, K, a_halves, (first + step) % SLOTS * A_BLOCK, K);
-        if (LOADS == 2) {
-            WG_LOAD(b, K, N, b_blocks, (first + step) % BUFFER_SLOTS * B_BLOCK, N);
+            WG_LOAD(a, M, K, a_halves, (first + step) % SLOTS * A_BLOCK, K, false);
+        if (LOADS == 3) {
+            WG_LOAD(b, K, N, b_blocks, (first + step) % BUFFER_SLOTS * B_BLOCK, K, true);
+        } else if (LOADS == 2) {
+            WG_LOAD(b, K, N, b_blocks, (first + step) % BUFFER_SLOTS * B_BLOCK, N, false);
         } else {
-            WG_LOAD(b, K, N, b_halves, (first + step) % SLOTS * B_BLOCK, N);
+            WG_LOAD(b, K, N, b_halves, (first + step) % SLOTS * B_BLOCK, N, false);
         }
         WG_MMA(acc1, a, b, M, N, K);
     }

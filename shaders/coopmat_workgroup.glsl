@@ -13,11 +13,13 @@
 //                                       or as B (one NV type must not be both:
 //                                       the KHR rewrite gives each type one use)
 //   WG_ACC(NAME, R, C)                  an R x C f32 accumulator
-//   WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)
+//   WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)
 //                                       an operand from the packed f16 array SRC
-//                                       (shared or a buffer), row-major, offset
-//                                       and row stride in halves (multiples of
-//                                       PACK)
+//                                       (shared or a buffer), row-major, or with
+//                                       COLUMNS column-major (element (r, c) at
+//                                       OFF + c STRIDE + r: a K tile stored by
+//                                       rows read as K^T); offset and stride in
+//                                       halves (multiples of PACK)
 //   WG_FILL(NAME, R, C, VALUE)          every element of an accumulator
 //   WG_MMA(D, A, B, M, N, K)            D (M x N) += A (M x K) B (K x N)
 //   WG_STORE(NAME, R, C, DST, OFF, STRIDE)
@@ -39,10 +41,12 @@
     for (uint E = gl_LocalInvocationIndex; E < (COUNT); E += gl_WorkGroupSize.x) {              \
         BODY                                                                                    \
     }
-#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)                                                   \
+#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
     {                                                                                           \
         barrier(); /* invocations may still be reading the operand it replaces */               \
-        WG_EACH_((R) * (C), e_, NAME[e_] = PACKED_HALF(SRC, (OFF) + e_ / (C) * (STRIDE) + e_ % (C));) \
+        WG_EACH_((R) * (C), e_,                                                                 \
+                 NAME[e_] = PACKED_HALF(SRC, (COLUMNS) ? (OFF) + e_ % (C) * (STRIDE) + e_ / (C) \
+                                                       : (OFF) + e_ / (C) * (STRIDE) + e_ % (C));) \
         barrier();                                                                              \
     }
 #define WG_FILL(NAME, R, C, VALUE) { WG_EACH_((R) * (C), e_, NAME[e_] = (VALUE);) }
@@ -60,8 +64,8 @@
 #define WG_A(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
 #define WG_B(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
 #define WG_ACC(NAME, R, C) fcoopmatNV<32, gl_ScopeWorkgroup, R, C> NAME;
-#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE)                                                   \
-    coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, false)
+#define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
+    coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, (COLUMNS))
 #define WG_FILL(NAME, R, C, VALUE) NAME = fcoopmatNV<32, gl_ScopeWorkgroup, R, C>(VALUE)
 #define WG_MMA(D, A, B, M, N, K) D = coopMatMulAddNV(A, B, D)
 #define WG_STORE(NAME, R, C, DST, OFF, STRIDE) coopMatStoreNV(NAME, DST, (OFF), (STRIDE), false)

@@ -789,7 +789,9 @@ static void test_coopmat_peak_probe(void **state)
         assert_non_null(strstr(workgroup, " TFLOP/s with A and B from shared memory for each "
                                           "product, "));
         assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from a storage buffer for "
-                                          "each product;"));
+                                          "each product, "));
+        assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from a storage buffer "
+                                          "column-major for each product;"));
     }
     test_env_destroy(env);
 }

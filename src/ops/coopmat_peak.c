@@ -32,7 +32,7 @@ enum workgroup_spec { /* constant_id values in coopmat_peak_workgroup.comp */
 #define WORKGROUP_CHAINS 2        /* coopmat_peak_workgroup.comp's CHAINS */
 #define WORKGROUP_BUFFER_SLOTS 64 /* its BUFFER_SLOTS */
 #define WORKGROUP_SLOTS 2         /* its SLOTS */
-#define WORKGROUP_VARIANTS 3      /* LOADS = 0, 1, 2 */
+#define WORKGROUP_VARIANTS 4      /* LOADS = 0, 1, 2, 3 */
 
 typedef struct peak_setup {
     coopmat_shape s;
@@ -54,7 +54,8 @@ typedef struct workgroup_setup {
 static const char *const workgroup_variant_names[WORKGROUP_VARIANTS] = {
     "A held and B from shared memory for each product",
     "A and B from shared memory for each product",
-    "A held and B from a storage buffer for each product"};
+    "A held and B from a storage buffer for each product",
+    "A held and B from a storage buffer column-major for each product"};
 
 /* result[0] (the step between B blocks), every accumulator of the first
  * workgroup, then every invocation's sum. */
