@@ -38,7 +38,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint M = 64;
 layout(constant_id = 2) const uint N = 64;
-layout(constant_id = 3) const uint K = 32;     // not M where M == N: A's type would be B's
+layout(constant_id = 3) const uint K = 32;
 layout(constant_id = 4) const uint ITERS = 256;
 layout(constant_id = 5) const uint LOADS = 0;
 const uint CHAINS = 2;         // coopmat_peak.c's WORKGROUP_CHAINS

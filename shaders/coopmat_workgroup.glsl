@@ -10,8 +10,13 @@
 // same source runs on devices without matrix units (lavapipe in CI).
 //
 //   WG_A(NAME, R, C), WG_B(NAME, R, C)  an R x C f16 operand of a product, as A
-//                                       or as B (one NV type must not be both:
-//                                       the KHR rewrite gives each type one use)
+//                                       or as B. One NV type must not be both
+//                                       (the KHR rewrite gives each type one
+//                                       use): types are alike when their sizes
+//                                       are the same constants, not the same
+//                                       values, so an A and a B of equal sizes
+//                                       need sizes from different specialization
+//                                       constants
 //   WG_ACC(NAME, R, C)                  an R x C f32 accumulator
 //   WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)
 //                                       an operand from the packed f16 array SRC

@@ -343,7 +343,7 @@ static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setu
  * device's matrix units where VK_NV_cooperative_matrix2 gives them, else (no
  * matrix units at all) the emulated build, else why not. Sizes: 64 x 64
  * products over 32 (the attention kernel's tiles), rounded up to the device's
- * granularity; K is made unlike M where M == N, so that A's type is not B's. */
+ * granularity. */
 static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
 {
     const device_caps *caps = &ctx->vk.caps;
@@ -362,8 +362,6 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
     } else {
         const uint32_t *g = caps->coopmat2_granularity;
         w.m = round_up(64, g[0]), w.n = round_up(64, g[1]), w.k = round_up(32, lcm(g[2], 8));
-        if (w.k == w.m && w.m == w.n)
-            w.k += lcm(g[2], 8);
         w.invocations = caps->coopmat2_invocations, w.iters = 256, w.groups = 1024;
     }
     const char *build = emulated ? " (emulated build)" : "";
