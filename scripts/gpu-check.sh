@@ -16,7 +16,8 @@
 #    (bench/sdpa_bench.py), times the coopmat kernel with parts of it left out
 #    (bench/ablate.py: ablation.md), with --tune runs the settings sweep, then where the
 #    device also has VK_KHR_cooperative_matrix measures the matrix units' rate
-#    through it, subgroup and workgroup scope (khr-peak.txt), and runs the KHR
+#    through it, subgroup and workgroup scope, and reads a workgroup-scope
+#    accumulator's layout (khr-peak.txt), and runs the KHR
 #    builds of the coopmat attention and matmul kernels on their test cases
 #    (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
@@ -347,18 +348,21 @@ check() {
       grep -q "cooperative matrix yes (KHR)"; then
     khr_summary="skipped: the --deadline is too near"
     # The matrix units' rates through the KHR extension, subgroup and
-    # workgroup scope (VK_NV_cooperative_matrix2, which a device vkattn creates
-    # with VKATTN_COOPMAT_PEAK=1 enables only here), in a process of their
-    # own: a driver that failed on the workgroup-scope module takes nothing
-    # else with it.
+    # workgroup scope, and a workgroup-scope accumulator's layout
+    # (VK_NV_cooperative_matrix2, which a device vkattn creates with
+    # VKATTN_COOPMAT_PEAK=1 or VKATTN_COOPMAT_LAYOUT=1 enables only here), in a
+    # process of their own: a driver that failed on the workgroup-scope
+    # modules takes nothing else with it.
     cap=$(step_budget 20 $(( khr_seconds - 20 + table_seconds )))
     if [ "$cap" -gt 0 ]; then
-      say "KHR rate probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
-      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" \
+      say "KHR probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
+      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 \
+          XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" \
           "$build_abs/vkattn-bench" --op matmul --matmul 64,64,64 --matmul-variant tiled \
           --reps 2 --no-verify --profile > "$out/khr-peak.txt" 2>&1 ||
-        say "KHR rate probes: exit status $? (khr-peak.txt has what ran)"
-      grep -E '^vkattn: (coopmat peak|cooperative matrix 2)' "$out/khr-peak.txt"
+        say "KHR probes: exit status $? (khr-peak.txt has what ran)"
+      grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
+        cut -c1-600
     fi
     cap=$(step_budget $(( khr_seconds - 20 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then

@@ -25,6 +25,16 @@
 //                                       OFF + c STRIDE + r: a K tile stored by
 //                                       rows read as K^T); offset and stride in
 //                                       halves (multiples of PACK)
+//   WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE)
+//                                       an accumulator from the f32 array SRC,
+//                                       row-major, offset and stride in floats
+//   WG_ELEMENT(NAME, R, C, K)           this invocation's element K of an
+//                                       accumulator: which row and column that is
+//                                       is the implementation's
+//                                       (coopmat_layout_workgroup.comp); how many
+//                                       an invocation holds no KHR module can ask
+//                                       (glslang writes length() as a
+//                                       specialization constant)
 //   WG_FILL(NAME, R, C, VALUE)          every element of an accumulator
 //   WG_MMA(D, A, B, M, N, K)            D (M x N) += A (M x K) B (K x N)
 //   WG_STORE(NAME, R, C, DST, OFF, STRIDE)
@@ -54,6 +64,12 @@
                                                        : (OFF) + e_ / (C) * (STRIDE) + e_ % (C));) \
         barrier();                                                                              \
     }
+#define WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE)                                               \
+    {                                                                                           \
+        barrier(); /* SRC may have been written by other invocations */                         \
+        WG_EACH_((R) * (C), e_, NAME[e_] = SRC[(OFF) + e_ / (C) * (STRIDE) + e_ % (C)];)        \
+    }
+#define WG_ELEMENT(NAME, R, C, K) NAME[gl_LocalInvocationIndex + (K) * gl_WorkGroupSize.x]
 #define WG_FILL(NAME, R, C, VALUE) { WG_EACH_((R) * (C), e_, NAME[e_] = (VALUE);) }
 #define WG_MMA(D, A, B, M, N, K)                                                                \
     {                                                                                           \
@@ -71,6 +87,8 @@
 #define WG_ACC(NAME, R, C) fcoopmatNV<32, gl_ScopeWorkgroup, R, C> NAME;
 #define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
     coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, (COLUMNS))
+#define WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE) coopMatLoadNV(NAME, SRC, (OFF), (STRIDE), false)
+#define WG_ELEMENT(NAME, R, C, K) NAME[K]
 #define WG_FILL(NAME, R, C, VALUE) NAME = fcoopmatNV<32, gl_ScopeWorkgroup, R, C>(VALUE)
 #define WG_MMA(D, A, B, M, N, K) D = coopMatMulAddNV(A, B, D)
 #define WG_STORE(NAME, R, C, DST, OFF, STRIDE) coopMatStoreNV(NAME, DST, (OFF), (STRIDE), false)

@@ -528,12 +528,14 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
     }
     /* VK_NV_cooperative_matrix2's workgroup scope and flexible dimensions,
-     * also a diagnostic: only for the rate probe (VKATTN_COOPMAT_PEAK=1),
-     * through the KHR extension, which that extension builds on. */
+     * also for diagnostics only: the rate and layout probes
+     * (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1), through the KHR
+     * extension, which that extension builds on. */
     uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
     bool workgroup_scope = vk->caps.coopmat && vk->caps.coopmat_khr &&
                            (vk->caps.coopmat2_features & both) == both &&
-                           vk->caps.coopmat2_invocations && coopmat_peak_wanted();
+                           vk->caps.coopmat2_invocations &&
+                           (coopmat_peak_wanted() || coopmat_layout_wanted());
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
         .pNext = (void *)info.pNext,
@@ -551,7 +553,7 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         /* A diagnostic never costs the context its device: without it (it
          * was the last extension and the head of the chain). */
         ctx_log(ctx, VKATTN_LOG_WARNING, "vkCreateDevice with VK_NV_cooperative_matrix2's "
-                "workgroup scope (for the rate probe) failed (VkResult %d); created without it",
+                "workgroup scope (for the probes) failed (VkResult %d); created without it",
                 (int)r);
         workgroup_scope = false;
         info.pNext = coopmat2.pNext;

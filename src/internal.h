@@ -156,6 +156,8 @@ typedef enum shader_id {
     SHADER_COOPMAT_PEAK_KHR,
     SHADER_COOPMAT_PEAK_WORKGROUP_KHR, /* KHR only: the NV extension has no workgroup scope */
     SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED,
+    SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR, /* likewise */
+    SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED,
     SHADER_COUNT
 } shader_id;
 
@@ -252,8 +254,9 @@ typedef struct device_caps {
     uint32_t coopmat2_granularity[3];
     uint32_t coopmat2_invocations;
     /* Workgroup scope and flexible dimensions enabled (through the KHR
-     * extension): only on a device vkattn creates for the rate probe
-     * (VKATTN_COOPMAT_PEAK=1); no kernel uses them yet. */
+     * extension): only on a device vkattn creates for the diagnostics that
+     * use them (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1); no kernel
+     * uses them yet. */
     bool coopmat2_workgroup;
 } device_caps;
 enum { /* device_caps.coopmat2_features, in the extension's order */
@@ -446,6 +449,8 @@ void tuning_init(vkattn_context *ctx, const vkattn_context_desc *desc);
  * cooperative-matrix accumulator layout (ops/coopmat_layout_probe.c); a new
  * Vulkan context calls it. */
 void coopmat_layout_report(vkattn_context *ctx);
+/* Whether VKATTN_COOPMAT_LAYOUT=1 asks for that report. */
+bool coopmat_layout_wanted(void);
 /* With VKATTN_COOPMAT_PEAK=1 in the environment, logs the rate of the matrix
  * units' products through the extension (ops/coopmat_peak.c); a new Vulkan
  * context calls it. */

@@ -11,6 +11,8 @@
 #include "attention_tiled_spv.h"
 #include "coopmat_layout_emulated_spv.h"
 #include "coopmat_layout_spv.h"
+#include "coopmat_layout_workgroup_emulated_spv.h"
+#include "coopmat_layout_workgroup_khr_spv.h"
 #include "coopmat_layout_product_emulated_spv.h"
 #include "coopmat_layout_product_spv.h"
 #include "coopmat_peak_emulated_spv.h"
@@ -65,6 +67,10 @@ static const shader_code registry[SHADER_COUNT] = {
            coopmat_peak_workgroup_khr_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED, "coopmat_peak_workgroup_emulated",
            coopmat_peak_workgroup_emulated_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR, "coopmat_layout_workgroup_khr",
+           coopmat_layout_workgroup_khr_spv),
+    ENTRY_(SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED, "coopmat_layout_workgroup_emulated",
+           coopmat_layout_workgroup_emulated_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

@@ -35,7 +35,10 @@ NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
 KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr",
-           "coopmat_peak_workgroup_khr"]
+           "coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr"]
+
+# Modules with matrices and no product (a layout probe: loads and stores only).
+PRODUCTLESS = {"coopmat_layout_workgroup_khr"}
 
 failures = []
 
@@ -127,7 +130,7 @@ def check_kernel(tool, folder, name):
     type_of = {i[2]: i[1] for i in khr_ins if len(i) > 2 and i[1] in use_of and
                opcode(i) not in (5, 6, 71, 72, KHR["type"])}
     products = [i for i in khr_ins if opcode(i) == KHR["muladd"]]
-    check(products, f"{name}: no product")
+    check(products or name in PRODUCTLESS, f"{name}: no product")
     for p in products:
         uses = [use_of.get(p[1]), use_of.get(type_of.get(p[3])), use_of.get(type_of.get(p[4])),
                 use_of.get(type_of.get(p[5]))]
@@ -204,7 +207,7 @@ def check_refusals(tool, folder, matmul_nv):
 
 
 # Scope ids as the modules give them: Workgroup 2, Subgroup 3.
-WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr"}
+WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr"}
 
 
 def check_scopes(folder, name):

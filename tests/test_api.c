@@ -831,6 +831,22 @@ static void test_coopmat_layout_probe(void **state)
             fail_msg("logged \"%s\"; expected \"%s\"", line, expected);
         assert_non_null(strstr(line, "; invocation 0: (0,0) "));
     }
+    /* And a workgroup-scope accumulator's (VK_NV_cooperative_matrix2): where
+     * the device has no matrix units, the emulated build's, whose invocation
+     * i holds cells i + 16 k of the 64x64 matrix: every row in all 16. */
+    const char *workgroup = env->gpu_log.coopmat_layout_workgroup;
+    if (!info.cooperative_matrix) {
+        const char *expected = "coopmat layout, workgroup scope (emulated build): 64x64 f32 "
+                               "accumulator on 16 invocations, 256 elements each; a row in 16 "
+                               "neighbouring invocations (aligned)";
+        if (strncmp(workgroup, expected, strlen(expected)) != 0)
+            fail_msg("logged \"%s\"; expected \"%s\"", workgroup, expected);
+        assert_non_null(strstr(workgroup, "; invocation 0: (0,0) (0,16) (0,32) (0,48) (1,0) "));
+        assert_non_null(strstr(workgroup, "; row 0 in 16 invocations from 0 to 15, subgroups of "));
+    } else if (!strstr(workgroup, "workgroup scope: not read: ")) {
+        assert_non_null(strstr(workgroup, " f32 accumulator on "));
+        assert_null(strstr(workgroup, "not each element once"));
+    }
     test_env_destroy(env);
 
     /* A context whose tuning asks for the softmax in registers reads the

@@ -32,6 +32,9 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     } else if (strncmp(msg, "pipeline statistics", 19) == 0) {
         log->pipeline_statistics++;
         fprintf(stderr, "%s\n", msg); /* for the record, on GPUs whose drivers have them */
+    } else if (strncmp(msg, "coopmat layout, workgroup scope", 31) == 0) {
+        snprintf(log->coopmat_layout_workgroup, sizeof log->coopmat_layout_workgroup, "%s", msg);
+        fprintf(stderr, "%s\n", msg);
     } else if (strncmp(msg, "coopmat layout", 14) == 0) {
         snprintf(log->coopmat_layout, sizeof log->coopmat_layout, "%s", msg);
         fprintf(stderr, "%s\n", msg); /* for the record: each GPU's own */

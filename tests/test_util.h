@@ -19,6 +19,7 @@ typedef struct test_log {
     int warnings;
     int pipeline_statistics;  /* INFO lines "pipeline statistics: ..." (profiling) */
     char coopmat_layout[1024]; /* the INFO line "coopmat layout...: ..." (VKATTN_COOPMAT_LAYOUT=1) */
+    char coopmat_layout_workgroup[1024]; /* and "coopmat layout, workgroup scope...: ..." */
     char coopmat_peak[512];    /* the INFO line "coopmat peak...: ..." (VKATTN_COOPMAT_PEAK=1) */
     char coopmat_peak_workgroup[512]; /* and "coopmat peak, workgroup scope...: ..." */
     char last[1024];

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum layout_spec { /* constant_id values in coopmat_layout.comp */
     LAYOUT_SPEC_WORKGROUP = 0, LAYOUT_SPEC_MM, LAYOUT_SPEC_MN, LAYOUT_SPEC_CLUSTER, LAYOUT_SPEC_MK,
@@ -136,10 +137,106 @@ vkattn_status coopmat_layout_probe(vkattn_context *ctx, bool emulated, coopmat_s
     return status;
 }
 
-void coopmat_layout_report(vkattn_context *ctx)
+/* coopmat_layout_workgroup.comp's matrix: ROWS x COLS. */
+#define WORKGROUP_LAYOUT_SIDE 64
+
+/* Which invocations hold row 0 of a layout: the first, the last, how many. */
+static void row_holders(const coopmat_layout *l, uint32_t *first, uint32_t *last,
+                        uint32_t *count)
+{
+    *first = l->lanes, *last = 0, *count = 0;
+    for (uint32_t lane = 0; lane < l->lanes; lane++) {
+        bool holds = false;
+        for (uint32_t k = 0; k < l->elements; k++)
+            holds = holds || l->cell[lane * l->elements + k] / l->cols == 0;
+        if (holds) {
+            *first = lane < *first ? lane : *first;
+            *last = lane;
+            ++*count;
+        }
+    }
+}
+
+/* The layout of a workgroup-scope accumulator (coopmat_layout_workgroup.comp),
+ * logged: on the device where VK_NV_cooperative_matrix2 gives such matrices,
+ * else (no matrix units at all) the emulated build's, else why not. What a
+ * softmax on such a matrix's elements would need to know: which invocations
+ * share a row, and whether one subgroup holds it. */
+static void report_workgroup_layout(vkattn_context *ctx, bool emulated)
+{
+    char why[512];
+    coopmat_workgroup_missing(ctx, why, sizeof why);
+    if (why[0] && !emulated) {
+        ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout, workgroup scope: not read: %s", why);
+        return;
+    }
+    emulated = why[0] != '\0';
+    const device_caps *caps = &ctx->vk.caps;
+    const uint32_t side = WORKGROUP_LAYOUT_SIDE, count = side * side;
+    uint32_t invocations = emulated ? 16 : caps->coopmat2_invocations;
+    bool required;
+    uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
+    const char *build = emulated ? " (emulated build)" : "";
+    vkattn_status s = VKATTN_OK;
+    coopmat_layout *layout = malloc(sizeof *layout);
+    float *cells = malloc((1 + (size_t)count) * sizeof *cells);
+    vkattn_tensor *t = NULL;
+    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {1 + count}};
+    if (!layout || !cells)
+        s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%u cells", count);
+    else if (!invocations || count % invocations ||
+             invocations > ctx->info.max_workgroup_invocations ||
+             (emulated ? 8ull : 4ull) * count > ctx->info.shared_memory_bytes ||
+             (!emulated && (side % caps->coopmat2_granularity[0] ||
+                            side % caps->coopmat2_granularity[1])))
+        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "a %ux%u matrix on workgroups of %u "
+                     "(granularity %ux%u, %u bytes of shared memory) cannot be read", side,
+                     side, invocations, caps->coopmat2_granularity[0],
+                     caps->coopmat2_granularity[1], ctx->info.shared_memory_bytes);
+    else
+        s = vkattn_tensor_create(ctx, &desc, &t);
+    if (s == VKATTN_OK) {
+        vk_dispatch d = {
+            .key = {.shader = emulated ? SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED
+                                       : SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR,
+                    .subgroup_size = !emulated && required ? sg : 0,
+                    .spec_count = 1,
+                    .spec = {invocations}},
+            .bindings = {vk_bind(t, true)},
+            .binding_count = 1,
+            .groups = {1, 1, 1},
+        };
+        if ((s = vk_cmd_dispatch(ctx, &d)) == VKATTN_OK &&
+            (s = vkattn_tensor_download(t, cells, VKATTN_DTYPE_F32)) == VKATTN_OK)
+            s = read_cells(ctx, cells, (coopmat_shape){side, side, side}, invocations, layout);
+    }
+    if (s == VKATTN_OK) {
+        char line[700]; /* cut short of the log's 1024, so that the row's holders follow */
+        uint32_t first, last, holders;
+        coopmat_layout_describe(layout, line, sizeof line);
+        row_holders(layout, &first, &last, &holders);
+        ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout, workgroup scope%s: %s; row 0 in %u "
+                "invocations from %u to %u, subgroups of %u", build, line, holders, first,
+                last, sg);
+    } else {
+        ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat layout, workgroup scope%s: not read: %s",
+                build, ctx->last_error);
+        ctx->last_error[0] = '\0';
+    }
+    vkattn_tensor_destroy(t);
+    free(cells);
+    free(layout);
+}
+
+bool coopmat_layout_wanted(void)
 {
     const char *flag = getenv("VKATTN_COOPMAT_LAYOUT");
-    if (!flag || *flag != '1' || ctx->vk.external)
+    return flag && strcmp(flag, "1") == 0;
+}
+
+void coopmat_layout_report(vkattn_context *ctx)
+{
+    if (!coopmat_layout_wanted() || ctx->vk.external)
         return;
     coopmat_shape s;
     bool emulated = !(ctx->vk.enabled.coopmat && coopmat_device_shape(&ctx->vk.enabled, &s));
@@ -159,6 +256,7 @@ void coopmat_layout_report(vkattn_context *ctx)
         ctx->last_error[0] = '\0';
     }
     free(layout);
+    report_workgroup_layout(ctx, emulated);
 }
 
 /* Whether element k of every lane is in the row of its element k % rows (the

@@ -237,32 +237,6 @@ static bool report_subgroup_scope(vkattn_context *ctx)
     return p.emulated;
 }
 
-/* Why this context cannot run workgroup-scope products ("" if it can). */
-static void workgroup_scope_missing(const vkattn_context *ctx, char *why, size_t size)
-{
-    const device_caps *caps = &ctx->vk.caps;
-    uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
-    why[0] = '\0';
-    if (ctx->vk.enabled.coopmat2_workgroup)
-        return;
-    if (!caps->coopmat2)
-        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2", ctx->info.name);
-    else if (caps->coopmat2_unqueried_why[0])
-        snprintf(why, size, "VK_NV_cooperative_matrix2 not queried: %s",
-                 caps->coopmat2_unqueried_why);
-    else if ((caps->coopmat2_features & both) != both)
-        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2's workgroup scope or flexible "
-                 "dimensions", ctx->info.name);
-    else if (!caps->coopmat2_invocations)
-        snprintf(why, size, "%s lists no f16 x f16 + f32 workgroup-scope products",
-                 ctx->info.name);
-    else if (!ctx->vk.enabled.coopmat_khr)
-        snprintf(why, size, "they go through VK_KHR_cooperative_matrix, and this context takes "
-                 "VK_NV_cooperative_matrix (VKATTN_COOPMAT_KHR=1 takes the KHR one)");
-    else
-        snprintf(why, size, "not enabled on this device");
-}
-
 /* Where coopmat_peak_workgroup.comp's accumulators start in its results: past
  * result[0], 16-byte aligned as a matrix store needs (its RESULTS). */
 #define WORKGROUP_RESULTS 4
@@ -348,7 +322,7 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
 {
     const device_caps *caps = &ctx->vk.caps;
     char why[512];
-    workgroup_scope_missing(ctx, why, sizeof why);
+    coopmat_workgroup_missing(ctx, why, sizeof why);
     if (why[0] && !emulated) {
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope: not measured: %s", why);
         return;

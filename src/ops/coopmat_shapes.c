@@ -72,3 +72,28 @@ shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv)
                 return coopmat_khr_builds[i].khr;
     return nv;
 }
+
+void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size_t size)
+{
+    const device_caps *caps = &ctx->vk.caps;
+    uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
+    why[0] = '\0';
+    if (ctx->vk.enabled.coopmat2_workgroup)
+        return;
+    if (!caps->coopmat2)
+        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2", ctx->info.name);
+    else if (caps->coopmat2_unqueried_why[0])
+        snprintf(why, size, "VK_NV_cooperative_matrix2 not queried: %s",
+                 caps->coopmat2_unqueried_why);
+    else if ((caps->coopmat2_features & both) != both)
+        snprintf(why, size, "%s lacks VK_NV_cooperative_matrix2's workgroup scope or flexible "
+                 "dimensions", ctx->info.name);
+    else if (!caps->coopmat2_invocations)
+        snprintf(why, size, "%s lists no f16 x f16 + f32 workgroup-scope products",
+                 ctx->info.name);
+    else if (!ctx->vk.enabled.coopmat_khr)
+        snprintf(why, size, "they go through VK_KHR_cooperative_matrix, and this context takes "
+                 "VK_NV_cooperative_matrix (VKATTN_COOPMAT_KHR=1 takes the KHR one)");
+    else
+        snprintf(why, size, "not enabled on this device");
+}
