@@ -170,8 +170,7 @@ static void query_coopmat2_workgroup(const vk_instance_table *vki, VkPhysicalDev
  * GPU check runs the KHR build on NVIDIA). */
 static bool take_khr(bool has_nv, bool has_khr)
 {
-    const char *env = getenv("VKATTN_COOPMAT_KHR");
-    return has_khr && (!has_nv || (env && strcmp(env, "1") == 0));
+    return has_khr && (!has_nv || env_is_one("VKATTN_COOPMAT_KHR"));
 }
 
 void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32_t api_version,

@@ -11,6 +11,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether the environment variable `name` is "1" (a diagnostic's or an
+ * override's switch). */
+static inline bool env_is_one(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
 
 #if defined(__GNUC__)
 #define VKATTN_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))

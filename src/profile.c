@@ -10,8 +10,7 @@
 
 bool profile_wanted(const vkattn_context_desc *desc)
 {
-    const char *env = getenv("VKATTN_PROFILE");
-    return desc->profile || (env && strcmp(env, "1") == 0);
+    return desc->profile || env_is_one("VKATTN_PROFILE");
 }
 
 void profile_init(vkattn_context *ctx)

@@ -165,12 +165,10 @@ static void row_holders(const coopmat_layout *l, uint32_t *first, uint32_t *last
 static void report_workgroup_layout(vkattn_context *ctx, bool emulated)
 {
     char why[512];
-    coopmat_workgroup_missing(ctx, why, sizeof why);
-    if (why[0] && !emulated) {
+    if (!coopmat_workgroup_build(ctx, emulated, &emulated, why, sizeof why)) {
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat layout, workgroup scope: not read: %s", why);
         return;
     }
-    emulated = why[0] != '\0';
     const device_caps *caps = &ctx->vk.caps;
     const uint32_t side = WORKGROUP_LAYOUT_SIDE, count = side * side;
     uint32_t invocations = emulated ? 16 : caps->coopmat2_invocations;
@@ -228,11 +226,7 @@ static void report_workgroup_layout(vkattn_context *ctx, bool emulated)
     free(layout);
 }
 
-bool coopmat_layout_wanted(void)
-{
-    const char *flag = getenv("VKATTN_COOPMAT_LAYOUT");
-    return flag && strcmp(flag, "1") == 0;
-}
+bool coopmat_layout_wanted(void) { return env_is_one("VKATTN_COOPMAT_LAYOUT"); }
 
 void coopmat_layout_report(vkattn_context *ctx)
 {

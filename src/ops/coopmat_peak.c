@@ -322,14 +322,10 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
 {
     const device_caps *caps = &ctx->vk.caps;
     char why[512];
-    coopmat_workgroup_missing(ctx, why, sizeof why);
-    if (why[0] && !emulated) {
+    if (!coopmat_workgroup_build(ctx, emulated, &emulated, why, sizeof why)) {
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope: not measured: %s", why);
         return;
     }
-    /* The real build wherever the device runs it, whatever the subgroup-scope
-     * probe ran. */
-    emulated = why[0] != '\0';
     workgroup_setup w = {.emulated = emulated};
     if (emulated) {
         w.m = w.n = 16, w.k = 8, w.invocations = 16, w.iters = 2, w.groups = 2;
@@ -366,11 +362,7 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
             WORKGROUP_CHAINS, PEAK_TIMED_RUNS, rates);
 }
 
-bool coopmat_peak_wanted(void)
-{
-    const char *flag = getenv("VKATTN_COOPMAT_PEAK");
-    return flag && strcmp(flag, "1") == 0;
-}
+bool coopmat_peak_wanted(void) { return env_is_one("VKATTN_COOPMAT_PEAK"); }
 
 void coopmat_peak_report(vkattn_context *ctx)
 {

@@ -73,7 +73,8 @@ shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv)
     return nv;
 }
 
-void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size_t size)
+/* Why this context cannot run workgroup-scope matrices ("" where it can). */
+static void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size_t size)
 {
     const device_caps *caps = &ctx->vk.caps;
     uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
@@ -96,4 +97,12 @@ void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size_t size
                  "VK_NV_cooperative_matrix (VKATTN_COOPMAT_KHR=1 takes the KHR one)");
     else
         snprintf(why, size, "not enabled on this device");
+}
+
+bool coopmat_workgroup_build(const vkattn_context *ctx, bool no_matrix_units, bool *emulated,
+                             char *why, size_t size)
+{
+    coopmat_workgroup_missing(ctx, why, size);
+    *emulated = why[0] != '\0';
+    return !*emulated || no_matrix_units;
 }

@@ -147,11 +147,16 @@ shader_id coopmat_shader(const vkattn_context *ctx, shader_id nv);
  * runs with: kernel_subgroup_size, except that the KHR builds take the
  * device's smallest size (coopmat_shapes.c says why). */
 uint32_t coopmat_subgroup_size(const vkattn_context *ctx, bool emulated, bool *required);
-/* Why this context cannot run workgroup-scope matrices (VK_NV_cooperative_matrix2's
- * workgroup scope and flexible dimensions, enabled only on a device vkattn
- * creates for the diagnostics that use them: VKATTN_COOPMAT_PEAK=1 or
- * VKATTN_COOPMAT_LAYOUT=1 through the KHR extension); "" where it can. */
-void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size_t size);
+/* Which build a workgroup-scope diagnostic runs: the real one where this
+ * context has workgroup-scope matrices (VK_NV_cooperative_matrix2's workgroup
+ * scope and flexible dimensions, enabled only on a device vkattn creates for
+ * the diagnostics that use them: VKATTN_COOPMAT_PEAK=1 or
+ * VKATTN_COOPMAT_LAYOUT=1 through the KHR extension), whatever the
+ * subgroup-scope diagnostics ran; else the emulated one where the device has
+ * no matrix units (`no_matrix_units`: a test of the code); else none: false,
+ * `why` saying why the real one cannot run. */
+bool coopmat_workgroup_build(const vkattn_context *ctx, bool no_matrix_units, bool *emulated,
+                             char *why, size_t size);
 
 /* --------------------------------------------------------------- softmax -- */
 
