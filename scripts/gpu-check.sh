@@ -362,7 +362,7 @@ check() {
           --reps 2 --no-verify --profile > "$out/khr-peak.txt" 2>&1 ||
         say "KHR probes: exit status $? (khr-peak.txt has what ran)"
       grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
-        cut -c1-600
+        cut -c1-1100
     fi
     cap=$(step_budget $(( khr_seconds - 20 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then

@@ -13,8 +13,10 @@
 // ROWS x COLS over the invocations, each holding as many, not the matrix's
 // length(): glslang writes that as a specialization constant, which
 // SPV_KHR_cooperative_matrix does not allow (tools/coopmat_khr.c refuses it).
-// A device that spread the elements otherwise would read as a layout that does
-// not hold each element once, which the host reports as such. Built also with
+// On a device that spread the elements otherwise, an invocation holding more
+// would leave some unread, and one holding fewer would read past its own
+// (undefined): the host reports a layout that does not hold each element once
+// (read_cells, coopmat_layout_analyze), a line not to be trusted. Built also with
 // COOPMAT_EMULATED, whose layout is the library's own (invocation i's element
 // k is cell i + k * invocations): that run tests this code and the host's
 // reading.

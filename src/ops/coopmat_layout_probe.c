@@ -184,13 +184,17 @@ static void report_workgroup_layout(vkattn_context *ctx, bool emulated)
         s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%u cells", count);
     else if (!invocations || count % invocations ||
              invocations > ctx->info.max_workgroup_invocations ||
-             (emulated ? 8ull : 4ull) * count > ctx->info.shared_memory_bytes ||
+             (emulated ? 8ull * count
+                       : 4ull * count + caps->coopmat2_reserved_shared) > ctx->info.shared_memory_bytes ||
              (!emulated && (side % caps->coopmat2_granularity[0] ||
-                            side % caps->coopmat2_granularity[1])))
+                            side % caps->coopmat2_granularity[1] ||
+                            side > caps->coopmat2_flexible_max)))
         s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "a %ux%u matrix on workgroups of %u "
-                     "(granularity %ux%u, %u bytes of shared memory) cannot be read", side,
-                     side, invocations, caps->coopmat2_granularity[0],
-                     caps->coopmat2_granularity[1], ctx->info.shared_memory_bytes);
+                     "(granularity %ux%u, sides up to %u, %u bytes of shared memory, %u of "
+                     "them reserved) cannot be read", side, side, invocations,
+                     caps->coopmat2_granularity[0], caps->coopmat2_granularity[1],
+                     caps->coopmat2_flexible_max, ctx->info.shared_memory_bytes,
+                     caps->coopmat2_reserved_shared);
     else
         s = vkattn_tensor_create(ctx, &desc, &t);
     if (s == VKATTN_OK) {
