@@ -511,6 +511,7 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     };
     vkattn_device_features features;
     device_caps_features(&vk->caps, &features);
+    /* the features' extensions, pipeline statistics', one optional (device_create_with_optional) */
     const char *extensions[sizeof features.extensions / sizeof features.extensions[0] + 2];
     memcpy(extensions, features.extensions, features.extension_count * sizeof extensions[0]);
     uint32_t extension_count = features.extension_count;
@@ -529,37 +530,24 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     }
     /* VK_NV_cooperative_matrix2's workgroup scope and flexible dimensions,
      * also for diagnostics only: the rate and layout probes
-     * (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1), through the KHR
-     * extension, which that extension builds on. */
-    uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
-    bool workgroup_scope = vk->caps.coopmat && vk->caps.coopmat_khr &&
-                           (vk->caps.coopmat2_features & both) == both &&
-                           vk->caps.coopmat2_invocations &&
-                           (coopmat_peak_wanted() || coopmat_layout_wanted());
+     * (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1). */
+    bool workgroup_scope = device_caps_workgroup_scope_wanted(
+        &vk->caps, coopmat_peak_wanted() || coopmat_layout_wanted());
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
-        .pNext = (void *)info.pNext,
         .cooperativeMatrixWorkgroupScope = VK_TRUE,
         .cooperativeMatrixFlexibleDimensions = VK_TRUE,
     };
-    if (workgroup_scope) {
-        info.pNext = &coopmat2;
-        extensions[extension_count++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME;
-    }
-    info.enabledExtensionCount = extension_count;
-    info.ppEnabledExtensionNames = extension_count ? extensions : NULL;
-    VkResult r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
-    if (r != VK_SUCCESS && workgroup_scope) {
-        /* A diagnostic never costs the context its device: without it (it
-         * was the last extension and the head of the chain). */
+    VkResult optional_result;
+    VkResult r = device_create_with_optional(
+        &vk->vki, vk->physical_device, info, extensions, extension_count,
+        workgroup_scope ? &coopmat2 : NULL, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME,
+        &optional_result, &vk->device);
+    if (optional_result != VK_SUCCESS) {
         ctx_log(ctx, VKATTN_LOG_WARNING, "vkCreateDevice with VK_NV_cooperative_matrix2's "
-                "workgroup scope (for the probes) failed (VkResult %d); created without it",
-                (int)r);
+                "workgroup scope (for the probes) failed (VkResult %d); %s without it",
+                (int)optional_result, r == VK_SUCCESS ? "created" : "tried once more");
         workgroup_scope = false;
-        info.pNext = coopmat2.pNext;
-        info.enabledExtensionCount = --extension_count;
-        info.ppEnabledExtensionNames = extension_count ? extensions : NULL;
-        r = vk->vki.CreateDevice(vk->physical_device, &info, NULL, &vk->device);
     }
     if (r != VK_SUCCESS)
         return ctx_fail_vk(ctx, r, "vkCreateDevice");

@@ -391,3 +391,36 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
     }
     return e;
 }
+
+bool device_caps_workgroup_scope_wanted(const device_caps *caps, bool wanted)
+{
+    uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
+    return wanted && caps->coopmat && caps->coopmat_khr && (caps->coopmat2_features & both) == both &&
+           caps->coopmat2_invocations > 0;
+}
+
+VkResult device_create_with_optional(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                     VkDeviceCreateInfo info, const char **extensions,
+                                     uint32_t count, void *optional,
+                                     const char *optional_extension, VkResult *optional_result,
+                                     VkDevice *out)
+{
+    *optional_result = VK_SUCCESS;
+    const void *rest = info.pNext;
+    uint32_t without = count;
+    if (optional) {
+        ((VkBaseOutStructure *)optional)->pNext = (VkBaseOutStructure *)rest;
+        info.pNext = optional;
+        extensions[count++] = optional_extension;
+    }
+    info.enabledExtensionCount = count;
+    info.ppEnabledExtensionNames = count ? extensions : NULL;
+    VkResult r = vki->CreateDevice(pd, &info, NULL, out);
+    if (r == VK_SUCCESS || !optional)
+        return r;
+    *optional_result = r;
+    info.pNext = rest;
+    info.enabledExtensionCount = without;
+    info.ppEnabledExtensionNames = without ? extensions : NULL;
+    return vki->CreateDevice(pd, &info, NULL, out);
+}

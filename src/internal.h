@@ -283,6 +283,22 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
 void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t size);
 /* The extensions and the pNext chain that enable `caps` on vkCreateDevice. */
 void device_caps_features(const device_caps *caps, vkattn_device_features *out);
+/* Whether a device vkattn creates takes VK_NV_cooperative_matrix2's
+ * workgroup scope and flexible dimensions: where the device has both and f16
+ * workgroup-scope products, through the KHR extension (which that extension
+ * builds on), for diagnostics that use them (`wanted`). */
+bool device_caps_workgroup_scope_wanted(const device_caps *caps, bool wanted);
+/* vkCreateDevice with `info` (whose extensions are the first `count` of
+ * `extensions`, which has room for one more) and, where `optional` is given
+ * (a feature structure, whose pNext it sets), that at the head of the chain and
+ * `optional_extension` after the others; where that fails, once more without
+ * them, `*optional_result` the first failure (else VK_SUCCESS): a diagnostic's
+ * feature never costs a context its device. */
+VkResult device_create_with_optional(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                     VkDeviceCreateInfo info, const char **extensions,
+                                     uint32_t count, void *optional,
+                                     const char *optional_extension, VkResult *optional_result,
+                                     VkDevice *out);
 /* What of `caps` an application says it enabled. */
 device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_features *enabled);
 /* Whether a kernel that needs every lane of its subgroups active (a row per

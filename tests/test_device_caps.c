@@ -454,6 +454,112 @@ static void test_coopmat2_reported(void **state)
     assert_string_equal(line, "not listed");
 }
 
+/* Workgroup scope is enabled, for the probes that ask, only through the KHR
+ * extension on a device with both features and f16 workgroup-scope products. */
+static void test_workgroup_scope_wanted(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    dev.coopmat2 = dev.flexible = true;
+    device_caps khr = query(false, true, NULL), nv = query(true, false, NULL);
+    dev.flexible = false;
+    device_caps rigid = query(false, true, NULL);
+    dev.coopmat2 = false;
+    assert_true(device_caps_workgroup_scope_wanted(&khr, true));
+    assert_false(device_caps_workgroup_scope_wanted(&khr, false));  /* no probe asks */
+    assert_false(device_caps_workgroup_scope_wanted(&nv, true));    /* NV's extension */
+    assert_false(device_caps_workgroup_scope_wanted(&rigid, true)); /* no flexible sizes */
+    khr.coopmat2_invocations = 0;
+    assert_false(device_caps_workgroup_scope_wanted(&khr, true));
+}
+
+/* vkCreateDevice as a driver that refuses VK_NV_cooperative_matrix2: each
+ * call's extensions and chain, and the result. */
+static struct {
+    int calls;
+    bool refuse_optional, refuse_all;
+    bool optional_listed[2], optional_chained[2], float16_chained[2];
+    uint32_t extension_count[2];
+} create;
+
+static VkResult VKAPI_PTR create_device(VkPhysicalDevice pd, const VkDeviceCreateInfo *info,
+                                        const VkAllocationCallbacks *allocator, VkDevice *out)
+{
+    (void)pd, (void)allocator;
+    int call = create.calls++;
+    assert_true(call < 2);
+    bool listed = false, chained = false, float16 = false;
+    for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
+        listed = listed || strcmp(info->ppEnabledExtensionNames[i], "VK_NV_cooperative_matrix2") == 0;
+    for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
+        chained = chained || c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
+        float16 = float16 || c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    }
+    create.optional_listed[call] = listed;
+    create.optional_chained[call] = chained;
+    create.float16_chained[call] = float16;
+    create.extension_count[call] = info->enabledExtensionCount;
+    if (create.refuse_all || (create.refuse_optional && listed))
+        return VK_ERROR_EXTENSION_NOT_PRESENT;
+    *out = (VkDevice)(uintptr_t)0x1234;
+    return VK_SUCCESS;
+}
+
+static VkResult create_with(bool optional, VkResult *optional_result)
+{
+    vk_instance_table vki = {.CreateDevice = create_device};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+    VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f16};
+    const char *extensions[3] = {"VK_KHR_cooperative_matrix", "VK_KHR_shader_float16_int8"};
+    VkDevice device = VK_NULL_HANDLE;
+    create.calls = 0;
+    VkResult r = device_create_with_optional(&vki, (VkPhysicalDevice)(uintptr_t)1, info,
+                                             extensions, 2, optional ? &coopmat2 : NULL,
+                                             "VK_NV_cooperative_matrix2", optional_result,
+                                             &device);
+    assert_true(r != VK_SUCCESS || device != VK_NULL_HANDLE);
+    return r;
+}
+
+/* A diagnostic's feature never costs a context its device: a driver that
+ * refuses it gets the device asked for again without it, the rest of the
+ * chain and the extensions as they were. */
+static void test_create_with_optional(void **state)
+{
+    (void)state;
+    VkResult optional_result;
+    memset(&create, 0, sizeof create);
+    assert_int_equal(create_with(true, &optional_result), VK_SUCCESS);  /* taken */
+    assert_int_equal(create.calls, 1);
+    assert_int_equal(optional_result, VK_SUCCESS);
+    assert_true(create.optional_listed[0] && create.optional_chained[0]);
+    assert_true(create.float16_chained[0]);
+    assert_int_equal(create.extension_count[0], 3);
+
+    create.refuse_optional = true;                                   /* refused: again without */
+    assert_int_equal(create_with(true, &optional_result), VK_SUCCESS);
+    assert_int_equal(create.calls, 2);
+    assert_int_equal(optional_result, VK_ERROR_EXTENSION_NOT_PRESENT);
+    assert_false(create.optional_listed[1] || create.optional_chained[1]);
+    assert_true(create.float16_chained[1]);
+    assert_int_equal(create.extension_count[1], 2);
+
+    assert_int_equal(create_with(false, &optional_result), VK_SUCCESS); /* none asked */
+    assert_int_equal(create.calls, 1);
+    assert_int_equal(optional_result, VK_SUCCESS);
+    assert_false(create.optional_listed[0] || create.optional_chained[0]);
+
+    create.refuse_all = true;                                        /* the device's own failure */
+    assert_int_equal(create_with(true, &optional_result), VK_ERROR_EXTENSION_NOT_PRESENT);
+    assert_int_equal(create.calls, 2);
+    assert_int_equal(create_with(false, &optional_result), VK_ERROR_EXTENSION_NOT_PRESENT);
+    assert_int_equal(create.calls, 1);
+    assert_int_equal(optional_result, VK_SUCCESS);
+}
+
 /* Where each coopmat kernel is AUTO's choice (coopmat_verified.c): the vendor
  * and the build its current revision passed the GPU check with, for the inputs
  * it passed with; VKATTN_COOPMAT=0 or 1 overrides. */
@@ -505,6 +611,8 @@ int main(void)
         cmocka_unit_test(test_no_compute_stage),
         cmocka_unit_test(test_whole_subgroups),
         cmocka_unit_test(test_coopmat2_reported),
+        cmocka_unit_test(test_workgroup_scope_wanted),
+        cmocka_unit_test(test_create_with_optional),
         cmocka_unit_test(test_coopmat_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
