@@ -55,7 +55,7 @@
 #                      60 of them verifying three matmuls on one core, before
 #                      the CPU reference took threads), its profile (40 s), SDPA
 #                      (60 s), the ablation (55 s), the sweep (what is left, 20 s
-#                      at least), the KHR builds (20 s for the rate probes,
+#                      at least), the KHR builds (30 s for the probes,
 #                      60 s for the attention kernel's test, which took 34-43 s
 #                      on an H200 in its KHR build; the matmul's only if 20 s
 #                      more are left); a step
@@ -123,11 +123,11 @@ fail() { say "FAILED: $*"; exit 1; }
 # about 120: with the tests' 340 s that left the ablation and the sweep, the
 # f16 prefill's diagnosis, skipped on a real GPU. The KHR attention test took
 # 38 s on the H200 (2026-11-28) with a cold cache and hit 43 s with the peak
-# measurement first: 60, and 20 before it for the rate probes through the KHR
+# measurement first: 60, and 30 before it for the probes through the KHR
 # extension (their own process since 2026-11-28: the workgroup-scope one is
 # the first module of VK_NV_cooperative_matrix2's kind any driver has compiled
 # for vkattn). The sweep then starts with 20 s left at least.
-sweep_least=20 khr_seconds=80 table_seconds=10
+sweep_least=20 khr_seconds=90 table_seconds=10
 
 # Seconds a step may take: CAP, or what is left before --deadline less RESERVE
 # (what the steps after it need), whichever is less; 0 when under 20 s are left,
@@ -353,7 +353,7 @@ check() {
     # VKATTN_COOPMAT_PEAK=1 or VKATTN_COOPMAT_LAYOUT=1 enables only here), in a
     # process of their own: a driver that failed on the workgroup-scope
     # modules takes nothing else with it.
-    cap=$(step_budget 20 $(( khr_seconds - 20 + table_seconds )))
+    cap=$(step_budget 30 $(( khr_seconds - 30 + table_seconds )))
     if [ "$cap" -gt 0 ]; then
       say "KHR probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
       VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 \
@@ -364,7 +364,7 @@ check() {
       grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
         cut -c1-1100
     fi
-    cap=$(step_budget $(( khr_seconds - 20 )) "$table_seconds")
+    cap=$(step_budget $(( khr_seconds - 30 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then
       say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
       VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \

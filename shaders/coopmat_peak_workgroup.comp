@@ -41,8 +41,11 @@ layout(constant_id = 2) const uint N = 64;
 layout(constant_id = 3) const uint K = 32;
 layout(constant_id = 4) const uint ITERS = 256;
 layout(constant_id = 5) const uint LOADS = 0;
+// Blocks of A and of B in shared memory: 2, or 1 for runs of LOADS 2 and 3
+// only (larger products, whose two blocks would not fit; with one, a shared
+// operand loaded for each product would be the same block every time).
+layout(constant_id = 6) const uint SLOTS = 2;
 const uint CHAINS = 2;         // coopmat_peak.c's WORKGROUP_CHAINS
-const uint SLOTS = 2;          // blocks of A and of B in shared memory
 const uint BUFFER_SLOTS = 64;  // coopmat_peak.c's WORKGROUP_BUFFER_SLOTS
 const uint RESULTS = 4;        // its WORKGROUP_RESULTS
 

@@ -791,7 +791,11 @@ static void test_coopmat_peak_probe(void **state)
         assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from a storage buffer for "
                                           "each product, "));
         assert_non_null(strstr(workgroup, " TFLOP/s with A held and B from a storage buffer "
-                                          "column-major for each product;"));
+                                          "column-major for each product; shaped as attention's "
+                                          "(64 query rows, 64 keys, D 128): S = Q K^T "));
+        assert_non_null(strstr(workgroup, " TFLOP/s, O += P V "));
+        assert_null(strstr(workgroup, "shaped as attention's (64 query rows, 64 keys, D 128): "
+                                      "not measured"));
     }
     test_env_destroy(env);
 }

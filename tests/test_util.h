@@ -21,7 +21,7 @@ typedef struct test_log {
     char coopmat_layout[1024]; /* the INFO line "coopmat layout...: ..." (VKATTN_COOPMAT_LAYOUT=1) */
     char coopmat_layout_workgroup[1024]; /* and "coopmat layout, workgroup scope...: ..." */
     char coopmat_peak[512];    /* the INFO line "coopmat peak...: ..." (VKATTN_COOPMAT_PEAK=1) */
-    char coopmat_peak_workgroup[512]; /* and "coopmat peak, workgroup scope...: ..." */
+    char coopmat_peak_workgroup[1024]; /* and "coopmat peak, workgroup scope...: ..." */
     char last[1024];
     char last_warning[1024];
 } test_log;

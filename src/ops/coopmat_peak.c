@@ -27,11 +27,10 @@ enum peak_spec { /* constant_id values in coopmat_peak.comp */
 
 enum workgroup_spec { /* constant_id values in coopmat_peak_workgroup.comp */
     WORKGROUP_SPEC_SIZE = 0, WORKGROUP_SPEC_M, WORKGROUP_SPEC_N, WORKGROUP_SPEC_K,
-    WORKGROUP_SPEC_ITERS, WORKGROUP_SPEC_LOADS, WORKGROUP_SPEC_COUNT
+    WORKGROUP_SPEC_ITERS, WORKGROUP_SPEC_LOADS, WORKGROUP_SPEC_SLOTS, WORKGROUP_SPEC_COUNT
 };
 #define WORKGROUP_CHAINS 2        /* coopmat_peak_workgroup.comp's CHAINS */
 #define WORKGROUP_BUFFER_SLOTS 64 /* its BUFFER_SLOTS */
-#define WORKGROUP_SLOTS 2         /* its SLOTS */
 #define WORKGROUP_VARIANTS 4      /* LOADS = 0, 1, 2, 3 */
 
 typedef struct peak_setup {
@@ -45,11 +44,17 @@ static const char *const peak_variant_names[PEAK_VARIANTS] = {
     "B from shared memory for two products",
     "B from shared memory column-major for each product"};
 
-/* Workgroup-scope products: M x N x K on workgroups of `invocations`. */
+/* Workgroup-scope products: M x N x K on workgroups of `invocations`, with
+ * `slots` blocks of each operand in shared memory (coopmat_peak_workgroup.comp's
+ * SLOTS: 1 for runs of its buffer variants only). */
 typedef struct workgroup_setup {
-    uint32_t m, n, k, invocations, iters, groups;
+    uint32_t m, n, k, invocations, iters, groups, slots;
     bool emulated;
 } workgroup_setup;
+
+enum { /* coopmat_peak_workgroup.comp's LOADS, by what feeds B */
+    WORKGROUP_B_SHARED = 0, WORKGROUP_AB_SHARED, WORKGROUP_B_BUFFER, WORKGROUP_B_BUFFER_COLUMNS
+};
 
 static const char *const workgroup_variant_names[WORKGROUP_VARIANTS] = {
     "A held and B from shared memory for each product",
@@ -259,8 +264,10 @@ static vkattn_status check_workgroup_results(vkattn_context *ctx, const workgrou
     return VKATTN_OK;
 }
 
-/* Each variant of coopmat_peak_workgroup.comp, timed and checked. */
+/* The `count` variants of coopmat_peak_workgroup.comp in `variants`, timed and
+ * checked: each one's rate into tflops[variant]. */
 static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setup *w,
+                                       const uint32_t *variants, uint32_t count,
                                        double tflops[WORKGROUP_VARIANTS])
 {
     uint64_t n = WORKGROUP_RESULTS + (uint64_t)w->groups * WORKGROUP_CHAINS * w->m * w->n;
@@ -285,7 +292,8 @@ static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setu
      * size the kernels require, as the subgroup-scope probe's. */
     bool required;
     uint32_t sg = coopmat_subgroup_size(ctx, w->emulated, &required);
-    for (uint32_t loads = 0; s == VKATTN_OK && loads < WORKGROUP_VARIANTS; loads++) {
+    for (uint32_t v = 0; s == VKATTN_OK && v < count; v++) {
+        uint32_t loads = variants[v];
         if ((s = reset_results(out, host, n)) != VKATTN_OK)
             break;
         vk_dispatch d = {
@@ -295,7 +303,8 @@ static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setu
                     .spec_count = WORKGROUP_SPEC_COUNT,
                     .spec = {[WORKGROUP_SPEC_SIZE] = w->invocations, [WORKGROUP_SPEC_M] = w->m,
                              [WORKGROUP_SPEC_N] = w->n, [WORKGROUP_SPEC_K] = w->k,
-                             [WORKGROUP_SPEC_ITERS] = w->iters, [WORKGROUP_SPEC_LOADS] = loads}},
+                             [WORKGROUP_SPEC_ITERS] = w->iters, [WORKGROUP_SPEC_LOADS] = loads,
+                             [WORKGROUP_SPEC_SLOTS] = w->slots}},
             .bindings = {vk_bind(out, true), vk_bind(blocks, false)},
             .binding_count = 2,
             .groups = {w->groups, 1, 1},
@@ -313,11 +322,48 @@ static vkattn_status measure_workgroup(vkattn_context *ctx, const workgroup_setu
     return s;
 }
 
+/* Whether w's products fit the device (its workgroup size, shared memory and,
+ * on the matrix units, the largest flexible side); else why not, failed on ctx. */
+static vkattn_status workgroup_fits(vkattn_context *ctx, const workgroup_setup *w)
+{
+    const device_caps *caps = &ctx->vk.caps;
+    uint64_t operands = (uint64_t)w->m * w->k + (uint64_t)w->k * w->n;
+    uint64_t shared = 2ull * w->slots * operands +
+                      (w->emulated ? 2ull * operands + 8ull * w->m * w->n
+                                   : caps->coopmat2_reserved_shared);
+    uint32_t largest = w->m > w->n ? (w->m > w->k ? w->m : w->k) : (w->n > w->k ? w->n : w->k);
+    if (w->invocations <= ctx->info.max_workgroup_invocations &&
+        shared <= ctx->info.shared_memory_bytes &&
+        (w->emulated || largest <= caps->coopmat2_flexible_max))
+        return VKATTN_OK;
+    return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%ux%ux%u products on workgroups of %u need "
+                    "%llu bytes of shared memory (%u here) and sides up to %u", w->m, w->n,
+                    w->k, w->invocations, (unsigned long long)shared,
+                    ctx->info.shared_memory_bytes,
+                    w->emulated ? largest : caps->coopmat2_flexible_max);
+}
+
+/* w with sizes m x n x k, each a multiple of the device's granularity (and K
+ * of the packing), or the emulated build's own. */
+static workgroup_setup workgroup_sized(const vkattn_context *ctx, workgroup_setup w, uint32_t m,
+                                       uint32_t n, uint32_t k)
+{
+    const uint32_t *g = ctx->vk.caps.coopmat2_granularity;
+    w.m = w.emulated ? m : round_up(m, g[0]);
+    w.n = w.emulated ? n : round_up(n, g[1]);
+    w.k = w.emulated ? k : round_up(k, lcm(g[2], 8));
+    return w;
+}
+
 /* The workgroup-scope products (coopmat_peak_workgroup.comp), logged: on the
  * device's matrix units where VK_NV_cooperative_matrix2 gives them, else (no
- * matrix units at all) the emulated build, else why not. Sizes: 64 x 64
- * products over 32 (the attention kernel's tiles), rounded up to the device's
- * granularity. */
+ * matrix units at all) the emulated build, else why not. First 64 x 64
+ * products over 32 (the attention kernel's tiles) fed each way; then shaped
+ * as an attention kernel's with 64 query rows, 64 keys and D = 128 would be,
+ * their B from a storage buffer as a kernel leaving the staging to the driver
+ * would load K and V: S = Q K^T (64 x 64 x 128, K^T column-major) and
+ * O += P V (64 x 128 x 64). Sizes rounded up to the device's granularity;
+ * the emulated build's are small. */
 static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
 {
     const device_caps *caps = &ctx->vk.caps;
@@ -326,40 +372,53 @@ static void report_workgroup_scope(vkattn_context *ctx, bool emulated)
         ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope: not measured: %s", why);
         return;
     }
-    workgroup_setup w = {.emulated = emulated};
-    if (emulated) {
-        w.m = w.n = 16, w.k = 8, w.invocations = 16, w.iters = 2, w.groups = 2;
-    } else {
-        const uint32_t *g = caps->coopmat2_granularity;
-        w.m = round_up(64, g[0]), w.n = round_up(64, g[1]), w.k = round_up(32, lcm(g[2], 8));
-        w.invocations = caps->coopmat2_invocations, w.iters = 256, w.groups = 1024;
-    }
-    const char *build = emulated ? " (emulated build)" : "";
-    uint64_t shared = 2ull * WORKGROUP_SLOTS * ((uint64_t)w.m * w.k + (uint64_t)w.k * w.n) +
-                      (emulated ? 2ull * (w.m * w.k + w.k * w.n) + 8ull * w.m * w.n
-                                : caps->coopmat2_reserved_shared);
-    double tflops[WORKGROUP_VARIANTS] = {0};
-    vkattn_status s = VKATTN_OK;
-    if (w.invocations > ctx->info.max_workgroup_invocations || shared > ctx->info.shared_memory_bytes ||
-        (!emulated && (w.m > caps->coopmat2_flexible_max || w.n > caps->coopmat2_flexible_max)))
-        s = ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "%ux%ux%u products on workgroups of %u "
-                     "need %llu bytes of shared memory (%u here) and sides up to %u", w.m, w.n,
-                     w.k, w.invocations, (unsigned long long)shared,
-                     ctx->info.shared_memory_bytes, emulated ? w.n : caps->coopmat2_flexible_max);
+    workgroup_setup base = {.emulated = emulated, .slots = 2};
+    if (emulated)
+        base.invocations = 16, base.iters = 2, base.groups = 2;
     else
-        s = measure_workgroup(ctx, &w, tflops);
+        base.invocations = caps->coopmat2_invocations, base.iters = 256, base.groups = 1024;
+    workgroup_setup w = workgroup_sized(ctx, base, emulated ? 16 : 64, emulated ? 16 : 64,
+                                        emulated ? 8 : 32);
+    base.slots = 1;
+    workgroup_setup scores = workgroup_sized(ctx, base, emulated ? 16 : 64, emulated ? 16 : 64,
+                                             emulated ? 32 : 128);
+    workgroup_setup output = workgroup_sized(ctx, base, emulated ? 16 : 64, emulated ? 32 : 128,
+                                             emulated ? 16 : 64);
+    const char *build = emulated ? " (emulated build)" : "";
+    static const uint32_t every[] = {WORKGROUP_B_SHARED, WORKGROUP_AB_SHARED, WORKGROUP_B_BUFFER,
+                                     WORKGROUP_B_BUFFER_COLUMNS};
+    static const uint32_t columns[] = {WORKGROUP_B_BUFFER_COLUMNS}, rows[] = {WORKGROUP_B_BUFFER};
+    double tflops[WORKGROUP_VARIANTS] = {0}, s_rate[WORKGROUP_VARIANTS] = {0},
+           o_rate[WORKGROUP_VARIANTS] = {0};
+    vkattn_status s = workgroup_fits(ctx, &w);
+    if (s == VKATTN_OK)
+        s = measure_workgroup(ctx, &w, every, 4, tflops);
     if (s != VKATTN_OK) {
         ctx_log(ctx, VKATTN_LOG_WARNING, "coopmat peak, workgroup scope%s: not measured: %s",
                 build, ctx->last_error);
         ctx->last_error[0] = '\0';
         return;
     }
-    char rates[448];
+    char rates[448], shaped[400];
     format_rates(tflops, workgroup_variant_names, 0, WORKGROUP_VARIANTS, rates, sizeof rates);
+    vkattn_status t = workgroup_fits(ctx, &scores);
+    if (t == VKATTN_OK && (t = workgroup_fits(ctx, &output)) == VKATTN_OK &&
+        (t = measure_workgroup(ctx, &scores, columns, 1, s_rate)) == VKATTN_OK)
+        t = measure_workgroup(ctx, &output, rows, 1, o_rate);
+    if (t == VKATTN_OK)
+        snprintf(shaped, sizeof shaped, "S = Q K^T %ux%ux%u with K^T column-major from a "
+                 "storage buffer %.4g TFLOP/s, O += P V %ux%ux%u with V from a storage buffer "
+                 "%.4g TFLOP/s", scores.m, scores.n, scores.k, s_rate[WORKGROUP_B_BUFFER_COLUMNS],
+                 output.m, output.n, output.k, o_rate[WORKGROUP_B_BUFFER]);
+    else {
+        snprintf(shaped, sizeof shaped, "not measured: %.300s", ctx->last_error);
+        ctx->last_error[0] = '\0';
+    }
     ctx_log(ctx, VKATTN_LOG_INFO, "coopmat peak, workgroup scope%s: %ux%ux%u f16 products into "
             "f32, %u workgroups of %u invocations, %u rounds of %d, fastest of %d runs: %s; "
-            "results checked", build, w.m, w.n, w.k, w.groups, w.invocations, w.iters,
-            WORKGROUP_CHAINS, PEAK_TIMED_RUNS, rates);
+            "shaped as attention's (64 query rows, 64 keys, D 128): %s; results checked", build,
+            w.m, w.n, w.k, w.groups, w.invocations, w.iters, WORKGROUP_CHAINS, PEAK_TIMED_RUNS,
+            rates, shaped);
 }
 
 bool coopmat_peak_wanted(void) { return env_is_one("VKATTN_COOPMAT_PEAK"); }
