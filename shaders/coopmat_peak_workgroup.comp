@@ -5,7 +5,8 @@
 // coopmat_peak.comp's subgroup-scope ones: whether products that span a
 // workgroup, fed as an attention kernel would feed them, run faster than the
 // 16x16x16 subgroup products the coopmat kernels are built from
-// (coopmat_peak.c logs both with VKATTN_COOPMAT_PEAK=1).
+// (coopmat_peak.c and coopmat_peak_workgroup.c log both with
+// VKATTN_COOPMAT_PEAK=1).
 //
 // Every workgroup runs ITERS rounds of CHAINS independent M x N x K products
 // (chains of accumulators, so that no product waits on the one before), by
@@ -45,8 +46,8 @@ layout(constant_id = 5) const uint LOADS = 0;
 // only (larger products, whose two blocks would not fit; with one, a shared
 // operand loaded for each product would be the same block every time).
 layout(constant_id = 6) const uint SLOTS = 2;
-const uint CHAINS = 2;         // coopmat_peak.c's WORKGROUP_CHAINS
-const uint BUFFER_SLOTS = 64;  // coopmat_peak.c's WORKGROUP_BUFFER_SLOTS
+const uint CHAINS = 2;         // coopmat_peak_workgroup.c's WORKGROUP_CHAINS
+const uint BUFFER_SLOTS = 64;  // coopmat_peak_workgroup.c's WORKGROUP_BUFFER_SLOTS
 const uint RESULTS = 4;        // its WORKGROUP_RESULTS
 
 #include "coopmat_workgroup.glsl"

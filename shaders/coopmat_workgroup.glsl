@@ -76,7 +76,8 @@
         WG_EACH_((M) * (N), e_,                                                                 \
                  float acc_ = D[e_];                                                            \
                  for (uint k_ = 0; k_ < (K); k_++)                                              \
-                     acc_ = fma(float(A[e_ / (N) * (K) + k_]), float(B[k_ * (N) + e_ % (N)]), acc_); \
+                     acc_ = fma(float(A[e_ / (N) * (K) + k_]), float(B[k_ * (N) + e_ % (N)]),   \
+                                acc_);                                                          \
                  D[e_] = acc_;)                                                                 \
     }
 #define WG_STORE(NAME, R, C, DST, OFF, STRIDE)                                                  \

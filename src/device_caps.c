@@ -395,8 +395,8 @@ device_caps device_caps_enabled(const device_caps *caps, const vkattn_device_fea
 bool device_caps_workgroup_scope_wanted(const device_caps *caps, bool wanted)
 {
     uint32_t both = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
-    return wanted && caps->coopmat && caps->coopmat_khr && (caps->coopmat2_features & both) == both &&
-           caps->coopmat2_invocations > 0;
+    return wanted && caps->coopmat && caps->coopmat_khr &&
+           (caps->coopmat2_features & both) == both && caps->coopmat2_invocations > 0;
 }
 
 VkResult device_create_with_optional(const vk_instance_table *vki, VkPhysicalDevice pd,

@@ -183,8 +183,9 @@ static VkResult VKAPI_PTR flexible_shapes(VkPhysicalDevice pd, uint32_t *n,
     const uint32_t listed = sizeof flexible_rows / sizeof flexible_rows[0];
     if (p)
         for (uint32_t i = 0; i < *n && i < listed; i++) {
-            assert_int_equal(p[i].sType,
-                             VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV);
+            VkStructureType want =
+                VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+            assert_int_equal(p[i].sType, want);
             p[i].MGranularity = flexible_rows[i].m;
             p[i].NGranularity = flexible_rows[i].n;
             p[i].KGranularity = flexible_rows[i].k;
@@ -490,10 +491,13 @@ static VkResult VKAPI_PTR create_device(VkPhysicalDevice pd, const VkDeviceCreat
     assert_true(call < 2);
     bool listed = false, chained = false, float16 = false;
     for (uint32_t i = 0; i < info->enabledExtensionCount; i++)
-        listed = listed || strcmp(info->ppEnabledExtensionNames[i], "VK_NV_cooperative_matrix2") == 0;
+        listed = listed ||
+                 strcmp(info->ppEnabledExtensionNames[i], "VK_NV_cooperative_matrix2") == 0;
     for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
-        chained = chained || c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
-        float16 = float16 || c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+        VkStructureType t = c->sType;
+        chained = chained ||
+                  t == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
+        float16 = float16 || t == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
     }
     create.optional_listed[call] = listed;
     create.optional_chained[call] = chained;

@@ -184,8 +184,8 @@ static void report_workgroup_layout(vkattn_context *ctx, bool emulated)
         s = ctx_fail(ctx, VKATTN_ERROR_OUT_OF_HOST_MEMORY, "%u cells", count);
     else if (!invocations || count % invocations ||
              invocations > ctx->info.max_workgroup_invocations ||
-             (emulated ? 8ull * count
-                       : 4ull * count + caps->coopmat2_reserved_shared) > ctx->info.shared_memory_bytes ||
+             (emulated ? 8ull * count : 4ull * count + caps->coopmat2_reserved_shared) >
+                 ctx->info.shared_memory_bytes ||
              (!emulated && (side % caps->coopmat2_granularity[0] ||
                             side % caps->coopmat2_granularity[1] ||
                             side > caps->coopmat2_flexible_max)))
