@@ -662,10 +662,20 @@ typedef enum vkattn_fused_variant {
     VKATTN_FUSED_DECODE,     /* split keys, a subgroup per key range, a lane per key
                                 (FlashDecoding): for GPUs decoding, up to 16 query rows
                                 per kv head (GQA group x Tq), head sizes up to 256 */
+    VKATTN_FUSED_COOPMAT_WORKGROUP, /* Q K^T and P V each one product spanning the
+                                workgroup (VK_NV_cooperative_matrix2's workgroup scope
+                                through VK_KHR_cooperative_matrix), f16 Q, K, V, every
+                                variant, head sizes up to 256. Not yet run on a GPU:
+                                AUTO takes it only with VKATTN_COOPMAT_WORKGROUP=1 (with
+                                VKATTN_COOPMAT_KHR=1, on a device vkattn creates) */
+    VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, /* the same kernel with its matrices in shared
+                                memory (needs shaderFloat16): for tests, never chosen
+                                by AUTO */
 } vkattn_fused_variant;
 
 /* The variant's name as the CLI and the bench print it ("auto", "rows",
- * "tiled", "coopmat", "coopmat_emulated", "decode"); "?" for a value that is
+ * "tiled", "coopmat", "coopmat_emulated", "decode", "coopmat_workgroup",
+ * "coopmat_workgroup_emulated"); "?" for a value that is
  * not a variant. */
 VKATTN_API const char *vkattn_fused_variant_name(vkattn_fused_variant variant);
 

@@ -115,17 +115,6 @@
 
 #include "packed_f16.glsl"
 
-// Gathers COUNT (at most PACK) halves of the 16-bit buffer BUF from element
-// FIRST into the zeroed uvec4 WORDS, bits unchanged: rows that are not
-// 8-element aligned, or shorter.
-#define GATHER_HALVES(WORDS, BUF, FIRST, COUNT)                                                 \
-    [[unroll]] for (uint h_ = 0; h_ < PACK; h_++)                                                \
-        if (h_ < (COUNT)) {                                                                      \
-            uint index_ = (FIRST) + h_;                                                          \
-            uint bits_ = BUF[index_ >> 1] >> (16u * (index_ & 1u)) & 0xffffu;                    \
-            WORDS[h_ / 2u] |= bits_ << (16u * (h_ & 1u));                                        \
-        }
-
 void subgroup_shared_sync()
 {
     subgroupMemoryBarrierShared();

@@ -28,6 +28,13 @@
 //   WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE)
 //                                       an accumulator from the f32 array SRC,
 //                                       row-major, offset and stride in floats
+//   WG_ACC_LOAD_PACKED(NAME, R, C, SRC, OFF, STRIDE)
+//   WG_STORE_PACKED(NAME, R, C, DST, OFF, STRIDE)
+//                                       the same from and to a uvec4 array (f32
+//                                       bits, four an element: one shared
+//                                       array holding f16 tiles and f32 blocks
+//                                       in turn), offset and stride in floats
+//                                       (multiples of 4)
 //   WG_ELEMENT(NAME, R, C, K)           this invocation's element K of an
 //                                       accumulator: which row and column that is
 //                                       is the implementation's
@@ -69,6 +76,17 @@
         barrier(); /* SRC may have been written by other invocations */                         \
         WG_EACH_((R) * (C), e_, NAME[e_] = SRC[(OFF) + e_ / (C) * (STRIDE) + e_ % (C)];)        \
     }
+#define WG_ACC_LOAD_PACKED(NAME, R, C, SRC, OFF, STRIDE)                                        \
+    {                                                                                           \
+        barrier();                                                                              \
+        WG_EACH_((R) * (C), e_, uint at_ = (OFF) + e_ / (C) * (STRIDE) + e_ % (C);              \
+                 NAME[e_] = uintBitsToFloat(SRC[at_ / 4u][at_ % 4u]);)                          \
+    }
+#define WG_STORE_PACKED(NAME, R, C, DST, OFF, STRIDE)                                           \
+    {                                                                                           \
+        WG_EACH_((R) * (C), e_, uint at_ = (OFF) + e_ / (C) * (STRIDE) + e_ % (C);              \
+                 DST[at_ / 4u][at_ % 4u] = floatBitsToUint(NAME[e_]);)                          \
+    }
 #define WG_ELEMENT(NAME, R, C, K) NAME[gl_LocalInvocationIndex + (K) * gl_WorkGroupSize.x]
 #define WG_FILL(NAME, R, C, VALUE) { WG_EACH_((R) * (C), e_, NAME[e_] = (VALUE);) }
 #define WG_MMA(D, A, B, M, N, K)                                                                \
@@ -89,6 +107,10 @@
 #define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
     coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, (COLUMNS))
 #define WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE) coopMatLoadNV(NAME, SRC, (OFF), (STRIDE), false)
+#define WG_ACC_LOAD_PACKED(NAME, R, C, SRC, OFF, STRIDE)                                        \
+    coopMatLoadNV(NAME, SRC, (OFF) / 4u, (STRIDE) / 4u, false)
+#define WG_STORE_PACKED(NAME, R, C, DST, OFF, STRIDE)                                           \
+    coopMatStoreNV(NAME, DST, (OFF) / 4u, (STRIDE) / 4u, false)
 #define WG_ELEMENT(NAME, R, C, K) NAME[K]
 #define WG_FILL(NAME, R, C, VALUE) NAME = fcoopmatNV<32, gl_ScopeWorkgroup, R, C>(VALUE)
 #define WG_MMA(D, A, B, M, N, K) D = coopMatMulAddNV(A, B, D)

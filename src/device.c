@@ -529,10 +529,12 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
     }
     /* VK_NV_cooperative_matrix2's workgroup scope and flexible dimensions,
-     * also for diagnostics only: the rate and layout probes
-     * (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1). */
+     * only where asked for until a GPU check has run them: the rate and
+     * layout probes (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1) and the
+     * workgroup-scope attention kernel (VKATTN_COOPMAT_WORKGROUP=1). */
     bool workgroup_scope = device_caps_workgroup_scope_wanted(
-        &vk->caps, coopmat_peak_wanted() || coopmat_layout_wanted());
+        &vk->caps, coopmat_peak_wanted() || coopmat_layout_wanted() ||
+                       env_is_one("VKATTN_COOPMAT_WORKGROUP"));
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
         .cooperativeMatrixWorkgroupScope = VK_TRUE,
@@ -545,7 +547,8 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         &optional_result, &vk->device);
     if (optional_result != VK_SUCCESS) {
         ctx_log(ctx, VKATTN_LOG_WARNING, "vkCreateDevice with VK_NV_cooperative_matrix2's "
-                "workgroup scope (for the probes) failed (VkResult %d); %s without it",
+                "workgroup scope (for the probes or VKATTN_COOPMAT_WORKGROUP) failed "
+                "(VkResult %d); %s without it",
                 (int)optional_result, r == VK_SUCCESS ? "created" : "tried once more");
         workgroup_scope = false;
     }

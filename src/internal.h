@@ -168,6 +168,8 @@ typedef enum shader_id {
     SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED,
     SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR, /* likewise */
     SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED,
+    SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR, /* likewise */
+    SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED,
     SHADER_COUNT
 } shader_id;
 
@@ -464,7 +466,7 @@ void profile_collect(vkattn_context *ctx);
 /* Knob values of the kernels' plans from vkattn_context_desc.tuning or
  * VKATTN_TUNE (src/ops/tuning.c, tuning.h): [kernel][knob], 0 where the
  * planner chooses. Fixed when the context is created. */
-#define TUNING_VARIANTS 8
+#define TUNING_VARIANTS 10
 #define TUNING_KNOBS 16
 typedef struct kernel_tuning {
     uint32_t value[TUNING_VARIANTS][TUNING_KNOBS];

@@ -5,6 +5,8 @@
 #include "attention_coopmat_emulated_spv.h"
 #include "attention_coopmat_khr_spv.h"
 #include "attention_coopmat_spv.h"
+#include "attention_coopmat_workgroup_emulated_spv.h"
+#include "attention_coopmat_workgroup_khr_spv.h"
 #include "attention_decode_spv.h"
 #include "attention_rows_spv.h"
 #include "attention_scores_spv.h"
@@ -71,6 +73,10 @@ static const shader_code registry[SHADER_COUNT] = {
            coopmat_layout_workgroup_khr_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED, "coopmat_layout_workgroup_emulated",
            coopmat_layout_workgroup_emulated_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR, "attention_coopmat_workgroup_khr",
+           attention_coopmat_workgroup_khr_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED, "attention_coopmat_workgroup_emulated",
+           attention_coopmat_workgroup_emulated_spv),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

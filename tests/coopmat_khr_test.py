@@ -35,7 +35,8 @@ NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
 KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr",
-           "coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr"]
+           "coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
+           "attention_coopmat_workgroup_khr"]
 
 # Modules with matrices and no product (a layout probe: loads and stores only).
 PRODUCTLESS = {"coopmat_layout_workgroup_khr"}
@@ -207,7 +208,8 @@ def check_refusals(tool, folder, matmul_nv):
 
 
 # Scope ids as the modules give them: Workgroup 2, Subgroup 3.
-WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr"}
+WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
+                     "attention_coopmat_workgroup_khr"}
 
 
 def check_scopes(folder, name):

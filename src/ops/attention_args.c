@@ -71,7 +71,7 @@ static vkattn_status check_tensors(vkattn_context *ctx, const vkattn_attention_d
         if (optional[i] && (s = check_tensor(ctx, optional[i], "attention", optional_names[i])))
             return s;
     if ((unsigned)d->layout > VKATTN_LAYOUT_BSHD || (unsigned)d->path > VKATTN_PATH_UNFUSED ||
-        (unsigned)d->fused_variant > VKATTN_FUSED_DECODE)
+        (unsigned)d->fused_variant > VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "attention: layout %d, path %d or fused_variant %d is not a valid value",
                         (int)d->layout, (int)d->path, (int)d->fused_variant);

@@ -68,6 +68,8 @@ static const fused_variant_row *const fused_variants[] = {
     &fused_decode_variant,
     &fused_coopmat_variant,
     &fused_coopmat_emulated_variant,
+    &fused_coopmat_workgroup_variant,
+    &fused_coopmat_workgroup_emulated_variant,
 };
 #define FUSED_VARIANT_COUNT (sizeof fused_variants / sizeof fused_variants[0])
 

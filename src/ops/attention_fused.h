@@ -77,6 +77,10 @@ typedef struct fused_plan {
     uint32_t ablate;              /* the timing diagnostic's bits (0: the whole kernel) */
     bool q_shared;                /* Q read from a shared tile by each product */
     bool scores_held;             /* the shared softmax's scores kept in registers */
+    /* coopmat_workgroup: D padded, O's columns an accumulator and their
+     * count, K and V loadable straight from their buffers, the subgroup size */
+    uint32_t workgroup_dp, workgroup_on, workgroup_pieces, workgroup_subgroup;
+    bool workgroup_direct;
     /* set by the chooser */
     uint32_t blocks;              /* workgroups per split */
     uint32_t splits, keys_per_split;
@@ -107,7 +111,8 @@ typedef struct fused_variant_row {
 } fused_variant_row;
 
 extern const fused_variant_row fused_rows_variant, fused_tiled_variant, fused_decode_variant,
-    fused_coopmat_variant, fused_coopmat_emulated_variant;
+    fused_coopmat_variant, fused_coopmat_emulated_variant, fused_coopmat_workgroup_variant,
+    fused_coopmat_workgroup_emulated_variant;
 
 /* Packed query rows of one (batch, kv head) problem: group * Tq. */
 static inline uint64_t fused_rows(const attention_dims *d)

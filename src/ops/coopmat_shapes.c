@@ -96,7 +96,8 @@ static void coopmat_workgroup_missing(const vkattn_context *ctx, char *why, size
         snprintf(why, size, "they go through VK_KHR_cooperative_matrix, and this context takes "
                  "VK_NV_cooperative_matrix (VKATTN_COOPMAT_KHR=1 takes the KHR one)");
     else
-        snprintf(why, size, "not enabled on this device");
+        snprintf(why, size, "not enabled on this device (VKATTN_COOPMAT_WORKGROUP=1 enables them "
+                 "on a device vkattn creates)");
 }
 
 bool coopmat_workgroup_build(const vkattn_context *ctx, bool no_matrix_units, bool *emulated,

@@ -150,8 +150,9 @@ uint32_t coopmat_subgroup_size(const vkattn_context *ctx, bool emulated, bool *r
 /* Which build a workgroup-scope diagnostic runs: the real one where this
  * context has workgroup-scope matrices (VK_NV_cooperative_matrix2's workgroup
  * scope and flexible dimensions, enabled only on a device vkattn creates for
- * the diagnostics that use them: VKATTN_COOPMAT_PEAK=1 or
- * VKATTN_COOPMAT_LAYOUT=1 through the KHR extension), whatever the
+ * the diagnostics and the kernel that use them: VKATTN_COOPMAT_PEAK=1,
+ * VKATTN_COOPMAT_LAYOUT=1 or VKATTN_COOPMAT_WORKGROUP=1 through the KHR
+ * extension), whatever the
  * subgroup-scope diagnostics ran; else the emulated one where the device has
  * no matrix units (`no_matrix_units`: a test of the code); else none: false,
  * `why` saying why the real one cannot run. */

@@ -11,7 +11,7 @@
  * vkattn_fused_variant values), then the cooperative-matrix matmul's two
  * builds. */
 typedef enum tuning_kernel {
-    TUNING_MATMUL_COOPMAT = VKATTN_FUSED_DECODE + 1,
+    TUNING_MATMUL_COOPMAT = VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED + 1,
     TUNING_MATMUL_COOPMAT_EMULATED,
     TUNING_KERNEL_END
 } tuning_kernel;
@@ -20,18 +20,22 @@ _Static_assert(TUNING_KERNEL_END <= TUNING_VARIANTS, "kernel_tuning has too few 
 typedef enum tuning_knob {
     KNOB_TARGET,    /* every fused variant: workgroups (decode: subgroups) the key splits aim for */
     KNOB_ROWS,      /* tiled: query rows per invocation; coopmat: row blocks of the
-                       matrix height per subgroup; matmul_coopmat: a subgroup's
-                       matrices along M */
-    KNOB_KEYS,      /* tiled: keys per tile; coopmat: the largest key tile tried */
+                       matrix height per subgroup; coopmat_workgroup: query rows
+                       per workgroup in blocks of 16; matmul_coopmat: a
+                       subgroup's matrices along M */
+    KNOB_KEYS,      /* tiled: keys per tile; coopmat, coopmat_workgroup: the
+                       largest key tile tried */
     KNOB_LANES,     /* tiled: invocations per query row */
     KNOB_WORKGROUP, /* tiled: invocations per workgroup */
     KNOB_SUBGROUPS, /* coopmat: subgroups per workgroup (the matrix rows each);
                        decode: subgroups, each its own split, per workgroup;
+                       coopmat_workgroup_emulated: subgroups per workgroup (the
+                       real build takes the device's workgroup size);
                        matmul_coopmat: subgroups per workgroup */
     KNOB_STAGES,    /* coopmat, matmul_coopmat: 1 stages a tile and then
                        computes; 2 loads the next tile into registers while this
                        one computes */
-    KNOB_ORDER,     /* tiled, coopmat, causal: 1 launches the row blocks that see
+    KNOB_ORDER,     /* tiled, coopmat, coopmat_workgroup, causal: 1 launches the row blocks that see
                        the most keys first, 2 in order (fused_heavy_first) */
     KNOB_SOFTMAX,   /* coopmat: 1 runs the softmax through shared memory, 2 on the
                        score accumulators' elements in registers */
