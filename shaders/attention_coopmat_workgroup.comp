@@ -34,7 +34,7 @@
 // 16 max(BR SS / 4, max(BR, BC) KS / 8, BC VS / 8, BR OS / 4) (scratch) +
 // 2 BR PS + 4 BR + 64, plus the driver's reserve for workgroup scope; in the
 // emulated build also its matrices: 2 BR DP + 2 DP BC + 4 BR BC + 2 BR BC +
-// 2 BC ON + 16 BR ON.
+// 2 BC ON + 4 BR ON PIECES + 4 ON (4 - PIECES).
 //
 // With COOPMAT_EMULATED the same kernel runs with the matrix operations in
 // plain code over shared memory (lavapipe in CI). The softmax's lanes of a row
@@ -129,9 +129,16 @@ WG_ACC(s_acc, BR, BC)
 WG_A(p_a, BR, BC)
 WG_B(v_b, BC, ON)
 WG_ACC(o0, BR, ON)
+#ifdef COOPMAT_EMULATED
+// (shared memory: a piece past PIECES is declared, never used, one row long)
+WG_ACC(o1, PIECES > 1 ? BR : 1, ON)
+WG_ACC(o2, PIECES > 2 ? BR : 1, ON)
+WG_ACC(o3, PIECES > 3 ? BR : 1, ON)
+#else
 WG_ACC(o1, BR, ON)
 WG_ACC(o2, BR, ON)
 WG_ACC(o3, BR, ON)
+#endif
 
 #include "coopmat_attention_rows.glsl"
 #include "coopmat_tile_staging.glsl"

@@ -33,7 +33,9 @@ typedef struct at_path {
 
 static double extra_tolerance(const at_path *p)
 {
-    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED
+    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED ||
+                   p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP ||
+                   p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED
                ? COOPMAT_P_ROUNDING
                : 0.0;
 }
@@ -424,6 +426,62 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
         run_coopmat_cases(env, "16x8x16", false, &r);
     run_coopmat_cases(env, "4x16x16", false, &r);
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+}
+
+/* The workgroup-scope coopmat kernel's emulated build on every shape above in
+ * f16 (its only input type), and the real one where the context has
+ * workgroup-scope matrices: with its CPU tiling (16 rows, 16 keys, a lane a
+ * row), with 32-key tiles on 2 lanes a row (workgroups of 32) and with 32
+ * rows of 2 a lane (workgroups of 16), which load whole tiles of aligned
+ * keys straight from the buffers and stage the others. */
+static void test_coopmat_workgroup_emulated(void **state)
+{
+    (void)state;
+    static const at_path emulated[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
+    };
+    static const at_path real[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
+    };
+    static const char *tilings[] = {
+        "",
+        "coopmat_workgroup_emulated.keys=32,coopmat_workgroup_emulated.subgroups=4",
+        "coopmat_workgroup_emulated.rows=2,coopmat_workgroup_emulated.subgroups=2",
+    };
+    static const at_case cases[] = {
+        {"decode",          1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"decode GQA bshd", 2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
+        {"D=160 Dv=128",    1, 2, 1, 19,   45, 160, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"D=96 Dv=40",      1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
+        {"D=200 Dv=256",    1, 2, 1, 21,   70, 200, 256, BSHD, false, false, 0, false, 0.f, F16, 1.f},
+    };
+    rng r = {19};
+    for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+        assert_int_equal(setenv("VKATTN_TUNE", tilings[t], 1), 0);
+        test_env *env = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        vkattn_device_info info;
+        if (test_has_float16(env, &info)) {
+            bool with_real = t == 0 && test_workgroup_scope(env);
+            for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+                at_case c = fixed_cases[i];
+                c.dtype = F16;
+                c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T stays finite */
+                run_case(env, &c, emulated, NPATHS(emulated), &r);
+                if (with_real)
+                    run_case(env, &c, real, NPATHS(real), &r);
+            }
+            /* (32 rows leave no room for these head sizes on lavapipe) */
+            for (size_t i = 0; t < 2 && i < sizeof cases / sizeof cases[0]; i++) {
+                run_case(env, &cases[i], emulated, NPATHS(emulated), &r);
+                if (with_real)
+                    run_case(env, &cases[i], real, NPATHS(real), &r);
+            }
+        }
+        test_env_destroy(env);
+    }
 }
 
 /* Whether the emulated kernel refuses its softmax in registers here, as it
@@ -1017,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_head_sizes),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
+        cmocka_unit_test(test_coopmat_workgroup_emulated),
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),

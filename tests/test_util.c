@@ -111,6 +111,27 @@ bool test_has_float16(test_env *env, vkattn_device_info *info)
     return info->float16_arithmetic;
 }
 
+bool test_workgroup_scope(test_env *env)
+{
+    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F16, .ndim = 4, .shape = {1, 1, 16, 16}};
+    vkattn_tensor *t = NULL;
+    assert_int_equal(vkattn_tensor_create(env->gpu, &desc, &t), VKATTN_OK);
+    desc.dtype = VKATTN_DTYPE_F32;
+    vkattn_tensor *o = NULL;
+    assert_int_equal(vkattn_tensor_create(env->gpu, &desc, &o), VKATTN_OK);
+    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
+                               .fused_variant = VKATTN_FUSED_COOPMAT_WORKGROUP};
+    vkattn_status s = vkattn_attention(env->gpu, &d, t, t, t, o);
+    bool missing = s == VKATTN_ERROR_UNSUPPORTED &&
+                   strstr(vkattn_last_error(env->gpu), "needs workgroup-scope matrices");
+    if (s != VKATTN_OK && !missing)
+        fail_msg("the workgroup-scope coopmat kernel: %s: %s", vkattn_status_string(s),
+                 vkattn_last_error(env->gpu));
+    vkattn_tensor_destroy(o);
+    vkattn_tensor_destroy(t);
+    return s == VKATTN_OK;
+}
+
 void test_env_destroy(test_env *env)
 {
     if (!env)

@@ -46,6 +46,11 @@ int test_env_teardown(void **state);
 /* The GPU context's device info; false, after saying the test is skipped, where
  * the device lacks shaderFloat16 (the f16 kernels' tests). */
 bool test_has_float16(test_env *env, vkattn_device_info *info);
+/* Whether the GPU context runs the workgroup-scope coopmat kernel (its
+ * workgroup-scope matrices enabled: VKATTN_COOPMAT_WORKGROUP=1 on a device
+ * that has them): a small call forced onto it, whose only allowed refusal is
+ * the missing matrices. */
+bool test_workgroup_scope(test_env *env);
 
 /* Deterministic random numbers. */
 typedef struct rng { uint64_t state; } rng;

@@ -42,11 +42,27 @@ typedef struct var_path {
     uint32_t kv_splits;
 } var_path;
 
-/* The real coopmat kernel and its emulated build: 16-bit inputs only, and P
- * rounded to f16 (see test_attention.c). */
+/* The workgroup-scope coopmat kernel and its emulated build: f16 inputs only. */
+static bool is_workgroup(const var_path *p)
+{
+    return p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP ||
+           p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED;
+}
+
+/* The coopmat kernels, real and emulated: 16-bit inputs only, and P rounded
+ * to f16 (see test_attention.c). */
 static bool is_coopmat(const var_path *p)
 {
-    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED;
+    return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED ||
+           is_workgroup(p);
+}
+
+/* Whether the path takes inputs of dtype dt. */
+static bool path_takes(const var_path *p, vkattn_dtype dt)
+{
+    if (is_workgroup(p))
+        return dt == VKATTN_DTYPE_F16;
+    return !is_coopmat(p) || dt != VKATTN_DTYPE_F32;
 }
 
 static const var_path all_paths[] = {
@@ -525,6 +541,51 @@ static void test_coopmat_register_variants(void **state)
     test_env_destroy(env);
 }
 
+/* Every score and layout variant case on the workgroup-scope coopmat kernel's
+ * emulated build in f16 (its only input type), with 1 and 3 splits: with its
+ * CPU tiling (16 rows, 16 keys, a lane a row), and with 8-key tiles on 4
+ * lanes a row (workgroups of 64) and on 32 rows of 4 a lane (workgroups of
+ * 8), so that tiles are loaded straight from the buffers and staged, and the
+ * softmax reduces over lanes and runs several rows a lane. The real build
+ * too where the device has workgroup-scope matrices. */
+static void test_coopmat_workgroup_variants(void **state)
+{
+    static const var_path paths[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
+    };
+    static const char *tilings[] = {
+        "",
+        "coopmat_workgroup_emulated.keys=8,coopmat_workgroup_emulated.subgroups=8",
+        "coopmat_workgroup_emulated.keys=8,coopmat_workgroup_emulated.rows=2,"
+        "coopmat_workgroup_emulated.subgroups=1",
+    };
+    (void)state;
+    rng r = {83};
+    for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+        assert_int_equal(setenv("VKATTN_TUNE", tilings[t], 1), 0);
+        test_env *env = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        vkattn_device_info info;
+        if (test_has_float16(env, &info)) {
+            int count = test_workgroup_scope(env) ? 4 : 2;
+            for (int layout = 0; layout < 2; layout++) {
+                const var_case *cases = layout ? layout_cases : score_cases;
+                size_t n = layout ? sizeof layout_cases / sizeof layout_cases[0]
+                                  : sizeof score_cases / sizeof score_cases[0];
+                for (size_t i = 0; i < n; i++) {
+                    var_case c = cases[i];
+                    c.dtype = F16;
+                    run_var_case(env, &c, paths, t == 0 ? count : 2, &r);
+                }
+            }
+        }
+        test_env_destroy(env);
+    }
+}
+
 /* ALiBi on rows far from every key (DESIGN.md allows |q_offset| up to 2^28):
  * in f32, j - pos there rounds to a multiple of up to 16 and its bias leaves
  * no bits of the scores beside it, so the kernels measure a row's distances
@@ -694,12 +755,12 @@ static void test_variant_errors(void **state)
  * the reference has them. `what` names the case. */
 static void expect_paths(test_env *env, const var_path *paths, int path_count,
                          vkattn_attention_desc d, const pair *q, const pair *k, const pair *v,
-                         pair *o, bool sixteen, const char *what)
+                         pair *o, vkattn_dtype dt, const char *what)
 {
     for (int i = 0; i < path_count; i++) {
         bool coopmat = is_coopmat(&paths[i]);
-        if (coopmat && !sixteen)
-            continue; /* f16 and bf16 only */
+        if (!path_takes(&paths[i], dt))
+            continue;
         char name[192], pn[64];
         snprintf(name, sizeof name, "%s (%s)", what, path_name(&paths[i], pn, sizeof pn));
         assert_int_equal(vkattn_tensor_upload(o->gpu, o->host, F32), VKATTN_OK);
@@ -715,6 +776,7 @@ static void expect_paths(test_env *env, const var_path *paths, int path_count,
 }
 
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count);
+static void nonfinite_workgroup(void);
 
 static void test_nonfinite(void **state)
 {
@@ -729,6 +791,8 @@ static void test_nonfinite(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 2},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 2},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 2},
     };
     nonfinite_sweep(env, paths, NPATHS(paths));
     /* The coopmat kernel's two stages flag a V tile's Inf or NaN as it stores
@@ -790,6 +854,29 @@ static void test_nonfinite(void **state)
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
         test_env_destroy(gpu_tiled);
     }
+    nonfinite_workgroup();
+}
+
+/* The workgroup-scope kernel with 8-key tiles: the first of the 12 keys
+ * loaded straight from the buffers (V scanned for an Inf or NaN where some
+ * row may not see a key), the rest staged (flagged as they are); on a lane a
+ * row and on 4. */
+static void nonfinite_workgroup(void)
+{
+    static const var_path workgroup[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 2},
+    };
+    static const char *tilings[] = {
+        "coopmat_workgroup_emulated.keys=8",
+        "coopmat_workgroup_emulated.keys=8,coopmat_workgroup_emulated.subgroups=8"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(setenv("VKATTN_TUNE", tilings[i], 1), 0);
+        test_env *env = test_env_create();
+        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        nonfinite_sweep(env, workgroup, NPATHS(workgroup));
+        test_env_destroy(env);
+    }
 }
 
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count)
@@ -838,7 +925,7 @@ static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count
                     snprintf(what, sizeof what, "%s in %c at row %lld%s%s", vi ? "Inf" : "NaN",
                              "QKV"[which], (long long)row, windowed ? ", window 4" : "",
                              t == 1 ? ", f16" : t == 2 ? ", bf16" : "");
-                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dt != F32, what);
+                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dt, what);
                     pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
                     i32_pair_destroy(&kv);
                 }
@@ -864,6 +951,7 @@ static void test_masked_nan_keys(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_TILED, 2},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_DECODE, 1},
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
     };
     enum { B = 2, H = 2, TQ = 8, TK = 19, D = 35, DV = 7, NAN_KEY = 15 };
     static const int32_t lens[B] = {19, 17};
@@ -902,7 +990,7 @@ static void test_masked_nan_keys(void **state)
             char what[96];
             snprintf(what, sizeof what, "NaN keys, causal, D=35 Dv=7%s%s", f16 ? ", f16" : "",
                      bshd ? ", bshd" : "");
-            expect_paths(env, paths, NPATHS(paths), d, &q, &k, &v, &o, f16, what);
+            expect_paths(env, paths, NPATHS(paths), d, &q, &k, &v, &o, dt, what);
             pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
             i32_pair_destroy(&kv);
         }
@@ -964,7 +1052,7 @@ static void test_underflowed_weights(void **state)
             assert_true(isnan(want[i * 4 + 1]) == !masked);
         }
         d.mask = masked ? mask.gpu : NULL;
-        expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+        expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
                      masked ? "underflowed weight against NaN, mask"
                             : "underflowed weight against NaN");
     }
@@ -1003,7 +1091,7 @@ static void test_overflowed_scores(void **state)
         assert_true(isnan(want[i * 4]));
         assert_true(isfinite(want[i * 4 + 1]));
     }
-    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
                  "score overflowed to -inf against NaN");
     /* Within a bounded window the same: row 0 (position 1) sees keys 0.. and
      * takes the NaN; row 1 (position 2) sees keys 1.. and not. The unfused
@@ -1016,7 +1104,7 @@ static void test_overflowed_scores(void **state)
     assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
     assert_true(isnan(want[0]));
     assert_true(isfinite(want[1]) && isfinite(want[4]) && isfinite(want[5]));
-    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, false,
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
                  "score overflowed to -inf against NaN, in a window");
     pair *all[] = {&q, &k, &v, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -1031,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_layout_variants),
         cmocka_unit_test(test_coopmat_variants),
         cmocka_unit_test(test_coopmat_register_variants),
+        cmocka_unit_test(test_coopmat_workgroup_variants),
         cmocka_unit_test(test_alibi_far_rows),
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),

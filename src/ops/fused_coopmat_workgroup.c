@@ -69,7 +69,7 @@ static uint64_t shared_bytes(const workgroup_tiles *t, uint32_t reserved)
     if (!t->emulated)
         return bytes + reserved;
     return bytes + 2 * br * dp + 2 * dp * bc + 4 * br * bc + 2 * br * bc + 2 * bc * on +
-           16 * br * on;
+           4 * br * on * t->pieces + 4 * on * (WORKGROUP_MAX_PIECES - t->pieces);
 }
 
 /* Why the real kernel cannot run on this context ("" where it can). */
