@@ -65,8 +65,10 @@ static void verify(const bench_env *env, const bench_case *c, const vkattn_atten
     double atol = 16 * 1.2e-7 * scale * (double)c->D * 1.0 * 1.0 + 1e-5;
     /* The coopmat kernels round P to f16 before P V: half an ulp at 1, times
      * sum_j P_j |V_j| <= 1 (as tests/test_attention.c). */
-    if (ran->path == VKATTN_PATH_FUSED && (ran->fused_variant == VKATTN_FUSED_COOPMAT ||
-                                           ran->fused_variant == VKATTN_FUSED_COOPMAT_EMULATED))
+    vkattn_fused_variant fv = ran->fused_variant;
+    if (ran->path == VKATTN_PATH_FUSED &&
+        (fv == VKATTN_FUSED_COOPMAT || fv == VKATTN_FUSED_COOPMAT_EMULATED ||
+         fv == VKATTN_FUSED_COOPMAT_WORKGROUP || fv == VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED))
         atol += 1e-3;
     /* A 16-bit O: one rounding of values |o| <= 1, half an ulp at 1. */
     if (c->out_dtype != VKATTN_DTYPE_F32)

@@ -1157,7 +1157,8 @@ static void test_bad_runs(void **state)
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --path sideways", 2, "--path sideways"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --scale -1", 2, "--scale -1"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel sideways", 2,
-         "--kernel sideways: expected one of auto, rows, tiled, coopmat, coopmat_emulated, decode"},
+         "--kernel sideways: expected one of auto, rows, tiled, coopmat, coopmat_emulated, decode, "
+         "coopmat_workgroup, coopmat_workgroup_emulated"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel tiled --path unfused", 2,
          "--kernel tiled is a fused kernel: not with --path unfused"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --kernel rows --backend cpu", 2,
