@@ -17,7 +17,8 @@
 #    (bench/ablate.py: ablation.md), with --tune runs the settings sweep, then where the
 #    device also has VK_KHR_cooperative_matrix measures the matrix units' rate
 #    through it, subgroup and workgroup scope, and reads a workgroup-scope
-#    accumulator's layout (khr-peak.txt), and runs the KHR
+#    accumulator's layout (khr-peak.txt), times and tests the workgroup-scope
+#    attention kernel beside the coopmat one (workgroup.txt, workgroup.log), and runs the KHR
 #    builds of the coopmat attention and matmul kernels on their test cases
 #    (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
@@ -54,8 +55,9 @@
 #                      less, in this order: the bench (150 s; 104 s on an H200,
 #                      60 of them verifying three matmuls on one core, before
 #                      the CPU reference took threads), its profile (40 s), SDPA
-#                      (60 s), the ablation (55 s), the sweep (what is left, 20 s
-#                      at least), the KHR builds (30 s for the probes,
+#                      (60 s), the ablation (40 s), the sweep (what is left, 20 s
+#                      at least), the KHR builds (30 s for the probes, 30 for
+#                      the workgroup-scope attention kernel's timing and test,
 #                      60 s for the attention kernel's test, which took 34-43 s
 #                      on an H200 in its KHR build; the matmul's only if 20 s
 #                      more are left); a step
@@ -126,8 +128,10 @@ fail() { say "FAILED: $*"; exit 1; }
 # measurement first: 60, and 30 before it for the probes through the KHR
 # extension (their own process since 2026-11-28: the workgroup-scope one is
 # the first module of VK_NV_cooperative_matrix2's kind any driver has compiled
-# for vkattn). The sweep then starts with 20 s left at least.
-sweep_least=20 khr_seconds=90 table_seconds=10
+# for vkattn). The sweep then starts with 20 s left at least. 30 more since
+# 2026-11-29 for the workgroup-scope attention kernel, timed and tested after
+# the probes, taken from the ablation (40 s, it took 37).
+sweep_least=20 khr_seconds=120 table_seconds=10
 
 # Seconds a step may take: CAP, or what is left before --deadline less RESERVE
 # (what the steps after it need), whichever is less; 0 when under 20 s are left,
@@ -316,7 +320,7 @@ check() {
   if grep -q "cooperative matrix yes" "$work/devices.txt"; then
     local after_ablation=$(( khr_seconds + table_seconds ))
     [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
-    cap=$(step_budget 55 "$after_ablation")
+    cap=$(step_budget 40 "$after_ablation")
     if [ "$cap" -gt 0 ]; then
       say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
       timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \
@@ -364,7 +368,40 @@ check() {
       grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
         cut -c1-1100
     fi
-    cap=$(step_budget $(( khr_seconds - 30 )) "$table_seconds")
+    # The workgroup-scope attention kernel (attention_coopmat_workgroup.comp,
+    # opt-in: VKATTN_COOPMAT_WORKGROUP=1) beside the coopmat kernel's KHR
+    # build on the f16 causal prefill at D=128, each verified against the CPU
+    # reference (workgroup.txt), then its own test cases with what is left of
+    # its 30 s (workgroup.log): the route to the f16 prefill target if the
+    # probes above show workgroup-scope products outrunning subgroup ones.
+    cap=$(step_budget 30 $(( khr_seconds - 60 + table_seconds )))
+    if [ "$cap" -gt 0 ]; then
+      local wg_end=$(( $(date +%s) + cap ))
+      say "workgroup scope: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 vkattn-bench --shape 4,16,16,4096,4096,128 --causal --dtype f16 --variant coopmat_workgroup, then coopmat (at most $cap s)"
+      : > "$out/workgroup.txt"
+      local left
+      for variant in coopmat_workgroup coopmat; do
+        left=$(( wg_end - $(date +%s) ))  # (timeout 0 would mean none)
+        [ "$left" -gt 0 ] || break
+        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=1 \
+            XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
+            "$build_abs/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
+            --dtype f16 --path fused --variant "$variant" --reps 10 \
+            >> "$out/workgroup.txt" 2>&1 ||
+          say "workgroup scope: $variant: exit status $? (workgroup.txt has what ran)"
+      done
+      grep -E '^attention' "$out/workgroup.txt" | cut -c1-200
+      left=$(( wg_end - $(date +%s) ))
+      if [ "$left" -ge 5 ]; then
+        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
+            VKATTN_TEST_FILTER=test_coopmat_workgroup_device \
+            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
+            XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
+            "$build_abs/tests/test_attention" > "$out/workgroup.log" 2>&1
+        say "workgroup scope: test_coopmat_workgroup_device exit status $? (workgroup.log; 124: stopped by its time)"
+      fi
+    fi
+    cap=$(step_budget $(( khr_seconds - 60 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then
       say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
       VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \

@@ -428,28 +428,12 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
-/* The workgroup-scope coopmat kernel's emulated build on every shape above in
- * f16 (its only input type), and the real one where the context has
- * workgroup-scope matrices: with its CPU tiling (16 rows, 16 keys, a lane a
- * row), with 32-key tiles on 2 lanes a row (workgroups of 32) and with 32
- * rows of 2 a lane (workgroups of 16), which load whole tiles of aligned
- * keys straight from the buffers and stage the others. */
-static void test_coopmat_workgroup_emulated(void **state)
+/* The workgroup-scope coopmat kernel on every shape above in f16 (its only
+ * input type) by `paths`: all of them, or (not `wide`) those whose head sizes
+ * fit lavapipe's shared memory at 32 rows a workgroup. */
+static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths, bool wide,
+                                rng *r)
 {
-    (void)state;
-    static const at_path emulated[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
-    };
-    static const at_path real[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
-    };
-    static const char *tilings[] = {
-        "",
-        "coopmat_workgroup_emulated.keys=32,coopmat_workgroup_emulated.subgroups=4",
-        "coopmat_workgroup_emulated.rows=2,coopmat_workgroup_emulated.subgroups=2",
-    };
     static const at_case cases[] = {
         {"decode",          1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode GQA bshd", 2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
@@ -457,31 +441,62 @@ static void test_coopmat_workgroup_emulated(void **state)
         {"D=96 Dv=40",      1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
         {"D=200 Dv=256",    1, 2, 1, 21,   70, 200, 256, BSHD, false, false, 0, false, 0.f, F16, 1.f},
     };
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+        at_case c = fixed_cases[i];
+        c.dtype = F16;
+        c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T stays finite */
+        run_case(env, &c, paths, npaths, r);
+    }
+    for (size_t i = 0; wide && i < sizeof cases / sizeof cases[0]; i++)
+        run_case(env, &cases[i], paths, npaths, r);
+}
+
+/* The emulated build: with its CPU tiling (16 rows, 16 keys, a lane a row),
+ * with 32-key tiles on 2 lanes a row (workgroups of 32) and with 32 rows of 2
+ * a lane (workgroups of 16), which load whole tiles of aligned keys straight
+ * from the buffers and stage the others. */
+static void test_coopmat_workgroup_emulated(void **state)
+{
+    (void)state;
+    static const at_path emulated[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
+    };
+    static const char *tilings[] = {
+        "",
+        "coopmat_workgroup_emulated.keys=32,coopmat_workgroup_emulated.subgroups=4",
+        "coopmat_workgroup_emulated.rows=2,coopmat_workgroup_emulated.subgroups=2",
+    };
     rng r = {19};
     for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
         assert_int_equal(setenv("VKATTN_TUNE", tilings[t], 1), 0);
         test_env *env = test_env_create();
         assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
         vkattn_device_info info;
-        if (test_has_float16(env, &info)) {
-            bool with_real = t == 0 && test_workgroup_scope(env);
-            for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
-                at_case c = fixed_cases[i];
-                c.dtype = F16;
-                c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T stays finite */
-                run_case(env, &c, emulated, NPATHS(emulated), &r);
-                if (with_real)
-                    run_case(env, &c, real, NPATHS(real), &r);
-            }
-            /* (32 rows leave no room for these head sizes on lavapipe) */
-            for (size_t i = 0; t < 2 && i < sizeof cases / sizeof cases[0]; i++) {
-                run_case(env, &cases[i], emulated, NPATHS(emulated), &r);
-                if (with_real)
-                    run_case(env, &cases[i], real, NPATHS(real), &r);
-            }
-        }
+        if (test_has_float16(env, &info))
+            run_workgroup_cases(env, emulated, NPATHS(emulated), t < 2, &r);
         test_env_destroy(env);
     }
+}
+
+/* The real build, where the context has workgroup-scope matrices
+ * (VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 on a device with
+ * VK_NV_cooperative_matrix2: scripts/gpu-check.sh runs it so). */
+static void test_coopmat_workgroup_device(void **state)
+{
+    test_env *env = *state;
+    static const at_path real[] = {
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
+        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
+    };
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (!test_workgroup_scope(env)) {
+        print_message("not run: %s has no workgroup-scope matrices here\n", info.name);
+        return;
+    }
+    rng r = {19};
+    run_workgroup_cases(env, real, NPATHS(real), true, &r);
 }
 
 /* Whether the emulated kernel refuses its softmax in registers here, as it
@@ -1076,6 +1091,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_workgroup_emulated),
+        cmocka_unit_test(test_coopmat_workgroup_device),
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
