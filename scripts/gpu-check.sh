@@ -129,7 +129,7 @@ fail() { say "FAILED: $*"; exit 1; }
 # extension (their own process since 2026-11-28: the workgroup-scope one is
 # the first module of VK_NV_cooperative_matrix2's kind any driver has compiled
 # for vkattn). The sweep then starts with 20 s left at least. 30 more since
-# 2026-11-29 for the workgroup-scope attention kernel, timed and tested after
+# 2026-11-28 for the workgroup-scope attention kernel, timed and tested after
 # the probes, taken from the ablation (40 s, it took 37).
 sweep_least=20 khr_seconds=120 table_seconds=10
 

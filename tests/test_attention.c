@@ -469,9 +469,7 @@ static void test_coopmat_workgroup_emulated(void **state)
     };
     rng r = {19};
     for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
-        assert_int_equal(setenv("VKATTN_TUNE", tilings[t], 1), 0);
-        test_env *env = test_env_create();
-        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        test_env *env = test_env_tuned(tilings[t]);
         vkattn_device_info info;
         if (test_has_float16(env, &info))
             run_workgroup_cases(env, emulated, NPATHS(emulated), t < 2, &r);

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_util.h"
 
 #include <math.h>
@@ -109,6 +110,14 @@ bool test_has_float16(test_env *env, vkattn_device_info *info)
     if (!info->float16_arithmetic)
         print_message("skipped: %s has no shaderFloat16\n", info->name);
     return info->float16_arithmetic;
+}
+
+test_env *test_env_tuned(const char *tuning)
+{
+    assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
+    test_env *env = test_env_create();
+    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+    return env;
 }
 
 bool test_workgroup_scope(test_env *env)

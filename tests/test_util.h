@@ -38,6 +38,9 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
  * VKATTN_TEST_ALLOW_NO_VALIDATION=1) and env->cpu. Exits with TEST_SKIP_CODE when
  * no Vulkan device exists. */
 test_env *test_env_create(void);
+/* test_env_create under the tuning `tuning` (VKATTN_TUNE while the contexts
+ * are created; "" for none). */
+test_env *test_env_tuned(const char *tuning);
 /* Destroys both contexts and asserts no validation message was logged. */
 void test_env_destroy(test_env *env);
 /* cmocka group setup and teardown around the two: *state is the test_env. */

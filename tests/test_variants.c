@@ -565,9 +565,7 @@ static void test_coopmat_workgroup_variants(void **state)
     (void)state;
     rng r = {83};
     for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
-        assert_int_equal(setenv("VKATTN_TUNE", tilings[t], 1), 0);
-        test_env *env = test_env_create();
-        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        test_env *env = test_env_tuned(tilings[t]);
         vkattn_device_info info;
         if (test_has_float16(env, &info)) {
             int count = test_workgroup_scope(env) ? 4 : 2;
@@ -871,9 +869,7 @@ static void nonfinite_workgroup(void)
         "coopmat_workgroup_emulated.keys=8",
         "coopmat_workgroup_emulated.keys=8,coopmat_workgroup_emulated.subgroups=8"};
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(setenv("VKATTN_TUNE", tilings[i], 1), 0);
-        test_env *env = test_env_create();
-        assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
+        test_env *env = test_env_tuned(tilings[i]);
         nonfinite_sweep(env, workgroup, NPATHS(workgroup));
         test_env_destroy(env);
     }
