@@ -32,7 +32,7 @@
 //
 // Q, K and V are f16 (the host refuses others). Shared memory, in bytes:
 // 16 max(BR SS / 4, max(BR, BC) KS / 8, BC VS / 8, BR OS / 4) (scratch) +
-// 2 BR PS + 4 BR + 64, plus the driver's reserve for workgroup scope; in the
+// 2 BR PS + 4 BR + 48, plus the driver's reserve for workgroup scope; in the
 // emulated build also its matrices: 2 BR DP + 2 DP BC + 4 BR BC + 2 BR BC +
 // 2 BC ON + 4 BR ON PIECES + 4 ON (4 - PIECES).
 //
@@ -227,6 +227,22 @@ void load_q(Job job)
     WG_LOAD(q_a, BR, DP, scratch, 0, KS, false);
 }
 
+// Whether the V rows of the tile's keys hold an Inf or a NaN, read straight
+// from the buffer (the direct path's staging is the driver's): flagged in
+// v_nonfinite_tile for the whole tile, as the staged path flags it while
+// staging (DIRECT: DV is a multiple of PACK, rows 8-element aligned).
+void scan_v_tile(Job job, uint t0)
+{
+    uint tid = gl_LocalInvocationIndex, nonfinite = 0u;
+    for (uint e = tid; e < BC * DV / PACK; e += WG) {
+        uint c = e / (DV / PACK), d = e % (DV / PACK) * PACK;
+        uint first = job.v_base + key_row(job.b, job.seq, t0 + c) * p.v_ss + d;
+        nonfinite |= nonfinite_bits(v16x8[first >> 3]);
+    }
+    if (nonfinite != 0u)
+        atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);
+}
+
 // Whether the tile of keys from t0 can be loaded straight from the K and V
 // buffers: whole inside the tensor's rows of this sequence, 8-element aligned.
 bool direct_tile(Job job, uint t0)
@@ -235,8 +251,11 @@ bool direct_tile(Job job, uint t0)
     return DIRECT && t0 + BC <= rows_there && job.k_aligned8 && job.v_aligned8;
 }
 
-// 1. S = Q K^T for the tile of keys from t0.
-void compute_scores(Job job, uint t0, uint block_limit, bool direct)
+// 1. S = Q K^T for the tile of keys from t0; with `scan`, the direct path's
+// V tile checked for an Inf or NaN before the barrier that orders the flag
+// before every O piece reads it (a scan between pieces would race with the
+// reads of the piece before).
+void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan)
 {
     uint tid = gl_LocalInvocationIndex, b = job.b;
     Sequence seq = job.seq;
@@ -250,7 +269,9 @@ void compute_scores(Job job, uint t0, uint block_limit, bool direct)
         WG_LOAD(k_b, DP, BC, scratch, 0, KS, true);
     }
     WG_MMA(s_acc, q_a, k_b, BR, BC, DP);
-    barrier();  // the staged K tile's readers are done
+    if (direct && scan)
+        scan_v_tile(job, t0);
+    barrier();  // the staged K tile's readers are done; the V tile's flag is set
     WG_STORE_PACKED(s_acc, BR, BC, scratch, 0, SS);
     barrier();
 }
@@ -262,9 +283,13 @@ float row_scores(uint r, Row w, uint b, uint t0, bool ranged)
     float step_max = NEG_INF;
     [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
         uint q = row_part() + i * LPR;
+        // The chunk's PACK scores as two 16-byte reads (SS and PACK are
+        // multiples of 4 floats); a lane past the row's chunks keeps -inf.
+        uint at = min(r * SS + q * PACK, SCRATCH * 4 - PACK) / 4;
+        vec4 halves[2] = {uintBitsToFloat(scratch[at]), uintBitsToFloat(scratch[at + 1])};
         [[unroll]] for (uint e = 0; e < PACK; e++) {
             uint c = q * PACK + e;
-            float s = q < BC / PACK ? tile_score(scratch_float(r * SS + c), w, b, t0, c, ranged)
+            float s = q < BC / PACK ? tile_score(halves[e / 4][e % 4], w, b, t0, c, ranged)
                                     : NEG_INF;
             lane_scores[i * PACK + e] = s;
             step_max = max(step_max, s);
@@ -322,21 +347,6 @@ void softmax(Job job, uint t0, bool every_key)
         WG_ACC_LOAD_PACKED(OP, BR, ON, scratch, 0, OS);                                         \
     }
 
-// Whether the V columns from column d0 of the tile's keys hold an Inf or a
-// NaN, read straight from the buffer (the direct path's staging is the
-// driver's): flagged in v_nonfinite_tile.
-void scan_v_piece(Job job, uint t0, uint d0)
-{
-    uint tid = gl_LocalInvocationIndex, nonfinite = 0u;
-    for (uint e = tid; e < BC * ON / PACK; e += WG) {
-        uint c = e / (ON / PACK), d = e % (ON / PACK) * PACK;
-        uint first = job.v_base + key_row(job.b, job.seq, t0 + c) * p.v_ss + d0 + d;
-        nonfinite |= nonfinite_bits(v16x8[first >> 3]);
-    }
-    if (nonfinite != 0u)
-        atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);
-}
-
 // The plain-code P V of piece J for a tile whose V piece holds an Inf or NaN:
 // each row's weights over the keys it may see only (with a mask, a key whose
 // weight is 0 is skipped too, as attention_coopmat.comp's plain_pv does).
@@ -359,10 +369,6 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
     if ((J) < PIECES) {                                                                         \
         uint d0 = (J) * ON;                                                                     \
         if (direct) {                                                                           \
-            if (scan) {                                                                         \
-                scan_v_piece(job, t0, d0);                                                      \
-                barrier();                                                                      \
-            }                                                                                   \
             WG_LOAD(v_b, BC, ON, v16x8, job.v_base + key_row(b, seq, t0) * p.v_ss + d0, p.v_ss, \
                     false);                                                                     \
         } else {                                                                                \
@@ -460,9 +466,11 @@ void main()
         bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;
         bool direct = direct_tile(job, t0);
         // A weight of 0 for a key some row may not see meets the tile's V
-        // only off every_key or with a mask: the direct path scans V then.
+        // only off every_key or with a mask: the direct path scans V then
+        // (the staged path flags it as it stages, each piece's staging
+        // after a barrier that follows the last piece's read of the flag).
         bool scan = !every_key || KEYWISE_MASK;
-        compute_scores(job, t0, block_limit, direct);
+        compute_scores(job, t0, block_limit, direct, scan);
         softmax(job, t0, every_key);
         if (tile_flag(rescale_tile) == t0 + 1) {
             RESCALE_PIECE(o0, 0)

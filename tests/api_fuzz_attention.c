@@ -208,11 +208,12 @@ static void attn_base(fuzz *f, attn_plan *p, const attn_needs *n)
     } else if (x < 6) {
         static const vkattn_fused_variant forced[] = {
             VKATTN_FUSED_AUTO, VKATTN_FUSED_ROWS, VKATTN_FUSED_TILED, VKATTN_FUSED_DECODE,
-            VKATTN_FUSED_COOPMAT};
+            VKATTN_FUSED_COOPMAT, VKATTN_FUSED_COOPMAT_WORKGROUP};
         p->d.path = VKATTN_PATH_FUSED;
-        p->d.fused_variant = forced[rng_int(r, 0, 4)];
-        if (p->d.fused_variant == VKATTN_FUSED_COOPMAT && chance(r, 60))
-            p->d.fused_variant = VKATTN_FUSED_ROWS; /* rarely: it only runs on matrix units */
+        p->d.fused_variant = forced[rng_int(r, 0, 5)];
+        if ((p->d.fused_variant == VKATTN_FUSED_COOPMAT ||
+             p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP) && chance(r, 60))
+            p->d.fused_variant = VKATTN_FUSED_ROWS; /* rarely: they only run on matrix units */
     }
     if (chance(r, 20))
         p->d.kv_splits = chance(r, 20) ? UINT32_MAX : (uint32_t)rng_int(r, 1, 5);
@@ -240,7 +241,8 @@ static double attn_atol(const attn_plan *p)
     }
     size += 2.0 + 2.0; /* the mask's and the sinks' magnitudes */
     double atol = 16 * 1.2e-7 * (size + 4.0) + 2e-5;
-    if (p->d.fused_variant == VKATTN_FUSED_COOPMAT)
+    if (p->d.fused_variant == VKATTN_FUSED_COOPMAT ||
+        p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP)
         atol += 1e-3; /* rounds the weights to f16 */
     return atol;
 }
@@ -457,7 +459,8 @@ static void attn_scalar(fuzz *f, attn_plan *p)
         set_mutation(f, "enum: path = %d", (int)p->d.path);
         break;
     default:
-        p->d.fused_variant = (vkattn_fused_variant)(int[]){6, -1, 1000}[rng_int(r, 0, 2)];
+        p->d.fused_variant = (vkattn_fused_variant)(int[]){
+            VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED + 1, -1, 1000}[rng_int(r, 0, 2)];
         set_mutation(f, "enum: fused_variant = %d", (int)p->d.fused_variant);
         break;
     }

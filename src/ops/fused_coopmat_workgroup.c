@@ -65,11 +65,48 @@ static uint64_t shared_bytes(const workgroup_tiles *t, uint32_t reserved)
         scratch = bc * vs / 8;
     if (br * os / 4 > scratch)
         scratch = br * os / 4;
-    uint64_t bytes = 16 * scratch + 2 * br * ps + 4 * br + 64;
+    uint64_t bytes = 16 * scratch + 2 * br * ps + 4 * br + 48;
     if (!t->emulated)
         return bytes + reserved;
     return bytes + 2 * br * dp + 2 * dp * bc + 4 * br * bc + 2 * br * bc + 2 * bc * on +
            4 * br * on * t->pieces + 4 * on * (WORKGROUP_MAX_PIECES - t->pieces);
+}
+
+/* Whether rows br suit the softmax on workgroups of t->wg: LPR = wg / br
+ * neighbouring invocations a row, a power of 2 within a subgroup of sg (they
+ * reduce by shuffles), or each invocation whole rows in turn (br a multiple
+ * of wg). */
+static bool rows_fit_lanes(const workgroup_tiles *t, uint32_t br, uint32_t sg)
+{
+    if (t->wg < br)
+        return br % t->wg == 0;
+    uint32_t lpr = t->wg / br;
+    return t->wg % br == 0 && !(lpr & (lpr - 1)) && lpr <= sg;
+}
+
+/* t's rows and keys: from `first` rows (halved down to the granularity gm,
+ * unless `fixed`), the first whose largest key tile that fits shared memory
+ * has at least 32 keys (or max_tile if less), else the one with the largest
+ * tile; rows fitting the softmax's lanes and sides within `largest`. */
+static bool choose_tiles(workgroup_tiles *t, uint32_t first, bool fixed, uint32_t gm,
+                         uint32_t key_unit, uint32_t max_tile, uint32_t sg, uint32_t largest,
+                         uint32_t reserved, const vkattn_device_info *info)
+{
+    uint32_t want = max_tile < 32 ? max_tile : 32, best_br = 0, best_bc = 0;
+    for (uint32_t br = first; br >= gm && br >= 4; br = fixed || br / 2 % gm ? 0 : br / 2) {
+        if (!rows_fit_lanes(t, br, sg) || br > largest)
+            continue;
+        t->br = br;
+        for (t->bc = max_tile / key_unit * key_unit; t->bc >= key_unit; t->bc -= key_unit)
+            if (t->bc <= largest && shared_bytes(t, reserved) <= info->shared_memory_bytes)
+                break;
+        if (t->bc >= key_unit && t->bc >= want)
+            return true;
+        if (t->bc >= key_unit && t->bc > best_bc)
+            best_br = br, best_bc = t->bc;
+    }
+    t->br = best_br, t->bc = best_bc;
+    return best_bc != 0;
 }
 
 /* Why the real kernel cannot run on this context ("" where it can). */
@@ -144,30 +181,16 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     uint32_t subgroups = tuning_value(ctx, self, KNOB_SUBGROUPS, 2);
     t.wg = emulated ? subgroups * sg : caps->coopmat2_invocations;
     uint32_t largest = emulated ? UINT32_MAX : ctx->vk.caps.coopmat2_flexible_max;
-    /* The most rows (64 halved down to the granularity, or the tuned count)
-     * and then keys that fit. */
-    for (t.br = round_up(rows ? rows : cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, gm);
-         t.br >= gm; t.br = rows || t.br / 2 % gm ? 0 : t.br / 2) {
-        for (t.bc = max_tile / key_unit * key_unit; t.bc >= key_unit; t.bc -= key_unit)
-            if (shared_bytes(&t, caps->coopmat2_reserved_shared) <= info->shared_memory_bytes)
-                break;
-        if (t.bc >= key_unit)
-            break;
-        t.bc = 0;
-    }
-    /* The softmax's lanes of a row reduce within a subgroup; a row's
-     * invocations are whole (LPR = wg / br a power of 2 up to sg) or a lane
-     * runs whole rows in turn (br a multiple of wg). */
-    uint32_t lpr = t.br && t.wg >= t.br ? t.wg / t.br : 1;
-    bool lanes_fit = t.br && (t.wg >= t.br ? t.wg % t.br == 0 && !(lpr & (lpr - 1)) && lpr <= sg
-                                           : t.br % t.wg == 0);
-    if (!t.bc || !lanes_fit || t.wg % sg || t.wg > info->max_workgroup_invocations ||
-        t.br > largest || t.bc > largest || t.dp > largest || t.on > largest) {
+    uint32_t first = round_up(rows ? rows : cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, gm);
+    if (!choose_tiles(&t, first, rows != 0, gm, key_unit, max_tile, sg, largest,
+                      caps->coopmat2_reserved_shared, info) ||
+        t.wg % sg || t.wg > info->max_workgroup_invocations || t.dp > largest ||
+        t.on > largest) {
         snprintf(why, why_size, "%s: no tiles for head sizes %lld and %lld fit %u bytes of "
                  "shared memory, workgroups of %u invocations (subgroups of %u) and matrix "
-                 "sides up to %u (%u rows, %u keys, %u O columns tried)", name, (long long)d->D,
-                 (long long)d->Dv, info->shared_memory_bytes, t.wg, sg, largest, t.br, t.bc,
-                 t.on);
+                 "sides up to %u (from %u rows and %u keys, %u O columns)", name,
+                 (long long)d->D, (long long)d->Dv, info->shared_memory_bytes, t.wg, sg,
+                 largest, first, max_tile, t.on);
         return false;
     }
     plan->rows_per_workgroup = t.br;

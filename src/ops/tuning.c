@@ -92,8 +92,8 @@ static const char *take_entry(kernel_tuning *tuning, const char *entry, char *wh
         return "not kernel.knob=N";
     int kernel = kernel_named(entry, (size_t)(dot - entry));
     if (kernel < 0)
-        return "no such kernel (rows, tiled, decode, coopmat, coopmat_emulated, matmul_coopmat, "
-               "matmul_coopmat_emulated)";
+        return "no such kernel (rows, tiled, decode, coopmat, coopmat_emulated, coopmat_workgroup, "
+               "coopmat_workgroup_emulated, matmul_coopmat, matmul_coopmat_emulated)";
     size_t knob_length = (size_t)(eq - dot - 1);
     int knob = 0;
     while (knob < KNOB_COUNT && !(strlen(knobs[knob].name) == knob_length &&
