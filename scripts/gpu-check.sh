@@ -379,6 +379,7 @@ check() {
       local wg_end=$(( $(date +%s) + cap ))
       say "workgroup scope: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 vkattn-bench --shape 4,16,16,4096,4096,128 --causal --dtype f16 --variant coopmat_workgroup, then coopmat (at most $cap s)"
       : > "$out/workgroup.txt"
+      : > "$out/workgroup.log"
       local left
       for variant in coopmat_workgroup coopmat; do
         left=$(( wg_end - $(date +%s) ))  # (timeout 0 would mean none)
@@ -391,28 +392,22 @@ check() {
           say "workgroup scope: $variant: exit status $? (workgroup.txt has what ran)"
       done
       grep -E '^attention' "$out/workgroup.txt" | cut -c1-200
-      left=$(( wg_end - $(date +%s) ))
-      if [ "$left" -ge 5 ]; then
+      # Its device test, then every variant on the real build (with the
+      # emulated build's tilings after it), each for what is left.
+      local run
+      for run in test_attention:test_coopmat_workgroup_device \
+                  test_variants:test_coopmat_workgroup_variants; do
+        left=$(( wg_end - $(date +%s) ))
+        [ "$left" -ge 5 ] || break
         VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
-            VKATTN_TEST_FILTER=test_coopmat_workgroup_device \
+            VKATTN_TEST_FILTER="${run#*:}" \
             VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
             XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
-            "$build_abs/tests/test_attention" > "$out/workgroup.log" 2>&1
-        say "workgroup scope: test_coopmat_workgroup_device exit status $? (workgroup.log; 124: stopped by its time)"
-        # (a device created without the matrices passes it by not running it)
-        grep -m1 '^not run' "$out/workgroup.log" | sed 's/^/workgroup scope: /'
-      fi
-      # Then every variant on the real build (with the emulated build's
-      # tilings after it), for what is left.
-      left=$(( wg_end - $(date +%s) ))
-      if [ "$left" -ge 5 ]; then
-        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
-            VKATTN_TEST_FILTER=test_coopmat_workgroup_variants \
-            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 \
-            XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
-            "$build_abs/tests/test_variants" >> "$out/workgroup.log" 2>&1
-        say "workgroup scope: test_coopmat_workgroup_variants exit status $? (workgroup.log; 124: stopped by its time)"
-      fi
+            "$build_abs/tests/${run%%:*}" >> "$out/workgroup.log" 2>&1
+        say "workgroup scope: ${run#*:} exit status $? (workgroup.log; 124: stopped by its time)"
+      done
+      # (a device created without the matrices passes them by not running them)
+      grep -m1 '^not run' "$out/workgroup.log" | sed 's/^/workgroup scope: /'
     fi
     cap=$(step_budget $(( khr_seconds - 60 )) "$table_seconds")
     if [ "$cap" -gt 0 ]; then
