@@ -6,6 +6,12 @@ ABLATE; results deliberately wrong, so unverified):
 
     python3 bench/ablate.py --build build --out bench/results/<device> [--budget 40]
         [--small --emulated]   # try it on a CPU device
+        [--workgroup]          # the workgroup-scope kernel (coopmat_workgroup):
+                               # ablation-workgroup.md and .csv
+
+The workgroup-scope kernel takes the same bits (attention_coopmat_workgroup.comp's
+ABLATE), through VK_KHR_cooperative_matrix with its matrices enabled
+(VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1, which --workgroup sets).
 
 Each setting is one vkattn-bench process. A part's time is the whole kernel's
 less the time without it; parts overlap on a GPU (one warp's products run
@@ -48,6 +54,10 @@ ABLATIONS = [
 # the score accumulators' and O's elements; the products read and write
 # whole matrices); then D=64.
 REGISTERS = "prefill f16 D=128, softmax in registers"
+WORKGROUP_CASES = [
+    ("prefill f16 D=128, workgroup scope", PREFILL_128, None, None),
+    ("prefill f16 D=64, workgroup scope", PREFILL_64, None, None),
+]
 CASES = [
     (REGISTERS, PREFILL_128, "softmax=2", (0,)),
     ("prefill f16 D=128", PREFILL_128, None, None),
@@ -65,18 +75,25 @@ def main():
     ap.add_argument("--small", action="store_true", help="small shapes (a CPU device)")
     ap.add_argument("--emulated", action="store_true",
                     help="the emulated build (coopmat_emulated), for devices without matrix units")
+    ap.add_argument("--workgroup", action="store_true",
+                    help="the workgroup-scope kernel (coopmat_workgroup): ablation-workgroup.md")
     a = ap.parse_args()
     bench = os.path.join(a.build, "vkattn-bench")
     if not os.access(bench, os.X_OK):
         print(f"ablate: no {bench}: build first", file=sys.stderr)
         return 1
     variant = "coopmat_emulated" if a.emulated else "coopmat"
+    cases, a.name = CASES, "ablation"
+    if a.workgroup:
+        variant = "coopmat_workgroup_emulated" if a.emulated else "coopmat_workgroup"
+        cases, a.name = WORKGROUP_CASES, "ablation-workgroup"
+        os.environ.update(VKATTN_COOPMAT_KHR="1", VKATTN_COOPMAT_WORKGROUP="1")
     small = {PREFILL_128: "1,2,2,64,64,128", PREFILL_64: "1,2,2,64,64,64"}
     os.environ["VKATTN_DIAGNOSTICS"] = "1"  # the library takes coopmat.ablate only so
     os.makedirs(a.out, exist_ok=True)
     start = time.monotonic()
     results = []  # (label, shape, bits, what, row)
-    for label, shape, base_tuning, only_bits in CASES:
+    for label, shape, base_tuning, only_bits in cases:
         shape = small[shape] if a.small else shape
         for bits, what in ABLATIONS:
             if only_bits is not None and bits not in only_bits:
@@ -101,7 +118,7 @@ def main():
 
 
 def write(a, results):
-    with open(os.path.join(a.out, "ablation.csv"), "w", newline="") as f:
+    with open(os.path.join(a.out, a.name + ".csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case", "shape", "ablate", "left_out", "ms_median", "registers", "local_bytes",
                     "error"])
@@ -109,7 +126,8 @@ def write(a, results):
             w.writerow([label, shape, bits, what, row.get("ms_median", ""),
                         row.get("registers", ""), row.get("local_bytes", ""),
                         (row.get("error") or "").strip()])
-    lines = ["# Where the coopmat attention kernel's time goes (bench/ablate.py)", "",
+    kernel = "workgroup-scope coopmat" if a.workgroup else "coopmat"
+    lines = [f"# Where the {kernel} attention kernel's time goes (bench/ablate.py)", "",
              f"Command: `python3 bench/ablate.py {' '.join(sys.argv[1:])}` "
              "(VKATTN_DIAGNOSTICS=1, vkattn-bench --no-verify: every row but the whole "
              "kernel's computes wrong results on purpose). A part's time is the whole "
@@ -131,7 +149,7 @@ def write(a, results):
                      row.get("registers") or "-", row.get("local_bytes") or "-"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    with open(os.path.join(a.out, "ablation.md"), "w") as f:
+    with open(os.path.join(a.out, a.name + ".md"), "w") as f:
         f.write("\n".join(lines))
 
 

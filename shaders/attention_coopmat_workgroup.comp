@@ -71,6 +71,17 @@ layout(constant_id = 11) const bool HEAVY_FIRST = false;
 // DV == ON PIECES (no padding columns to read), and every tile's rows are
 // checked for alignment and bounds as well.
 layout(constant_id = 12) const bool DIRECT = false;
+// A timing diagnostic, never a result (attention_coopmat.comp's ABLATE, the
+// same bits; the host takes it only with VKATTN_DIAGNOSTICS=1): bit 0 the
+// softmax's arithmetic (S and P still move through shared memory, P the raw
+// scores), bit 1 the S = Q K^T products, bit 2 the O += P V products, bit 3
+// the K and V loads from global memory (every tile read from the first
+// tile's rows, which stay in cache; staged tiles are zeros).
+layout(constant_id = 13) const uint ABLATE = 0;
+const bool ABLATE_SOFTMAX = (ABLATE & 1u) != 0u;
+const bool ABLATE_SCORES = (ABLATE & 2u) != 0u;
+const bool ABLATE_PV = (ABLATE & 4u) != 0u;
+const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
 // constant_id 15: VARIANTS (attention_variants.glsl)
 
 #include "coopmat_workgroup.glsl"
@@ -95,8 +106,6 @@ const uint PS = BC + 8;     // P (halves)
 #define LARGER(A, B) ((A) > (B) ? (A) : (B))  // max() is no specialization-constant operation
 const uint SCRATCH = LARGER(LARGER(BR * SS / 4, LARGER(BR, BC) * KS / 8),
                             LARGER(BC * VS / 8, BR * OS / 4));
-// ABLATE_LOADS of coopmat_tile_staging.glsl (a diagnostic of the other kernel).
-const bool ABLATE_LOADS = false;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 0) readonly buffer Q16x8 { uvec4 q16x8[]; };
@@ -233,10 +242,10 @@ void load_q(Job job)
 // staging (DIRECT: DV is a multiple of PACK, rows 8-element aligned).
 void scan_v_tile(Job job, uint t0)
 {
-    uint tid = gl_LocalInvocationIndex, nonfinite = 0u;
+    uint tid = gl_LocalInvocationIndex, nonfinite = 0u, src = ABLATE_LOADS ? 0u : t0;
     for (uint e = tid; e < BC * DV / PACK; e += WG) {
         uint c = e / (DV / PACK), d = e % (DV / PACK) * PACK;
-        uint first = job.v_base + key_row(job.b, job.seq, t0 + c) * p.v_ss + d;
+        uint first = job.v_base + key_row(job.b, job.seq, src + c) * p.v_ss + d;
         nonfinite |= nonfinite_bits(v16x8[first >> 3]);
     }
     if (nonfinite != 0u)
@@ -261,14 +270,16 @@ void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan)
     Sequence seq = job.seq;
     WG_FILL(s_acc, BR, BC, 0.0);
     if (direct) {
-        WG_LOAD(k_b, DP, BC, k16x8, job.k_base + key_row(b, seq, t0) * p.k_ss, p.k_ss, true);
+        uint src = ABLATE_LOADS ? 0u : t0;
+        WG_LOAD(k_b, DP, BC, k16x8, job.k_base + key_row(b, seq, src) * p.k_ss, p.k_ss, true);
     } else {
         barrier();  // scratch's last readers are done
         STAGE_TILE(scratch, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
         barrier();
         WG_LOAD(k_b, DP, BC, scratch, 0, KS, true);
     }
-    WG_MMA(s_acc, q_a, k_b, BR, BC, DP);
+    if (!ABLATE_SCORES)
+        WG_MMA(s_acc, q_a, k_b, BR, BC, DP);
     if (direct && scan)
         scan_v_tile(job, t0);
     barrier();  // the staged K tile's readers are done; the V tile's flag is set
@@ -303,7 +314,7 @@ float row_scores(uint r, Row w, uint b, uint t0, bool ranged)
 void softmax(Job job, uint t0, bool every_key)
 {
     uint tid = gl_LocalInvocationIndex;
-    [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
+    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
         uint r = held_rows[pass];
         Row w = held[pass];
         float step_max = every_key ? row_scores(r, w, job.b, t0, false)
@@ -331,6 +342,17 @@ void softmax(Job job, uint t0, bool every_key)
         if (alpha != 1.0)
             atomicMax(rescale_tile[tid & 3u], t0 + 1);
     }
+    // The timing diagnostic without the arithmetic: S still read, P written.
+    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? HELD : 0); pass++)
+        [[unroll]] for (uint i = 0; i < LANE_CHUNKS; i++) {
+            uint r = held_rows[pass], q = row_part() + i * LPR;
+            if (q < BC / PACK) {
+                uint at = (r * SS + q * PACK) / 4;
+                vec4 lo = uintBitsToFloat(scratch[at]), hi = uintBitsToFloat(scratch[at + 1]);
+                p_tile[r * PS / PACK + q] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw),
+                                                  packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+            }
+        }
     barrier();
 }
 
@@ -369,7 +391,8 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
     if ((J) < PIECES) {                                                                         \
         uint d0 = (J) * ON;                                                                     \
         if (direct) {                                                                           \
-            WG_LOAD(v_b, BC, ON, v16x8, job.v_base + key_row(b, seq, t0) * p.v_ss + d0, p.v_ss, \
+            WG_LOAD(v_b, BC, ON, v16x8,                                                         \
+                    job.v_base + key_row(b, seq, ABLATE_LOADS ? 0u : t0) * p.v_ss + d0, p.v_ss, \
                     false);                                                                     \
         } else {                                                                                \
             barrier();                                                                          \
@@ -379,7 +402,8 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
             WG_LOAD(v_b, BC, ON, scratch, 0, VS, false);                                        \
         }                                                                                       \
         if (tile_flag(v_nonfinite_tile) != t0 + 1) {                                            \
-            WG_MMA(OP, p_a, v_b, BR, ON, BC);                                                   \
+            if (!ABLATE_PV)                                                                     \
+                WG_MMA(OP, p_a, v_b, BR, ON, BC);                                               \
         } else {                                                                                \
             barrier();                                                                          \
             WG_STORE_PACKED(OP, BR, ON, scratch, 0, OS);                                        \

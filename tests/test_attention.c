@@ -132,15 +132,6 @@ static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vka
     pair_destroy(&o);
 }
 
-/* A test environment whose contexts take `tuning` (VKATTN_TUNE) as they start. */
-static test_env *tuned_env(const char *tuning)
-{
-    assert_int_equal(setenv("VKATTN_TUNE", tuning, 1), 0);
-    test_env *env = test_env_create();
-    assert_int_equal(unsetenv("VKATTN_TUNE"), 0);
-    return env;
-}
-
 /* The case with Q, K and V all of c->dtype. */
 static void run_case(test_env *env, const at_case *c, const at_path *paths, int npaths, rng *r)
 {
@@ -540,7 +531,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool 
      * reads the layout of the shape it will use. */
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
-    test_env *env = tuned_env(tuning);
+    test_env *env = test_env_tuned(tuning);
     vkattn_device_info info;
     bool in_registers = strstr(tuning, "softmax=2") != NULL;
     if (test_has_float16(env, &info) && !(in_registers && register_softmax_refused(env, &info))) {
@@ -670,7 +661,7 @@ static void run_range_paths(test_env *env, bool real, int emulated_path, const c
  * not, each tiling. */
 static void run_range_cases(bool two_stages)
 {
-    test_env *env = tuned_env(two_stages ? "coopmat_emulated.stages=2,coopmat.stages=2" : "");
+    test_env *env = test_env_tuned(two_stages ? "coopmat_emulated.stages=2,coopmat.stages=2" : "");
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
@@ -929,16 +920,16 @@ static void test_coopmat_refusals(void **state)
 }
 
 /* The timing diagnostic coopmat.ablate (parts of the tile step left out, for
- * wrong results): ignored with a warning unless VKATTN_DIAGNOSTICS=1, which a
- * tuning string alone never sets; with it, the bits reach the kernel: without
- * the P V products every output is 0, and with the rest left out too the
- * kernel still runs to its end. */
+ * wrong results; coopmat_workgroup.ablate alike): ignored with a warning
+ * unless VKATTN_DIAGNOSTICS=1, which a tuning string alone never sets; with
+ * it, the bits reach the kernel: without the P V products every output is 0,
+ * and with the rest left out too the kernel still runs to its end. */
 static void test_coopmat_ablation(void **state)
 {
     (void)state;
     int64_t shape[4] = {1, 2, 37, 24};
     assert_int_equal(unsetenv("VKATTN_DIAGNOSTICS"), 0);
-    test_env *env = tuned_env("coopmat_emulated.ablate=4");
+    test_env *env = test_env_tuned("coopmat_emulated.ablate=4");
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
@@ -951,21 +942,34 @@ static void test_coopmat_ablation(void **state)
     run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
     test_env_destroy(env);
 
-    static const char *const ablations[] = {"coopmat_emulated.ablate=4",
-                                            "coopmat_emulated.ablate=15",
-                                            "coopmat_emulated.ablate=3,coopmat_emulated.softmax=2"};
+    /* Each kernel's bits reach it: without the P V products (4), and for the
+     * workgroup-scope kernel without the softmax's arithmetic (1: no row's sum
+     * grows), every output is 0; the others run to their end. */
+    static const struct {
+        const char *tuning;
+        vkattn_fused_variant variant;
+        bool zeros;
+    } ablations[] = {
+        {"coopmat_emulated.ablate=4", VKATTN_FUSED_COOPMAT_EMULATED, true},
+        {"coopmat_emulated.ablate=15", VKATTN_FUSED_COOPMAT_EMULATED, false},
+        {"coopmat_emulated.ablate=3,coopmat_emulated.softmax=2", VKATTN_FUSED_COOPMAT_EMULATED,
+         false},
+        {"coopmat_workgroup_emulated.ablate=4", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true},
+        {"coopmat_workgroup_emulated.ablate=1", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true},
+        {"coopmat_workgroup_emulated.ablate=10", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, false},
+    };
     assert_int_equal(setenv("VKATTN_DIAGNOSTICS", "1", 1), 0);
     for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
-        env = tuned_env(ablations[a]);
+        env = test_env_tuned(ablations[a].tuning);
         assert_non_null(strstr(env->gpu_log.last_warning, "wrong on purpose"));
-        if (strstr(ablations[a], "softmax=2") && register_softmax_refused(env, &info)) {
+        if (strstr(ablations[a].tuning, "softmax=2") && register_softmax_refused(env, &info)) {
             test_env_destroy(env);
             continue;
         }
         pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
         pair o = pair_output(env, 4, shape);
         vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .causal = true,
-                                   .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
+                                   .fused_variant = ablations[a].variant};
         assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);
         float *got = malloc(o.count * sizeof *got);
         assert_non_null(got);
@@ -973,8 +977,8 @@ static void test_coopmat_ablation(void **state)
         size_t nonzero = 0;
         for (size_t i = 0; i < o.count; i++)
             nonzero += got[i] != 0.f;
-        if (a == 0 && nonzero)
-            fail_msg("%s: %zu of %zu outputs are not 0", ablations[a], nonzero, o.count);
+        if (ablations[a].zeros && nonzero)
+            fail_msg("%s: %zu of %zu outputs are not 0", ablations[a].tuning, nonzero, o.count);
         free(got);
         pair_destroy(&q);
         pair_destroy(&o);
@@ -1023,7 +1027,7 @@ static void test_tuning(void **state)
              "decode.subgroups=1,decode.target=5,coopmat_emulated.subgroups=2,tiled.rows=9,"
              "tiled.order=2,coopmat_emulated.order=2,bogus",
              2 * info.subgroup_size_max);
-    env = tuned_env(tune);
+    env = test_env_tuned(tune);
     assert_true(env->gpu_log.warnings >= 2);
     assert_non_null(strstr(env->gpu_log.last_warning, "\"bogus\" ignored: not kernel.knob=N"));
     rng r = {23};
@@ -1074,7 +1078,7 @@ static void test_tuning(void **state)
 
     /* Three 4-row blocks a subgroup: 12 rows, which neither divide nor are
      * divided by a subgroup of 4 to 128 lanes: refused, naming the setting. */
-    env = tuned_env("coopmat_emulated.rows=3");
+    env = test_env_tuned("coopmat_emulated.rows=3");
     if (test_has_float16(env, &info)) {
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
         int64_t shape[4] = {1, 2, 30, 24};

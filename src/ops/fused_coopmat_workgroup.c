@@ -32,9 +32,9 @@
 enum workgroup_attention_spec { /* constant_id values in attention_coopmat_workgroup.comp */
     AW_SPEC_WORKGROUP = 0, AW_SPEC_BR, AW_SPEC_BC, AW_SPEC_D, AW_SPEC_DV, AW_SPEC_CAUSAL,
     AW_SPEC_SPLIT, AW_SPEC_DP, AW_SPEC_ON, AW_SPEC_PIECES, AW_SPEC_SUBGROUP_SIZE,
-    AW_SPEC_HEAVY_FIRST, AW_SPEC_DIRECT
+    AW_SPEC_HEAVY_FIRST, AW_SPEC_DIRECT, AW_SPEC_ABLATE
 };
-_Static_assert(AW_SPEC_DIRECT < ATTENTION_VARIANTS_SPEC_ID, "spec ids collide with the variants");
+_Static_assert(AW_SPEC_ABLATE < ATTENTION_VARIANTS_SPEC_ID, "spec ids collide with the variants");
 
 #define WORKGROUP_PACK 8        /* the kernel's PACK: halves of a packed element */
 #define WORKGROUP_ROW_BLOCK 16  /* the rows knob counts blocks of this many rows */
@@ -204,6 +204,7 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
      * bounds and alignment too). */
     plan->workgroup_direct = !d->var.block_table && t.dp == (uint32_t)d->D &&
                              t.on * t.pieces == (uint32_t)d->Dv;
+    plan->ablate = tuning_value(ctx, self, KNOB_ABLATE, 0); /* the timing diagnostic */
     plan->build = emulated ? SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED
                            : SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR;
     if (emulated && cpu) {
@@ -269,6 +270,7 @@ static void workgroup_specialize(const attention_call *c, const fused_plan *plan
     spec[AW_SPEC_SUBGROUP_SIZE] = plan->workgroup_subgroup;
     spec[AW_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[AW_SPEC_DIRECT] = plan->workgroup_direct;
+    spec[AW_SPEC_ABLATE] = plan->ablate;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

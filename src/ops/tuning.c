@@ -39,7 +39,7 @@ static const struct {
     [KNOB_STAGES] = {"stages", COOPMAT_BOTH | MATMUL_BOTH, 1, 2},
     [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH | WORKGROUP_BOTH, 1, 2},
     [KNOB_SOFTMAX] = {"softmax", COOPMAT_BOTH, 1, 2},
-    [KNOB_ABLATE] = {"ablate", COOPMAT_BOTH, 1, 15},
+    [KNOB_ABLATE] = {"ablate", COOPMAT_BOTH | WORKGROUP_BOTH, 1, 15},
     [KNOB_Q] = {"q", COOPMAT_BOTH, 1, 2},
     [KNOB_COLUMNS] = {"columns", MATMUL_BOTH, 1, 16},
     [KNOB_GRID_COLUMNS] = {"grid_columns", MATMUL_BOTH, 1, 16},

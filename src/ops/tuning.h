@@ -35,13 +35,14 @@ typedef enum tuning_knob {
     KNOB_STAGES,    /* coopmat, matmul_coopmat: 1 stages a tile and then
                        computes; 2 loads the next tile into registers while this
                        one computes */
-    KNOB_ORDER,     /* tiled, coopmat, coopmat_workgroup, causal: 1 launches the row blocks that see
-                       the most keys first, 2 in order (fused_heavy_first) */
+    KNOB_ORDER,     /* tiled, coopmat, coopmat_workgroup, causal: 1 launches the
+                       row blocks that see the most keys first, 2 in order
+                       (fused_heavy_first) */
     KNOB_SOFTMAX,   /* coopmat: 1 runs the softmax through shared memory, 2 on the
                        score accumulators' elements in registers */
-    KNOB_ABLATE,    /* coopmat: parts of the tile step left out (a timing
-                       diagnostic with wrong results: attention_coopmat.comp's
-                       ABLATE), taken only with VKATTN_DIAGNOSTICS=1 */
+    KNOB_ABLATE,    /* coopmat, coopmat_workgroup: parts of the tile step left
+                       out (a timing diagnostic with wrong results: the
+                       kernels' ABLATE), taken only with VKATTN_DIAGNOSTICS=1 */
     KNOB_Q,         /* coopmat: 1 keeps a subgroup's Q in its registers, 2 reads it
                        from a shared tile for each product */
     KNOB_COLUMNS,   /* matmul_coopmat: a subgroup's matrices along N */

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A GPU session's second command after scripts/gpu-check.sh: where the
+# workgroup-scope attention kernel's time goes on the f16 causal prefill
+# (bench/ablate.py --workgroup: ablation-workgroup.md) and that prefill under
+# other tiles of it (workgroup-tune.txt, each verified against the CPU
+# reference). About 3 minutes. From the repository root, the build and .gl
+# carried as for the check:
+#
+#   bash scripts/gpu-workgroup-rerun.sh OUT_DIR [BUILD_DIR (default build-gpu)]
+set -u
+out=${1:?usage: scripts/gpu-workgroup-rerun.sh OUT_DIR [BUILD_DIR]}
+b=$PWD/${2:-build-gpu}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$b
+eval "$(python3 scripts/gpu_runtime.py --debs .gl --nvidia --check "$b/vkattn-bench" \
+        "$b"/libvkattn.so.*)" || exit 1
+export VKATTN_DEVICE=${VKATTN_DEVICE:-0} VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/vkattn-workgroup-cache}
+start=$(date +%s)
+say() { echo "[$(( $(date +%s) - start ))s] $*"; }
+
+say "ablation: python3 bench/ablate.py --build $b --out $out --workgroup --budget 100"
+timeout 130 python3 bench/ablate.py --build "$b" --out "$out" --workgroup --budget 100 ||
+  say "ablation: exit status $?"
+
+# The default tile (64 rows, 64 keys) against 32 keys, 32 rows (rows=2: two
+# blocks of 16), and launch order by grid.
+: > "$out/workgroup-tune.txt"
+for tuning in "" keys=32 rows=2 order=2; do
+  say "tune: ${tuning:-default}"
+  echo "# tuning: ${tuning:-default}" >> "$out/workgroup-tune.txt"
+  timeout 30 "$b/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
+      --dtype f16 --path fused --variant coopmat_workgroup --reps 10 \
+      ${tuning:+--tune coopmat_workgroup.$tuning} >> "$out/workgroup-tune.txt" 2>&1 ||
+    say "tune ${tuning:-default}: exit status $?"
+done
+grep -E '^(# tuning|attention)' "$out/workgroup-tune.txt" | cut -c1-200
+say done
