@@ -8,17 +8,31 @@
 #
 #   bash scripts/gpu-workgroup-rerun.sh OUT_DIR [BUILD_DIR (default build-gpu)]
 set -u
+cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/gpu-workgroup-rerun.sh OUT_DIR [BUILD_DIR]}
-b=$PWD/${2:-build-gpu}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$b
-eval "$(python3 scripts/gpu_runtime.py --debs .gl --nvidia --check "$b/vkattn-bench" \
-        "$b"/libvkattn.so.*)" || exit 1
-export VKATTN_DEVICE=${VKATTN_DEVICE:-0} VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1
+b=$(cd "${2:-build-gpu}" && pwd) || exit 1
+mkdir -p "$out" || exit 1
+# The Vulkan runtime as scripts/gpu-check.sh sets it up.
+export LD_LIBRARY_PATH="$b${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+exports=$(python3 scripts/gpu_runtime.py --debs .gl --nvidia --check "$b/vkattn" \
+          "$b/vkattn-bench" "$b"/libvkattn.so.*) ||
+  { echo "the Vulkan runtime is incomplete (above)" >&2; exit 1; }
+eval "$exports"
+# The first GPU `vkattn devices` lists, unless VKATTN_DEVICE names one.
+"$b/vkattn" devices > "$out/rerun-devices.txt" 2>&1 ||
+  { cat "$out/rerun-devices.txt" >&2; exit 1; }
+if [ -z "${VKATTN_DEVICE-}" ]; then
+  VKATTN_DEVICE=$(awk '/^[0-9]+[* ] / { i = $1; sub(/\*$/, "", i); getline;
+                                        if ($0 ~ /(discrete|integrated|virtual) GPU/) { print i; exit } }' \
+                  "$out/rerun-devices.txt")
+fi
+[ -n "$VKATTN_DEVICE" ] || { cat "$out/rerun-devices.txt" >&2; echo "no GPU listed" >&2; exit 1; }
+export VKATTN_DEVICE VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/vkattn-workgroup-cache}
 start=$(date +%s)
 say() { echo "[$(( $(date +%s) - start ))s] $*"; }
 
+say "device $VKATTN_DEVICE; $(echo "$exports" | sed 's/^export //' | tr '\n' ' ')"
 say "ablation: python3 bench/ablate.py --build $b --out $out --workgroup --budget 100"
 timeout 130 python3 bench/ablate.py --build "$b" --out "$out" --workgroup --budget 100 ||
   say "ablation: exit status $?"

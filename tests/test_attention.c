@@ -468,6 +468,8 @@ static void test_coopmat_workgroup_emulated(void **state)
                    info.type == VKATTN_DEVICE_TYPE_CPU;
         if ((t == 0 || cpu) && test_has_float16(env, &info))
             run_workgroup_cases(env, emulated, NPATHS(emulated), t < 2, &r);
+        else if (!cpu)
+            print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         test_env_destroy(env);
     }
 }
@@ -944,19 +946,25 @@ static void test_coopmat_ablation(void **state)
 
     /* Each kernel's bits reach it: without the P V products (4), and for the
      * workgroup-scope kernel without the softmax's arithmetic (1: no row's sum
-     * grows), every output is 0; the others run to their end. */
+     * grows), every output is 0; the others run to their end. Head size 64
+     * for the workgroup-scope kernel's loads left out (8): its whole tiles
+     * then come straight from the buffers (from the first tile's rows). */
     static const struct {
         const char *tuning;
         vkattn_fused_variant variant;
         bool zeros;
+        int64_t d;
     } ablations[] = {
-        {"coopmat_emulated.ablate=4", VKATTN_FUSED_COOPMAT_EMULATED, true},
-        {"coopmat_emulated.ablate=15", VKATTN_FUSED_COOPMAT_EMULATED, false},
+        {"coopmat_emulated.ablate=4", VKATTN_FUSED_COOPMAT_EMULATED, true, 24},
+        {"coopmat_emulated.ablate=15", VKATTN_FUSED_COOPMAT_EMULATED, false, 24},
         {"coopmat_emulated.ablate=3,coopmat_emulated.softmax=2", VKATTN_FUSED_COOPMAT_EMULATED,
-         false},
-        {"coopmat_workgroup_emulated.ablate=4", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true},
-        {"coopmat_workgroup_emulated.ablate=1", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true},
-        {"coopmat_workgroup_emulated.ablate=10", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, false},
+         false, 24},
+        {"coopmat_workgroup_emulated.ablate=4", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true, 24},
+        {"coopmat_workgroup_emulated.ablate=1", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true, 24},
+        {"coopmat_workgroup_emulated.ablate=10", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, false,
+         64},
+        {"coopmat_workgroup_emulated.ablate=12", VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, true,
+         64},
     };
     assert_int_equal(setenv("VKATTN_DIAGNOSTICS", "1", 1), 0);
     for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
@@ -966,8 +974,9 @@ static void test_coopmat_ablation(void **state)
             test_env_destroy(env);
             continue;
         }
-        pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
-        pair o = pair_output(env, 4, shape);
+        int64_t sized[4] = {shape[0], shape[1], shape[2], ablations[a].d};
+        pair q = pair_random(env, F16, 4, sized, &r, -1.f, 1.f);
+        pair o = pair_output(env, 4, sized);
         vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .causal = true,
                                    .fused_variant = ablations[a].variant};
         assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu), VKATTN_OK);

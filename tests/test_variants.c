@@ -571,6 +571,8 @@ static void test_coopmat_workgroup_variants(void **state)
          * (the GPU check's test time is short). */
         bool cpu = vkattn_context_info(env->gpu, &info) == VKATTN_OK &&
                    info.type == VKATTN_DEVICE_TYPE_CPU;
+        if (t > 0 && !cpu)
+            print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         if ((t == 0 || cpu) && test_has_float16(env, &info)) {
             bool real = t == 0 && test_workgroup_scope(env);
             for (int layout = 0; layout < 2; layout++) {
