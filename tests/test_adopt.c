@@ -126,5 +126,5 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_adopted_device),
                                        cmocka_unit_test(test_adopted_features)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_group(tests, NULL, NULL);
 }

@@ -890,5 +890,5 @@ int main(void)
         cmocka_unit_test(test_coopmat_layout_probe),
         cmocka_unit_test(test_coopmat_peak_probe),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_group(tests, NULL, NULL);
 }

@@ -178,5 +178,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_fuzz),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

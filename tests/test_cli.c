@@ -1362,5 +1362,5 @@ int main(void)
         cmocka_unit_test(test_variants_default),
         cmocka_unit_test(test_bad_runs),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return test_run_group(tests, setup, teardown);
 }

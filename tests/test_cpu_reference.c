@@ -335,5 +335,5 @@ int main(void)
         cmocka_unit_test(test_attention_threads),
         cmocka_unit_test(test_mha_threads),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_group(tests, NULL, NULL);
 }

@@ -248,5 +248,5 @@ int main(void)
         cmocka_unit_test(test_attention_errors),
         cmocka_unit_test(test_long_recording),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

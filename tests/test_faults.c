@@ -433,5 +433,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fault),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_group(tests, NULL, NULL);
 }

@@ -420,5 +420,5 @@ int main(void)
         cmocka_unit_test(test_softmax_golden),
         cmocka_unit_test(test_scores_golden),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

@@ -49,5 +49,5 @@ static void test_shapes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes)};
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

@@ -385,5 +385,5 @@ int main(void)
         cmocka_unit_test(test_coopmat_tuned_blocks),
         cmocka_unit_test(test_auto_default),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

@@ -109,5 +109,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

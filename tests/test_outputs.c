@@ -434,5 +434,5 @@ int main(void)
         cmocka_unit_test(test_mha),
         cmocka_unit_test(test_softmax),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

@@ -316,5 +316,5 @@ int main(void)
         cmocka_unit_test(test_one_context),
         cmocka_unit_test(test_threads),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_group(tests, NULL, NULL);
 }

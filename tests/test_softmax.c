@@ -213,5 +213,5 @@ int main(void)
         cmocka_unit_test(test_non_finite),
         cmocka_unit_test(test_row_invariants),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }

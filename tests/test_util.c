@@ -1,24 +1,58 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "test_util.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* VKATTN_TEST_FILTER=PATTERN runs only the tests whose names match (cmocka's
- * wildcards), for working on one kernel; VKATTN_TEST_SKIP=PATTERN leaves out
- * those that match (ctest splits a long binary in two that way, so that a
- * machine with cores to spare runs the halves at once). Set before any test
- * main runs. */
-__attribute__((constructor)) static void test_filter_from_env(void)
+/* Whether `name` matches one of the comma-separated patterns of `list`
+ * (cmocka's wildcards: '*' any run of characters, '?' one). */
+static bool name_in_list(const char *name, const char *list)
 {
-    const char *pattern = getenv("VKATTN_TEST_FILTER");
-    if (pattern && *pattern)
-        cmocka_set_test_filter(pattern);
+    while (*list) {
+        size_t length = strcspn(list, ",");
+        char pattern[256];
+        if (length > 0 && length < sizeof pattern) {
+            memcpy(pattern, list, length);
+            pattern[length] = '\0';
+            if (fnmatch(pattern, name, 0) == 0)
+                return true;
+        }
+        list += length;
+        if (*list == ',')
+            list++;
+    }
+    return false;
+}
+
+int test_run_chosen(const char *group, const struct CMUnitTest *tests, size_t count,
+                    CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    const char *only = getenv("VKATTN_TEST_FILTER");
     const char *skip = getenv("VKATTN_TEST_SKIP");
-    if (skip && *skip)
-        cmocka_set_skip_filter(skip);
+    struct CMUnitTest *chosen = calloc(count, sizeof *chosen);
+    if (!chosen)
+        return 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (only && *only && !name_in_list(tests[i].name, only))
+            continue;
+        if (skip && *skip && name_in_list(tests[i].name, skip))
+            continue;
+        chosen[kept++] = tests[i];
+    }
+    /* A pattern that matches nothing is a mistake (a renamed test, a typo in
+     * CMakeLists.txt), not a pass. */
+    int failed = 1;
+    if (kept == 0)
+        fprintf(stderr, "%s: VKATTN_TEST_FILTER=%s and VKATTN_TEST_SKIP=%s leave none of its %zu tests\n",
+                group, only ? only : "", skip ? skip : "", count);
+    else
+        failed = _cmocka_run_group_tests(group, chosen, kept, setup, teardown);
+    free(chosen);
+    return failed;
 }
 
 void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, const char *msg)

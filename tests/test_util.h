@@ -55,6 +55,17 @@ bool test_has_float16(test_env *env, vkattn_device_info *info);
  * the missing matrices. */
 bool test_workgroup_scope(test_env *env);
 
+/* cmocka_run_group_tests over the tests that VKATTN_TEST_FILTER and
+ * VKATTN_TEST_SKIP choose, each a comma-separated list of cmocka-style patterns
+ * ('*', '?'): FILTER runs only the tests matching one of its patterns (to work
+ * on one kernel), SKIP leaves out those matching one of its (ctest splits a
+ * long binary into parts that way, so that a machine with cores to spare runs
+ * them at once and no part comes near its time limit). Choosing no test fails. */
+#define test_run_group(tests, setup, teardown) \
+    test_run_chosen(#tests, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown)
+int test_run_chosen(const char *group, const struct CMUnitTest *tests, size_t count,
+                    CMFixtureFunction setup, CMFixtureFunction teardown);
+
 /* Deterministic random numbers. */
 typedef struct rng { uint64_t state; } rng;
 uint64_t rng_next(rng *r);

@@ -1152,5 +1152,5 @@ int main(void)
         cmocka_unit_test(test_underflowed_weights),
         cmocka_unit_test(test_overflowed_scores),
     };
-    return cmocka_run_group_tests(tests, test_env_setup, test_env_teardown);
+    return test_run_group(tests, test_env_setup, test_env_teardown);
 }
