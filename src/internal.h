@@ -635,9 +635,36 @@ void log_to(vkattn_log_fn fn, void *user, vkattn_log_level level, vkattn_log_sou
 
 /* -------------------------------------------------------------- device --- */
 
-/* Opens the Vulkan loader once per process; returns its vkGetInstanceProcAddr or
- * NULL when no loader is installed. */
+/* vk_instance.c. Opens the Vulkan loader once per process; returns its
+ * vkGetInstanceProcAddr or NULL when no loader is installed. */
 PFN_vkGetInstanceProcAddr vk_loader(void);
+/* The instance functions vkattn calls, through `gipa`; whether the core ones
+ * all resolved. */
+void vk_load_instance_table(vk_instance_table *t, PFN_vkGetInstanceProcAddr gipa,
+                            VkInstance instance);
+bool vk_instance_table_complete(const vk_instance_table *t);
+/* The device functions; false when a core one is missing. */
+bool vk_load_device_table(vk_device_table *t, PFN_vkGetDeviceProcAddr gdpa, VkDevice device);
+/* A Vulkan 1.1+ instance, with the validation layer and synchronization
+ * validation unless `level` is OFF, GPU-assisted validation too with
+ * GPU_ASSISTED. */
+vkattn_status vk_instance_create(PFN_vkGetInstanceProcAddr gipa, vkattn_validation level,
+                                 VkInstance *out);
+/* ctx's own instance and, with validation (`wanted`, else VKATTN_VALIDATION),
+ * the messenger to its log; without the layer installed, a warning and no
+ * validation. */
+vkattn_status vk_instance_create_owned(vkattn_context *ctx, vkattn_validation wanted);
+
+/* device_query.c (and vk_device_query below). */
+vkattn_device_type vk_device_type_of(VkPhysicalDeviceType type);
+/* The first queue family with compute, preferring one without graphics;
+ * UINT32_MAX if none. */
+uint32_t vk_compute_queue_family(const vk_instance_table *vki, VkPhysicalDevice pd,
+                                 uint32_t *timestamp_bits);
+/* The usable physical devices (Vulkan 1.1, a compute queue) in loader order;
+ * the caller frees *out. */
+vkattn_status vk_usable_devices(const vk_instance_table *vki, VkInstance instance,
+                                VkPhysicalDevice **out, uint32_t *count);
 
 /* Creates an instance (with validation when asked), picks and creates a device. */
 vkattn_status vk_device_create_owned(vkattn_context *ctx, const vkattn_context_desc *desc);
