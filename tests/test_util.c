@@ -43,12 +43,12 @@ int test_run_chosen(const char *group, const struct CMUnitTest *tests, size_t co
             continue;
         chosen[kept++] = tests[i];
     }
-    /* A pattern that matches nothing is a mistake (a renamed test, a typo in
+    /* A choice of no test is a mistake (a renamed test, a typo in
      * CMakeLists.txt), not a pass. */
     int failed = 1;
     if (kept == 0)
-        fprintf(stderr, "%s: VKATTN_TEST_FILTER=%s and VKATTN_TEST_SKIP=%s leave none of its %zu tests\n",
-                group, only ? only : "", skip ? skip : "", count);
+        fprintf(stderr, "%s: VKATTN_TEST_FILTER=%s and VKATTN_TEST_SKIP=%s leave none of its "
+                "%zu tests\n", group, only ? only : "", skip ? skip : "", count);
     else
         failed = _cmocka_run_group_tests(group, chosen, kept, setup, teardown);
     free(chosen);
