@@ -21,8 +21,9 @@ case "$what" in
     # The suite again, built with AddressSanitizer (leak checking on) and
     # UndefinedBehaviorSanitizer. Under ASan's allocator lavapipe compiles
     # pipelines 5-10x slower (test_variants: 330 s against 18 s), so the two
-    # kernel sweeps (test_attention, test_variants, every part; their argument checks and
-    # sequence tables are exercised here through test_errors and test_cli) and
+    # kernel sweeps (test_attention, test_variants, every part of each; their
+    # argument checks and sequence tables are exercised here through
+    # test_errors and test_cli) and
     # the reruns in other memory or kernel modes, subgroup sizes or validation
     # modes (no other host code; the last CI spent 640 s of its 1570 s here on
     # the subgroup and GPU-assisted reruns) stay out. Failure injection in
