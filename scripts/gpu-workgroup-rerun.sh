@@ -2,9 +2,9 @@
 # A GPU session's second command after scripts/gpu-check.sh: where the
 # workgroup-scope attention kernel's time goes on the f16 causal prefill
 # (bench/ablate.py --workgroup: ablation-workgroup.md), that prefill under
-# other tiles of it (workgroup-tune.txt) and at D=64 beside the coopmat
-# kernel (workgroup-d64.txt), each verified against the CPU reference. About
-# 3 minutes. From the repository root, the build and .gl
+# other tiles of it (workgroup-tune.txt), at D=64 (workgroup-d64.txt) and in
+# bf16 (workgroup-bf16.txt) beside the coopmat kernel, each verified against
+# the CPU reference. About 3.5 minutes. From the repository root, the build and .gl
 # carried as for the check:
 #
 #   bash scripts/gpu-workgroup-rerun.sh OUT_DIR [BUILD_DIR (default build-gpu)]
@@ -51,14 +51,19 @@ for tuning in "" keys=32 rows=2 order=2; do
 done
 grep -E '^(# tuning|attention)' "$out/workgroup-tune.txt" | cut -c1-200
 
-# The issue's other reported head size, D=64, on its default tile beside the
-# coopmat kernel's KHR build (the check's bench runs D=64 on AUTO's choice).
-: > "$out/workgroup-d64.txt"
-for variant in coopmat_workgroup coopmat; do
-  say "D=64: $variant"
-  timeout 30 "$b/vkattn-bench" --op attention --shape 4,16,16,4096,4096,64 --causal \
-      --dtype f16 --path fused --variant "$variant" --reps 10 >> "$out/workgroup-d64.txt" 2>&1 ||
-    say "D=64 $variant: exit status $?"
+# The issue's other reported cases, D=64 in f16 (workgroup-d64.txt) and D=128
+# in bf16 (workgroup-bf16.txt: bf16 converted to f16 as it is staged), on the
+# default tile beside the coopmat kernel's KHR build (the check's bench runs
+# them on AUTO's choice).
+for case in "64 f16 workgroup-d64" "128 bf16 workgroup-bf16"; do
+  read -r head dtype file <<< "$case"
+  : > "$out/$file.txt"
+  for variant in coopmat_workgroup coopmat; do
+    say "D=$head $dtype: $variant"
+    timeout 30 "$b/vkattn-bench" --op attention --shape "4,16,16,4096,4096,$head" --causal \
+        --dtype "$dtype" --path fused --variant "$variant" --reps 10 >> "$out/$file.txt" 2>&1 ||
+      say "D=$head $dtype $variant: exit status $?"
+  done
+  grep -E '^attention' "$out/$file.txt" | cut -c1-200
 done
-grep -E '^attention' "$out/workgroup-d64.txt" | cut -c1-200
 say "done"

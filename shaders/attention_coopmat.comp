@@ -195,17 +195,6 @@ const bool ANY_BF16 = BF16_INPUTS != 0u;
 // barrier between, and no unrolled copy per packed element a lane stages
 // (on lavapipe's 8 lanes, 32 of them at D = 128: 20 s of compile a pipeline).
 const bool REGISTER_STAGING = STAGES == 2;
-// The powers of 2 of bf16 groups stay within f32's normal range, and so do
-// their products' two factors (bf16_shift).
-const int SHIFT_LIMIT = 112;
-// o_unit before any P V: O is 0.
-const int O_UNIT_NONE = -1000;
-// The V unit is lowered to a tile's only when that is more than V_UNIT_SLACK
-// below it (so that tiles of one scale never rescale O), and never more than
-// V_UNIT_RANGE below the largest tile's (so that O, below 2^24 per key in the
-// largest tile's unit, stays far below f32's 2^128 in the lower one).
-const int V_UNIT_SLACK = 8;
-const int V_UNIT_RANGE = 64;
 
 layout(set = 0, binding = 0) readonly buffer Q16 { uint q16[]; };
 layout(set = 0, binding = 0) readonly buffer Q16x8 { uvec4 q16x8[]; };
@@ -520,10 +509,7 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
         }
         barrier();
         if (V_BF16) {
-            int tile_shift = bf16_shift(v_exponent[0]);
-            v_top = max(v_top, tile_shift);
-            if (tile_shift > v_unit || tile_shift < v_unit - V_UNIT_SLACK)
-                v_unit = max(tile_shift, v_top - V_UNIT_RANGE);
+            next_v_unit(v_exponent[0], v_unit, v_top);
         }
         if (K_BF16)
             for (uint c = tid; c < BC; c += WG)
@@ -863,11 +849,7 @@ void main()
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
         bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;  // the subgroup's alike
-        float unit_factor = 1.0;    // O's, where the V unit moved
-        if (V_BF16 && o_unit != v_unit) {
-            unit_factor = o_unit == O_UNIT_NONE ? 1.0 : pow2(o_unit - v_unit);
-            o_unit = v_unit;
-        }
+        float unit_factor = V_BF16 ? o_unit_factor(o_unit, v_unit) : 1.0;
         compute_scores(job.row0);
         if (REG_SOFTMAX)
             softmax_in_registers(job.b, t0, every_key, unit_factor);

@@ -30,9 +30,13 @@
 //      NaN: DESIGN.md section 2), as attention_coopmat.comp does.
 // The output is written through `scratch`, a piece at a time.
 //
-// Q, K and V are f16 (the host refuses others). Shared memory, in bytes:
-// 16 max(BR SS / 4, max(BR, BC) KS / 8, BC VS / 8, BR OS / 4) (scratch) +
-// 2 BR PS + 4 BR + 48, plus the driver's reserve for workgroup scope; in the
+// Q, K and V are f16 or bf16 (BF16_INPUTS), each bf16 one converted to f16 as
+// it is staged exactly as attention_coopmat.comp converts it (a power of 2 a
+// Q row, a key of K and a tile of V, undone in f32 on the scores and on O;
+// coopmat_bf16.glsl), so bf16 K and V are always staged. Shared memory, in
+// bytes: 16 max(BR SS / 4, max(BR, BC) KS / 8, BC VS / 8, BR OS / 4)
+// (scratch) + 2 BR PS + 4 BR + 64, plus with bf16 Q 4 BR and with bf16 K 8 BC
+// (else 16 and 32), plus the driver's reserve for workgroup scope; in the
 // emulated build also its matrices: 2 BR DP + 2 DP BC + 4 BR BC + 2 BR BC +
 // 2 BC ON + 4 BR ON PIECES + 4 ON (4 - PIECES).
 //
@@ -67,8 +71,8 @@ layout(constant_id = 9) const uint PIECES = 2;  // O pieces, 1 to 4: ON PIECES >
 layout(constant_id = 10) const uint SG_SIZE = 32;
 // Row blocks in reverse grid order (fused_heavy_first).
 layout(constant_id = 11) const bool HEAVY_FIRST = false;
-// K and V may be loaded straight from their buffers: not paged, D == DP and
-// DV == ON PIECES (no padding columns to read), and every tile's rows are
+// K and V may be loaded straight from their buffers: not paged, f16, D == DP
+// and DV == ON PIECES (no padding columns to read), and every tile's rows are
 // checked for alignment and bounds as well.
 layout(constant_id = 12) const bool DIRECT = false;
 // A timing diagnostic, never a result (attention_coopmat.comp's ABLATE, the
@@ -82,6 +86,11 @@ const bool ABLATE_SOFTMAX = (ABLATE & 1u) != 0u;
 const bool ABLATE_SCORES = (ABLATE & 2u) != 0u;
 const bool ABLATE_PV = (ABLATE & 4u) != 0u;
 const bool ABLATE_LOADS = (ABLATE & 8u) != 0u;
+// Bits 0, 1, 2: Q, K, V are bf16 (else f16), as attention_coopmat.comp's.
+layout(constant_id = 14) const uint BF16_INPUTS = 0;
+const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
+const bool K_BF16 = (BF16_INPUTS & 2u) != 0u;
+const bool V_BF16 = (BF16_INPUTS & 4u) != 0u;
 // constant_id 15: VARIANTS (attention_variants.glsl)
 
 #include "coopmat_workgroup.glsl"
@@ -131,6 +140,12 @@ shared uint rescale_tile[4];
 shared uint v_nonfinite_tile[4];
 // The keys every row of the block may see: [keys_all[0], keys_all[1]).
 shared uint keys_all[4];
+// bf16 inputs: the largest exponent of each Q row of the block, of each key of
+// the K tile, of the V tile (word 0); the K tile's powers of 2 (k_factor).
+shared uint q_exponent[Q_BF16 ? BR : 4];
+shared uint k_exponent[K_BF16 ? BC : 4];
+shared float k_factor[K_BF16 ? BC : 4];
+shared uint v_exponent[4];
 
 WG_A(q_a, BR, DP)
 WG_B(k_b, DP, BC)
@@ -151,17 +166,21 @@ WG_ACC(o3, BR, ON)
 
 #include "coopmat_attention_rows.glsl"
 #include "coopmat_tile_staging.glsl"
+#include "coopmat_bf16.glsl"
 
 uint tile_flag(uint words[4])
 {
     return max(max(words[0], words[1]), max(words[2], words[3]));
 }
 
-// Score s of key t0 + c for row w, scaled to the exp2 domain and adjusted by
-// the variants; -inf where the row may not see the key (`ranged`: checked).
+// Score s of key t0 + c for row w (bf16 factors undone), scaled to the exp2
+// domain and adjusted by the variants; -inf where the row may not see the key
+// (`ranged`: checked).
 float tile_score(float s, Row w, uint b, uint t0, uint c, bool ranged)
 {
     uint j = t0 + c;
+    if (Q_BF16 || K_BF16)
+        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
     s *= p.scale_log2e;
     return !ranged || (j >= w.lo && j < w.limit)
                ? adjust_score(s, w.slope, b, w.h, w.i, j, w.origin)
@@ -224,16 +243,58 @@ void hold_rows(Job job)
     }
 }
 
-// Q of the block's rows into q_a, staged through scratch.
+// Q of the block's rows into q_a, staged through scratch; bf16 rows divided
+// by a power of 2 each (their largest exponents first), which their held
+// rows' q_factor undoes.
 void load_q(Job job)
 {
     uint tid = gl_LocalInvocationIndex;
+    if (Q_BF16) {
+        for (uint r = tid; r < BR; r += WG)
+            q_exponent[r] = 0;
+        barrier();
+        for (uint e = tid; e < BR * DP / PACK; e += WG) {
+            uint r = e / (DP / PACK), d = e % (DP / PACK) * PACK;
+            atomicMax(q_exponent[r], bf16_max_exponent(q_words(job.seq, job.b, job.g,
+                                                                job.first + r, job.rows, d)));
+        }
+        barrier();
+    }
     for (uint e = tid; e < BR * DP / PACK; e += WG) {
         uint r = e / (DP / PACK), d = e % (DP / PACK) * PACK;
-        scratch[(r * KS + d) / PACK] = q_words(job.seq, job.b, job.g, job.first + r, job.rows, d);
+        uvec4 words = q_words(job.seq, job.b, job.g, job.first + r, job.rows, d);
+        if (Q_BF16)
+            words = bf16_to_f16(words, bf16_shift(q_exponent[r]));
+        scratch[(r * KS + d) / PACK] = words;
     }
     barrier();
     WG_LOAD(q_a, BR, DP, scratch, 0, KS, false);
+    if (Q_BF16)
+        [[unroll]] for (uint pass = 0; pass < HELD; pass++)
+            held[pass].q_factor = pow2(bf16_shift(q_exponent[held_rows[pass]]));
+}
+
+// bf16 V: the largest exponent of the tile's V rows (keys before block_limit),
+// raised in v_exponent[0].
+void scan_v_exponent(Job job, uint t0, uint block_limit)
+{
+    uint tid = gl_LocalInvocationIndex, top = 0u, src = ABLATE_LOADS ? 0u : t0;
+    for (uint e = tid; e < BC * ((DV + PACK - 1) / PACK); e += WG) {
+        uint c = e / ((DV + PACK - 1) / PACK), d = e % ((DV + PACK - 1) / PACK) * PACK;
+        if (t0 + c < block_limit) {
+            uint first = job.v_base + key_row(job.b, job.seq, src + c) * p.v_ss + d;
+            uvec4 words = uvec4(0);
+            if (DV % PACK == 0 && job.v_aligned8)
+                words = v16x8[first >> 3];
+            else
+                GATHER_HALVES(words, v16, first, min(PACK, DV - d));
+            top = max(top, bf16_max_exponent(words));
+        }
+    }
+    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+        top = max(top, subgroupShuffleXor(top, offset));
+    if (gl_SubgroupInvocationID == 0)
+        atomicMax(v_exponent[0], top);
 }
 
 // Whether the V rows of the tile's keys hold an Inf or a NaN, read straight
@@ -263,8 +324,11 @@ bool direct_tile(Job job, uint t0)
 // 1. S = Q K^T for the tile of keys from t0; with `scan`, the direct path's
 // V tile checked for an Inf or NaN before the barrier that orders the flag
 // before every O piece reads it (a scan between pieces would race with the
-// reads of the piece before).
-void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan)
+// reads of the piece before). bf16: K staged as it is, then converted in
+// place by its keys' powers of 2 (k_factor), and the V tile's exponent moves
+// v_unit (v_top) before any of its pieces is staged.
+void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan,
+                    inout int v_unit, inout int v_top)
 {
     uint tid = gl_LocalInvocationIndex, b = job.b;
     Sequence seq = job.seq;
@@ -275,7 +339,27 @@ void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan)
     } else {
         barrier();  // scratch's last readers are done
         STAGE_TILE(scratch, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        if (K_BF16 || V_BF16) {
+            if (K_BF16)
+                TILE_KEY_EXPONENTS(k_exponent, scratch, KS, DP)
+            if (V_BF16)
+                scan_v_exponent(job, t0, block_limit);
+            barrier();
+            if (K_BF16) {
+                CONVERT_TILE(scratch, KS, DP, false, bf16_shift(k_exponent[c]))
+                for (uint c = tid; c < BC; c += WG)
+                    k_factor[c] = pow2(bf16_shift(k_exponent[c]));
+            }
+            if (V_BF16)
+                next_v_unit(v_exponent[0], v_unit, v_top);
+        }
         barrier();
+        // read above; raised again after the next tile's first barrier
+        if (K_BF16)
+            for (uint c = tid; c < BC; c += WG)
+                k_exponent[c] = 0;
+        if (V_BF16 && tid == 0)
+            v_exponent[0] = 0;
         WG_LOAD(k_b, DP, BC, scratch, 0, KS, true);
     }
     if (!ABLATE_SCORES)
@@ -310,8 +394,9 @@ float row_scores(uint r, Row w, uint b, uint t0, bool ranged)
 }
 
 // 2. The online softmax of the tile for this invocation's rows: P into p_tile,
-// each row's rescaling into row_factor, rescale_tile raised where one is not 1.
-void softmax(Job job, uint t0, bool every_key)
+// each row's rescaling (times unit_factor, where bf16 V moved O's unit) into
+// row_factor, rescale_tile raised where one is not 1.
+void softmax(Job job, uint t0, bool every_key, float unit_factor)
 {
     uint tid = gl_LocalInvocationIndex;
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
@@ -337,9 +422,10 @@ void softmax(Job job, uint t0, bool every_key)
         }
         held[pass].l = w.l * alpha + lanes_sum(sum, 1, LPR);
         held[pass].m = m;
+        float factor = alpha * unit_factor;
         if (row_part() == 0)
-            row_factor[r] = alpha;
-        if (alpha != 1.0)
+            row_factor[r] = factor;
+        if (factor != 1.0)
             atomicMax(rescale_tile[tid & 3u], t0 + 1);
     }
     // The timing diagnostic without the arithmetic: S still read, P written.
@@ -371,8 +457,9 @@ void softmax(Job job, uint t0, bool every_key)
 
 // The plain-code P V of piece J for a tile whose V piece holds an Inf or NaN:
 // each row's weights over the keys it may see only (with a mask, a key whose
-// weight is 0 is skipped too, as attention_coopmat.comp's plain_pv does).
-float plain_pv(Job job, uint t0, uint r, uint d, float acc)
+// weight is 0 is skipped too, as attention_coopmat.comp's plain_pv does);
+// bf16 V in units of 2^v_unit.
+float plain_pv(Job job, uint t0, uint r, uint d, float acc, int v_unit)
 {
     uvec2 keys = row_keys(job.seq, job.first + r, job.rows, job.key_begin, job.key_end);
     for (uint c = 0; c < BC; c++) {
@@ -380,7 +467,9 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
         float weight = float(PACKED_HALF(p_tile, r * PS + c));
         if (key >= keys.x && key < keys.y && (!KEYWISE_MASK || weight != 0.0)) {
             uint at = job.v_base + key_row(job.b, job.seq, key) * p.v_ss + d;
-            acc += weight * unpackHalf2x16(v16[at >> 1] >> (16u * (at & 1u))).x;
+            uint bits = v16[at >> 1] >> (16u * (at & 1u)) & 0xffffu;
+            acc += weight * (V_BF16 ? uintBitsToFloat(bits << 16) * pow2(-v_unit)
+                                    : unpackHalf2x16(bits).x);
         }
     }
     return acc;
@@ -397,7 +486,9 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
         } else {                                                                                \
             barrier();                                                                          \
             STAGE_TILE(scratch, VS, v16, v16x8, job.v_base + d0, p.v_ss, DV - min(DV, d0), ON,  \
-                       job.v_aligned8, true)                                                    \
+                       job.v_aligned8, !V_BF16)                                                 \
+            if (V_BF16)                                                                         \
+                CONVERT_TILE(scratch, VS, ON, true, v_unit)                                     \
             barrier();                                                                          \
             WG_LOAD(v_b, BC, ON, scratch, 0, VS, false);                                        \
         }                                                                                       \
@@ -412,14 +503,15 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
                 if (d0 + e % ON < DV)                                                           \
                     set_scratch_float(e / ON * OS + e % ON,                                     \
                                       plain_pv(job, t0, e / ON, d0 + e % ON,                    \
-                                               scratch_float(e / ON * OS + e % ON)));           \
+                                               scratch_float(e / ON * OS + e % ON), v_unit));   \
             barrier();                                                                          \
             WG_ACC_LOAD_PACKED(OP, BR, ON, scratch, 0, OS);                                     \
         }                                                                                       \
     }
 
 // O piece OP written out (or with a split, as partials) through scratch,
-// each row scaled by row_factor.
+// each row scaled by row_factor, then bf16 V's unit applied (o_scale: their
+// product could underflow).
 #define WRITE_PIECE(OP, J)                                                                      \
     if ((J) < PIECES) {                                                                         \
         barrier();                                                                              \
@@ -429,7 +521,7 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc)
             uint r = e / ON, d = (J) * ON + e % ON, row = job.first + r;                        \
             if (row >= job.rows || d >= DV)                                                     \
                 continue;                                                                       \
-            float x = scratch_float(r * OS + e % ON) * row_factor[r];                           \
+            float x = scratch_float(r * OS + e % ON) * row_factor[r] * o_scale;                 \
             if (SPLIT) {                                                                        \
                 uint record = partial_record(job.b * p.Hkv + job.g, job.split, row);            \
                 o32[record * DV4 * 4 + d] = x;                                                  \
@@ -472,7 +564,11 @@ void main()
         rescale_tile[tid] = 0;
         v_nonfinite_tile[tid] = 0;
         keys_all[tid] = tid == 1 ? 0xffffffffu : 0u;
+        v_exponent[tid] = 0;
     }
+    if (K_BF16)
+        for (uint c = tid; c < BC; c += WG)
+            k_exponent[c] = 0;
     WG_FILL(o0, BR, ON, 0.0);
     if (PIECES > 1)
         WG_FILL(o1, BR, ON, 0.0);
@@ -486,6 +582,9 @@ void main()
     barrier();  // keys_all is complete
     uvec2 all_keys = uvec2(keys_all[0], keys_all[1]);
 
+    // bf16 V: the V tiles are staged in units of 2^v_unit (v_top: the largest
+    // tile's), O is in units of 2^o_unit (moved to v_unit before each P V).
+    int v_unit = -SHIFT_LIMIT, v_top = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
         bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;
         bool direct = direct_tile(job, t0);
@@ -494,8 +593,8 @@ void main()
         // (the staged path flags it as it stages, each piece's staging
         // after a barrier that follows the last piece's read of the flag).
         bool scan = !every_key || KEYWISE_MASK;
-        compute_scores(job, t0, block_limit, direct, scan);
-        softmax(job, t0, every_key);
+        compute_scores(job, t0, block_limit, direct, scan, v_unit, v_top);
+        softmax(job, t0, every_key, V_BF16 ? o_unit_factor(o_unit, v_unit) : 1.0);
         if (tile_flag(rescale_tile) == t0 + 1) {
             RESCALE_PIECE(o0, 0)
             RESCALE_PIECE(o1, 1)
@@ -524,6 +623,7 @@ void main()
             o32[p.ml_offset + 2 * record + 1] = w.l;
         }
     }
+    float o_scale = V_BF16 && o_unit != O_UNIT_NONE ? pow2(o_unit) : 1.0;
     WRITE_PIECE(o0, 0)
     WRITE_PIECE(o1, 1)
     WRITE_PIECE(o2, 2)

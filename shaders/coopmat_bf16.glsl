@@ -3,6 +3,18 @@
 // that puts its largest element in [2^15, 2^16) (see BF16_INPUTS there),
 // undone in f32 on the scores and on O.
 
+// The powers of 2 of bf16 groups stay within f32's normal range, and so do
+// their products' two factors (bf16_shift).
+const int SHIFT_LIMIT = 112;
+// o_unit before any P V: O is 0.
+const int O_UNIT_NONE = -1000;
+// The V unit is lowered to a tile's only when that is more than V_UNIT_SLACK
+// below it (so that tiles of one scale never rescale O), and never more than
+// V_UNIT_RANGE below the largest tile's (so that O, below 2^24 per key in the
+// largest tile's unit, stays far below f32's 2^128 in the lower one).
+const int V_UNIT_SLACK = 8;
+const int V_UNIT_RANGE = 64;
+
 // The largest biased exponent among a packed element's eight finite bf16
 // halves (0 when all are zero or subnormal).
 uint bf16_max_exponent(uvec4 words)
@@ -46,4 +58,24 @@ uvec4 bf16_to_f16(uvec4 words, int shift)
 float unscaled_score(float s, float q_factor, float k_factor)
 {
     return s * min(q_factor, k_factor) * max(q_factor, k_factor);
+}
+
+// The unit V tiles are staged in (2^v_unit) once a tile whose largest biased
+// exponent is `e` joins: raised to the tile's, or lowered to it where it lies
+// far below (V_UNIT_SLACK, V_UNIT_RANGE); v_top follows the largest tile's.
+void next_v_unit(uint e, inout int v_unit, inout int v_top)
+{
+    int tile_shift = bf16_shift(e);
+    v_top = max(v_top, tile_shift);
+    if (tile_shift > v_unit || tile_shift < v_unit - V_UNIT_SLACK)
+        v_unit = max(tile_shift, v_top - V_UNIT_RANGE);
+}
+
+// The factor O (in units of 2^o_unit) is multiplied by before a P V of V
+// staged in units of 2^v_unit; o_unit follows v_unit.
+float o_unit_factor(inout int o_unit, int v_unit)
+{
+    float factor = o_unit == O_UNIT_NONE || o_unit == v_unit ? 1.0 : pow2(o_unit - v_unit);
+    o_unit = v_unit;
+    return factor;
 }

@@ -411,8 +411,6 @@ def run_case(cli, seed, folder, kernels, big):
     dtype = str(r.choice(["f32", "f32", "f16", "bf16"]))
     if coopmat and dtype == "f32":  # they take 16-bit inputs only
         dtype = str(picker.choice(["f16", "bf16"]))
-    if kernel.startswith("coopmat_workgroup"):  # f16 only
-        dtype = "f16"
     c.args += ["--dtype", dtype]
     c.float64 = r.random() < 0.25  # float64 files: Q, K, V and the mask
     opt = draw_options(c, H, D, far=picker if big else None)

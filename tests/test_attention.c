@@ -348,6 +348,34 @@ static const at_path coopmat_device_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
 };
 
+/* The workgroup-scope coopmat kernel's builds, the same way. */
+static const at_path workgroup_emulated_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
+};
+
+static const at_path workgroup_device_paths[] = {
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
+    {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
+};
+
+/* bf16 inputs on the coopmat kernels, which convert them to f16 as they are
+ * staged (each Q row and key of K and each V tile scaled by a power of 2): the
+ * bf16 cases at their own magnitudes (up to 1e5, past f16's range), and f16
+ * beside bf16. */
+static void run_bf16_cases(test_env *env, const at_path *paths, int npaths, rng *r)
+{
+    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
+        if (fixed_cases[i].dtype == BF16)
+            run_case(env, &fixed_cases[i], paths, npaths, r);
+    static const typed_case mixed[] = {
+        {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
+        {{"f16 Q, bf16 K", 1, 3, 1, 16, 40, 24, 20, BSHD, false, false, 0, true, 0.f, F16, 1.f}, BF16, F16},
+    };
+    for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++)
+        run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, paths, npaths, r);
+}
+
 /* shape: the emulated matrix shape, or NULL for the device's own (real kernel);
  * bf16: also the bf16 cases (the staging's conversion, which no matrix shape
  * or tiling changes; test_coopmat_bf16_range runs it tiled as on a GPU). */
@@ -362,19 +390,8 @@ static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, rng *
         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T of f16 stays finite */
         run_case(env, &c, coopmat, NPATHS(coopmat_paths), r);
     }
-    /* bf16 inputs, converted to f16 as they are staged (each Q row and key of K
-     * and each V tile scaled by a power of 2): the bf16 cases at their own
-     * magnitudes (up to 1e5, past f16's range), and f16 beside bf16. */
-    for (size_t i = 0; bf16 && i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
-        if (fixed_cases[i].dtype == BF16)
-            run_case(env, &fixed_cases[i], coopmat, NPATHS(coopmat_paths), r);
-    static const typed_case mixed[] = {
-        {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
-        {{"f16 Q, bf16 K", 1, 3, 1, 16, 40, 24, 20, BSHD, false, false, 0, true, 0.f, F16, 1.f}, BF16, F16},
-    };
-    for (size_t i = 0; bf16 && i < sizeof mixed / sizeof mixed[0]; i++)
-        run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, coopmat,
-                  NPATHS(coopmat_paths), r);
+    if (bf16)
+        run_bf16_cases(env, coopmat, NPATHS(coopmat_paths), r);
     static const at_case cases[] = {
         {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
@@ -419,9 +436,9 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
-/* The workgroup-scope coopmat kernel on every shape above in f16 (its only
- * input type) by `paths`: all of them, or (not `wide`) those whose head sizes
- * fit lavapipe's shared memory at 32 rows a workgroup. */
+/* The workgroup-scope coopmat kernel on every shape above in f16 by `paths`:
+ * all of them, or (not `wide`) those whose head sizes fit lavapipe's shared
+ * memory at 32 rows a workgroup; then the bf16 cases (run_bf16_cases). */
 static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths, bool wide,
                                 rng *r)
 {
@@ -440,6 +457,7 @@ static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths,
     }
     for (size_t i = 0; wide && i < sizeof cases / sizeof cases[0]; i++)
         run_case(env, &cases[i], paths, npaths, r);
+    run_bf16_cases(env, paths, npaths, r);
 }
 
 /* The emulated build: with its CPU tiling (16 rows, 16 keys, a lane a row),
@@ -449,10 +467,6 @@ static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths,
 static void test_coopmat_workgroup_emulated(void **state)
 {
     (void)state;
-    static const at_path emulated[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 3},
-    };
     static const char *tilings[] = {
         "",
         "coopmat_workgroup_emulated.keys=32,coopmat_workgroup_emulated.subgroups=4",
@@ -467,7 +481,8 @@ static void test_coopmat_workgroup_emulated(void **state)
         bool cpu = vkattn_context_info(env->gpu, &info) == VKATTN_OK &&
                    info.type == VKATTN_DEVICE_TYPE_CPU;
         if ((t == 0 || cpu) && test_has_float16(env, &info))
-            run_workgroup_cases(env, emulated, NPATHS(emulated), t < 2, &r);
+            run_workgroup_cases(env, workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
+                                t < 2, &r);
         else if (!cpu)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         test_env_destroy(env);
@@ -480,10 +495,6 @@ static void test_coopmat_workgroup_emulated(void **state)
 static void test_coopmat_workgroup_device(void **state)
 {
     test_env *env = *state;
-    static const at_path real[] = {
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 1},
-        {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP, 3},
-    };
     vkattn_device_info info;
     assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
     if (!test_workgroup_scope(env)) {
@@ -491,7 +502,7 @@ static void test_coopmat_workgroup_device(void **state)
         return;
     }
     rng r = {19};
-    run_workgroup_cases(env, real, NPATHS(real), true, &r);
+    run_workgroup_cases(env, workgroup_device_paths, NPATHS(workgroup_device_paths), true, &r);
 }
 
 /* Whether the emulated kernel refuses its softmax in registers here, as it
@@ -631,27 +642,24 @@ static void test_coopmat_shared_q(void **state)
  * two lanes a row (4x16x16 on 8 lanes), and with two stages tiled small
  * (lavapipe takes minutes to compile them tiled as on a GPU), each with one
  * split for half of the four pattern-causal pairs and three for the others;
- * the real kernel where there is one, with both. */
+ * the workgroup-scope kernel's emulated build so too; the real kernels where
+ * the device has them, with both. */
 enum { RANGE_H = 2, RANGE_T = 400, RANGE_D = 40, RANGE_DV = 24, RANGE_SPLIT_KEY = 192 };
 
-/* The real kernel with one split and three; the emulated one with the one of
- * index `emulated_path` (each pipeline costs lavapipe seconds to compile: the
- * callers alternate them over the patterns). */
-static void run_range_paths(test_env *env, bool real, int emulated_path, const char *what,
+/* `what` on each of `paths` (each pipeline costs lavapipe seconds to compile:
+ * callers alternate the emulated kernels' paths over the patterns). */
+static void run_range_paths(test_env *env, const at_path *paths, int npaths, const char *what,
                             vkattn_attention_desc d, const pair *q, const pair *k, const pair *v,
                             pair *o, const float *row_scale)
 {
-    for (int i = 0; i < NPATHS(coopmat_paths); i++) {
-        if (!real && i != emulated_path)
-            continue;
-        const at_path *path = real ? &coopmat_device_paths[i] : &coopmat_paths[i];
-        char name[160];
-        snprintf(name, sizeof name, "%s, %s, %u splits", what, real ? "real" : "emulated",
-                 path->kv_splits);
+    for (int i = 0; i < npaths; i++) {
+        char name[192];
+        snprintf(name, sizeof name, "%s, %s, %u splits", what,
+                 vkattn_fused_variant_name(paths[i].variant), paths[i].kv_splits);
         assert_int_equal(vkattn_tensor_upload(o->gpu, o->host, F32), VKATTN_OK);
-        d.path = path->path;
-        d.fused_variant = path->variant;
-        d.kv_splits = path->kv_splits;
+        d.path = paths[i].path;
+        d.fused_variant = paths[i].variant;
+        d.kv_splits = paths[i].kv_splits;
         vkattn_status s = vkattn_attention(env->gpu, &d, q->gpu, k->gpu, v->gpu, o->gpu);
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
@@ -669,6 +677,7 @@ static void run_range_cases(bool two_stages)
         test_env_destroy(env);
         return;
     }
+    bool workgroup_scope = test_workgroup_scope(env);
     enum { H = RANGE_H, T = RANGE_T, D = RANGE_D, DV = RANGE_DV };
     rng r = {31};
     int64_t qs[4] = {1, H, T, D}, ks[4] = {1, 1, T, D}, vs[4] = {1, 1, T, DV};
@@ -717,8 +726,12 @@ static void run_range_cases(bool two_stages)
                 row_scale[e] = (float)m;
             }
             d.mask = pattern ? mask.gpu : NULL;
-            for (int tiling = 0; tiling < 3; tiling++) {
-                if ((tiling == 1 && two_stages) || (tiling == 2 && !info.cooperative_matrix))
+            /* 0, 1: the emulated coopmat kernel tiled small and as on a GPU;
+             * 2: the real one; 3, 4: the workgroup-scope kernel's emulated
+             * and real builds (which have one stage) */
+            for (int tiling = 0; tiling < 5; tiling++) {
+                if ((tiling == 1 && two_stages) || (tiling == 2 && !info.cooperative_matrix) ||
+                    (tiling >= 3 && two_stages) || (tiling == 4 && !workgroup_scope))
                     continue;
                 if (tiling == 1) {
                     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
@@ -728,8 +741,13 @@ static void run_range_cases(bool two_stages)
                 snprintf(what, sizeof what, "bf16 past f16's range, V pattern %c%s, %s tiling%s",
                          "ab"[pattern], causal ? ", causal" : "",
                          tiling == 1 ? "gpu 4x16x16" : "default", two_stages ? ", two stages" : "");
-                run_range_paths(env, tiling == 2, (pattern + causal + tiling + two_stages) % 2, what,
-                                d, &q, &k, &v, &o, row_scale);
+                int alternate = (pattern + causal + tiling + two_stages) % 2;
+                const at_path *paths = tiling == 2   ? coopmat_device_paths
+                                       : tiling == 3 ? &workgroup_emulated_paths[alternate]
+                                       : tiling == 4 ? workgroup_device_paths
+                                                     : &coopmat_paths[alternate];
+                int npaths = tiling == 2 || tiling == 4 ? 2 : 1;
+                run_range_paths(env, paths, npaths, what, d, &q, &k, &v, &o, row_scale);
                 assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
                 assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
             }

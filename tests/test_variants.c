@@ -42,7 +42,7 @@ typedef struct var_path {
     uint32_t kv_splits;
 } var_path;
 
-/* The workgroup-scope coopmat kernel and its emulated build: f16 inputs only. */
+/* The workgroup-scope coopmat kernel and its emulated build. */
 static bool is_workgroup(const var_path *p)
 {
     return p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP ||
@@ -60,8 +60,6 @@ static bool is_coopmat(const var_path *p)
 /* Whether the path takes inputs of dtype dt. */
 static bool path_takes(const var_path *p, vkattn_dtype dt)
 {
-    if (is_workgroup(p))
-        return dt == VKATTN_DTYPE_F16;
     return !is_coopmat(p) || dt != VKATTN_DTYPE_F32;
 }
 
@@ -542,12 +540,13 @@ static void test_coopmat_register_variants(void **state)
 }
 
 /* Every score and layout variant case on the workgroup-scope coopmat kernel's
- * emulated build in f16 (its only input type), with 1 and 3 splits: with its
- * CPU tiling (16 rows, 16 keys, a lane a row), and with 8-key tiles on 4
- * lanes a row (workgroups of 64) and on 32 rows of 4 a lane (workgroups of
- * 8), so that tiles are loaded straight from the buffers and staged, and the
- * softmax reduces over lanes and runs several rows a lane. The real build
- * too where the device has workgroup-scope matrices. */
+ * emulated build in f16 with 1 and 3 splits: with its CPU tiling (16 rows, 16
+ * keys, a lane a row), and with 8-key tiles on 4 lanes a row (workgroups of
+ * 64) and on 32 rows of 4 a lane (workgroups of 8), so that tiles are loaded
+ * straight from the buffers and staged, and the softmax reduces over lanes
+ * and runs several rows a lane. In bf16 with 3 splits and the first tiling
+ * (no tiling changes the conversions). The real build too where the device
+ * has workgroup-scope matrices. */
 static void test_coopmat_workgroup_variants(void **state)
 {
     static const var_path paths[] = { /* the real build first (the GPU check's time) */
@@ -583,6 +582,9 @@ static void test_coopmat_workgroup_variants(void **state)
                     var_case c = cases[i];
                     c.dtype = F16;
                     run_var_case(env, &c, &paths[real ? 0 : 2], real ? 4 : 2, &r);
+                    c.dtype = BF16; /* 3 splits, the first tiling (no tiling moves bf16) */
+                    if (t == 0)
+                        run_var_case(env, &c, &paths[real ? 1 : 3], 1, &r);
                 }
             }
         }

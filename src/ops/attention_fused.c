@@ -113,6 +113,19 @@ uint32_t attention_bf16_inputs(const attention_call *c)
     return bits;
 }
 
+bool attention_16bit_inputs(const attention_call *c, const char *name, char *why,
+                            size_t why_size)
+{
+    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != VKATTN_DTYPE_F16 && in[i]->dtype != VKATTN_DTYPE_BF16) {
+            snprintf(why, why_size, "%s takes f16 or bf16 Q, K and V (got %s, %s, %s)", name,
+                     dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
+            return false;
+        }
+    return true;
+}
+
 /* A window side that excludes no key of any row is no bound at all (-1): every
  * position lies within |q_offset| + Tq of every key, a packed or paged
  * sequence's own offset (Tk_b - Tq_b) within Tq + Tk. Making such sides -1 keeps

@@ -29,6 +29,10 @@ uint32_t attention_variant_bits(const attention_call *c);
 /* Bit i set: input i of Q, K, V is bf16 (the rows and coopmat kernels'
  * BF16_INPUTS). */
 uint32_t attention_bf16_inputs(const attention_call *c);
+/* Whether Q, K and V are each f16 or bf16 (the coopmat kernels' inputs); if not,
+ * `why` says that kernel `name` takes only those, naming the dtypes it got. */
+bool attention_16bit_inputs(const attention_call *c, const char *name, char *why,
+                            size_t why_size);
 /* The variants' bindings of every fused attention kernel (after Q, K, V and O). */
 enum attention_variant_binding {
     ATTENTION_KV_LEN_BINDING = 4, ATTENTION_CU_Q_BINDING, ATTENTION_CU_K_BINDING,

@@ -143,13 +143,8 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  (long long)d->Dv, name, FUSED_MAX_HEAD_SIZE);
         return false;
     }
-    const vkattn_tensor *in[3] = {c->q, c->k, c->v};
-    for (int i = 0; i < 3; i++)
-        if (in[i]->dtype != VKATTN_DTYPE_F16 && in[i]->dtype != VKATTN_DTYPE_BF16) {
-            snprintf(why, why_size, "%s takes f16 or bf16 Q, K and V (got %s, %s, %s)", name,
-                     dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
-            return false;
-        }
+    if (!attention_16bit_inputs(c, name, why, why_size))
+        return false;
     uint32_t bf16 = attention_bf16_inputs(c);
     if (emulated) {
         if (!ctx->vk.enabled.float16) {

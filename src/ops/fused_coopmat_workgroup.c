@@ -6,14 +6,16 @@
  * allows (the driver stages them) and staged by the kernel elsewhere.
  *
  * Good at (the hope it was built on, untimed until a GPU check runs it): f16
- * prefill on devices whose workgroup-scope products outrun the 16x16x16
- * subgroup products of the coopmat kernel (Hopper's warpgroup products). Needs:
- * f16 Q, K and V; head sizes up to 256; workgroup-scope matrices, which a
- * context has only on a device vkattn creates with VKATTN_COOPMAT_KHR=1 and
+ * and bf16 prefill on devices whose workgroup-scope products outrun the
+ * 16x16x16 subgroup products of the coopmat kernel (Hopper's warpgroup
+ * products). Needs: f16 or bf16 Q, K and V (bf16 converted to f16 as it is
+ * staged, as the coopmat kernel converts it: bf16 K and V are then always
+ * staged); head sizes up to 256; workgroup-scope matrices, which a context has
+ * only on a device vkattn creates with VKATTN_COOPMAT_KHR=1 and
  * VKATTN_COOPMAT_WORKGROUP=1 (or a probe's variable), at the workgroup size
  * the device lists for f16 products; whole subgroups of a required size;
  * shared memory for its scratch block, P and the driver's reserve. Every
- * variant, splits included; bf16 inputs go to the coopmat kernel.
+ * variant, splits included.
  *
  * AUTO takes it only with VKATTN_COOPMAT_WORKGROUP=1 (ahead of the coopmat
  * kernel) until it has passed the GPU check. The emulated build runs the same
@@ -32,9 +34,9 @@
 enum workgroup_attention_spec { /* constant_id values in attention_coopmat_workgroup.comp */
     AW_SPEC_WORKGROUP = 0, AW_SPEC_BR, AW_SPEC_BC, AW_SPEC_D, AW_SPEC_DV, AW_SPEC_CAUSAL,
     AW_SPEC_SPLIT, AW_SPEC_DP, AW_SPEC_ON, AW_SPEC_PIECES, AW_SPEC_SUBGROUP_SIZE,
-    AW_SPEC_HEAVY_FIRST, AW_SPEC_DIRECT, AW_SPEC_ABLATE
+    AW_SPEC_HEAVY_FIRST, AW_SPEC_DIRECT, AW_SPEC_ABLATE, AW_SPEC_BF16_INPUTS
 };
-_Static_assert(AW_SPEC_ABLATE < ATTENTION_VARIANTS_SPEC_ID, "spec ids collide with the variants");
+_Static_assert(AW_SPEC_BF16_INPUTS < ATTENTION_VARIANTS_SPEC_ID, "spec ids collide with the variants");
 
 #define WORKGROUP_PACK 8        /* the kernel's PACK: halves of a packed element */
 #define WORKGROUP_ROW_BLOCK 16  /* the rows knob counts blocks of this many rows */
@@ -49,6 +51,7 @@ _Static_assert(AW_SPEC_ABLATE < ATTENTION_VARIANTS_SPEC_ID, "spec ids collide wi
  * pieces, the workgroup. */
 typedef struct workgroup_tiles {
     uint32_t br, bc, dp, on, pieces, wg;
+    uint32_t bf16; /* attention_bf16_inputs */
     bool emulated;
 } workgroup_tiles;
 
@@ -65,7 +68,9 @@ static uint64_t shared_bytes(const workgroup_tiles *t, uint32_t reserved)
         scratch = bc * vs / 8;
     if (br * os / 4 > scratch)
         scratch = br * os / 4;
-    uint64_t bytes = 16 * scratch + 2 * br * ps + 4 * br + 48;
+    uint64_t bytes = 16 * scratch + 2 * br * ps + 4 * br + 64;
+    bytes += t->bf16 & 1 ? 4 * br : 16;     /* bf16 Q: each row's exponent */
+    bytes += t->bf16 & 2 ? 8 * bc : 32;     /* bf16 K: each key's exponent and factor */
     if (!t->emulated)
         return bytes + reserved;
     return bytes + 2 * br * dp + 2 * dp * bc + 4 * br * bc + 2 * br * bc + 2 * bc * on +
@@ -136,12 +141,8 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
                  (long long)d->Dv, name, FUSED_MAX_HEAD_SIZE);
         return false;
     }
-    if (c->q->dtype != VKATTN_DTYPE_F16 || c->k->dtype != VKATTN_DTYPE_F16 ||
-        c->v->dtype != VKATTN_DTYPE_F16) {
-        snprintf(why, why_size, "%s takes f16 Q, K and V (got %s, %s, %s)", name,
-                 dtype_name(c->q->dtype), dtype_name(c->k->dtype), dtype_name(c->v->dtype));
+    if (!attention_16bit_inputs(c, name, why, why_size))
         return false;
-    }
     if (emulated && !caps->float16) {
         snprintf(why, why_size, "%s needs shaderFloat16, which %s lacks or the application did "
                  "not enable", name, info->name);
@@ -168,7 +169,7 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     uint32_t gm = emulated ? 1 : g[0], gn = emulated ? 1 : g[1], gk = emulated ? 1 : g[2];
     uint32_t key_unit = lcm(lcm(gn, gk), WORKGROUP_PACK);
     uint32_t column_unit = lcm(gn, WORKGROUP_PACK);
-    workgroup_tiles t = {.emulated = emulated};
+    workgroup_tiles t = {.emulated = emulated, .bf16 = attention_bf16_inputs(c)};
     t.dp = round_up((uint32_t)d->D, lcm(gk, WORKGROUP_PACK));
     uint32_t dvp = round_up((uint32_t)d->Dv, column_unit);
     t.pieces = div_up(dvp, WORKGROUP_PIECE);
@@ -200,10 +201,10 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     plan->workgroup_on = t.on;
     plan->workgroup_pieces = t.pieces;
     /* K and V straight from their buffers where no padding column would be
-     * read and keys are rows of one tensor (the kernel checks each tile's
-     * bounds and alignment too). */
+     * read, keys are rows of one tensor and no bf16 needs converting (the
+     * kernel checks each tile's bounds and alignment too). */
     plan->workgroup_direct = !d->var.block_table && t.dp == (uint32_t)d->D &&
-                             t.on * t.pieces == (uint32_t)d->Dv;
+                             t.on * t.pieces == (uint32_t)d->Dv && !(t.bf16 & 6);
     plan->ablate = tuning_value(ctx, self, KNOB_ABLATE, 0); /* the timing diagnostic */
     plan->build = emulated ? SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED
                            : SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR;
@@ -215,6 +216,8 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
         uint64_t wg = t.wg, br = t.br, bc = t.bc, on = t.on * t.pieces;
         uint64_t per_tile = div_up(br * bc * (t.dp + 2) + br * on * (bc + 6) + bc * (t.dp + on),
                                    wg) + 4 * bc + 16;
+        if (t.bf16) /* bf16 K's and V's exponents and conversions: each element twice */
+            per_tile += div_up(2 * bc * (t.dp + on), wg);
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
@@ -271,6 +274,7 @@ static void workgroup_specialize(const attention_call *c, const fused_plan *plan
     spec[AW_SPEC_HEAVY_FIRST] = plan->heavy_first;
     spec[AW_SPEC_DIRECT] = plan->workgroup_direct;
     spec[AW_SPEC_ABLATE] = plan->ablate;
+    spec[AW_SPEC_BF16_INPUTS] = attention_bf16_inputs(c);
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
