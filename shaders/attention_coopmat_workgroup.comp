@@ -314,11 +314,13 @@ void scan_v_tile(Job job, uint t0)
 }
 
 // Whether the tile of keys from t0 can be loaded straight from the K and V
-// buffers: whole inside the tensor's rows of this sequence, 8-element aligned.
+// buffers: whole inside the tensor's rows of this sequence, 8-element aligned,
+// f16 (bf16 is converted as it is staged; the host never asks for both).
 bool direct_tile(Job job, uint t0)
 {
     uint rows_there = PACKED_K ? job.seq.keys : p.Tk;
-    return DIRECT && t0 + BC <= rows_there && job.k_aligned8 && job.v_aligned8;
+    return DIRECT && !K_BF16 && !V_BF16 && t0 + BC <= rows_there && job.k_aligned8 &&
+           job.v_aligned8;
 }
 
 // 1. S = Q K^T for the tile of keys from t0; with `scan`, the direct path's

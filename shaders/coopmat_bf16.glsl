@@ -11,7 +11,11 @@ const int O_UNIT_NONE = -1000;
 // The V unit is lowered to a tile's only when that is more than V_UNIT_SLACK
 // below it (so that tiles of one scale never rescale O), and never more than
 // V_UNIT_RANGE below the largest tile's (so that O, below 2^24 per key in the
-// largest tile's unit, stays far below f32's 2^128 in the lower one).
+// largest tile's unit, stays far below f32's 2^128 in the lower one). It is
+// raised to every larger tile's, which must fit f16: the rows of a workgroup
+// (a subgroup in attention_coopmat.comp) share O's unit, so where one V tile
+// lies more than about 2^140 above an earlier one, a row that sees only the
+// earlier keys underflows to 0 in f32 (bf16 V spanning 1e-20 to 1e22).
 const int V_UNIT_SLACK = 8;
 const int V_UNIT_RANGE = 64;
 

@@ -371,6 +371,8 @@ static void run_bf16_cases(test_env *env, const at_path *paths, int npaths, rng 
     static const typed_case mixed[] = {
         {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
         {{"f16 Q, bf16 K", 1, 3, 1, 16, 40, 24, 20, BSHD, false, false, 0, true, 0.f, F16, 1.f}, BF16, F16},
+        /* bf16 Q alone: K and V tiles loaded straight from aligned rows */
+        {{"bf16 Q only", 1, 4, 2, 21, 70, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 3.f}, F16, F16},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++)
         run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, paths, npaths, r);
