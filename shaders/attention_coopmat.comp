@@ -682,6 +682,18 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
             row_factor[r] = alpha * unit_factor;
         any_factor = any_factor || alpha * unit_factor != 1.0;
     }
+    // The timing diagnostic without the arithmetic: S still read and P
+    // written (the raw scores as f16), so that only the arithmetic is left out.
+    [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? ROW_PASSES : 0); pass++) {
+        uint r = job.row0 + lane % ROW_LANES + pass * ROW_LANES;
+        for (uint q = row_part(); q < BC / PACK; q += LPR) {
+            uvec4 words;
+            [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++)
+                words[w2] = packHalf2x16(vec2(s_tile[r * SS + q * PACK + 2 * w2],
+                                              s_tile[r * SS + q * PACK + 2 * w2 + 1]));
+            p_tile[r * PS / PACK + q] = words;
+        }
+    }
     subgroup_shared_sync();
     if (subgroup_any_true(any_factor))
         rescale_output(job.slice, job.row0);

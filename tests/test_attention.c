@@ -964,9 +964,10 @@ static void test_coopmat_ablation(void **state)
     run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
     test_env_destroy(env);
 
-    /* Each kernel's bits reach it: without the P V products (4), and for the
-     * workgroup-scope kernel without the softmax's arithmetic (1: no row's sum
-     * grows), every output is 0; the others run to their end. Head size 64
+    /* Each kernel's bits reach it: without the P V products (4), or without
+     * the softmax's arithmetic (1: no row's sum grows, though P is still
+     * written, from the raw scores), every output is 0; the others run to
+     * their end. Head size 64
      * for the workgroup-scope kernel's loads left out (8): its whole tiles
      * then come straight from the buffers (from the first tile's rows). */
     static const struct {
@@ -976,6 +977,7 @@ static void test_coopmat_ablation(void **state)
         int64_t d;
     } ablations[] = {
         {"coopmat_emulated.ablate=4", VKATTN_FUSED_COOPMAT_EMULATED, true, 24},
+        {"coopmat_emulated.ablate=1", VKATTN_FUSED_COOPMAT_EMULATED, true, 24},
         {"coopmat_emulated.ablate=15", VKATTN_FUSED_COOPMAT_EMULATED, false, 24},
         {"coopmat_emulated.ablate=3,coopmat_emulated.softmax=2", VKATTN_FUSED_COOPMAT_EMULATED,
          false, 24},
