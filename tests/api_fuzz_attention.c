@@ -211,9 +211,17 @@ static void attn_base(fuzz *f, attn_plan *p, const attn_needs *n)
             VKATTN_FUSED_COOPMAT, VKATTN_FUSED_COOPMAT_WORKGROUP};
         p->d.path = VKATTN_PATH_FUSED;
         p->d.fused_variant = forced[rng_int(r, 0, 5)];
-        if ((p->d.fused_variant == VKATTN_FUSED_COOPMAT ||
-             p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP) && chance(r, 60))
-            p->d.fused_variant = VKATTN_FUSED_ROWS; /* rarely: they only run on matrix units */
+        /* The coopmat kernels run only on matrix units: as often their
+         * emulated builds (the same source; 16-bit inputs only), which run
+         * anywhere with shaderFloat16, else mostly the rows kernel. */
+        bool coopmat = p->d.fused_variant == VKATTN_FUSED_COOPMAT ||
+                       p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP;
+        if (coopmat && chance(r, 50))
+            p->d.fused_variant = p->d.fused_variant == VKATTN_FUSED_COOPMAT
+                                     ? VKATTN_FUSED_COOPMAT_EMULATED
+                                     : VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED;
+        else if (coopmat && chance(r, 60))
+            p->d.fused_variant = VKATTN_FUSED_ROWS;
     }
     if (chance(r, 20))
         p->d.kv_splits = chance(r, 20) ? UINT32_MAX : (uint32_t)rng_int(r, 1, 5);
@@ -242,7 +250,9 @@ static double attn_atol(const attn_plan *p)
     size += 2.0 + 2.0; /* the mask's and the sinks' magnitudes */
     double atol = 16 * 1.2e-7 * (size + 4.0) + 2e-5;
     if (p->d.fused_variant == VKATTN_FUSED_COOPMAT ||
-        p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP)
+        p->d.fused_variant == VKATTN_FUSED_COOPMAT_EMULATED ||
+        p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP ||
+        p->d.fused_variant == VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED)
         atol += 1e-3; /* rounds the weights to f16 */
     return atol;
 }
