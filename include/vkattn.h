@@ -664,10 +664,11 @@ typedef enum vkattn_fused_variant {
                                 per kv head (GQA group x Tq), head sizes up to 256 */
     VKATTN_FUSED_COOPMAT_WORKGROUP, /* Q K^T and P V each one product spanning the
                                 workgroup (VK_NV_cooperative_matrix2's workgroup scope
-                                through VK_KHR_cooperative_matrix), f16 Q, K, V, every
-                                variant, head sizes up to 256. Not yet run on a GPU:
-                                AUTO takes it only with VKATTN_COOPMAT_WORKGROUP=1 (with
-                                VKATTN_COOPMAT_KHR=1, on a device vkattn creates) */
+                                through VK_KHR_cooperative_matrix), f16 or bf16 Q, K,
+                                V, every variant, head sizes up to 256. Not yet run on
+                                a GPU: AUTO takes it only with
+                                VKATTN_COOPMAT_WORKGROUP=1 (with VKATTN_COOPMAT_KHR=1,
+                                on a device vkattn creates) */
     VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, /* the same kernel with its matrices in shared
                                 memory (needs shaderFloat16): for tests, never chosen
                                 by AUTO */

@@ -502,10 +502,7 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
                     uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
                     top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
                 }
-            for (uint offset = 1; offset < SG_SIZE; offset *= 2)
-                top = max(top, subgroupShuffleXor(top, offset));
-            if (gl_SubgroupInvocationID == 0)
-                atomicMax(v_exponent[0], top);
+            raise_v_exponent(top);
         }
         barrier();
         if (V_BF16) {

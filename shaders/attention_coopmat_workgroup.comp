@@ -291,10 +291,7 @@ void scan_v_exponent(Job job, uint t0, uint block_limit)
             top = max(top, bf16_max_exponent(words));
         }
     }
-    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
-        top = max(top, subgroupShuffleXor(top, offset));
-    if (gl_SubgroupInvocationID == 0)
-        atomicMax(v_exponent[0], top);
+    raise_v_exponent(top);
 }
 
 // Whether the V rows of the tile's keys hold an Inf or a NaN, read straight

@@ -1,7 +1,8 @@
-// bf16 inputs of attention_coopmat.comp, converted to f16 exactly as they are
-// staged: each group (a Q row, a key of K, a tile of V) divided by a power of 2
-// that puts its largest element in [2^15, 2^16) (see BF16_INPUTS there),
-// undone in f32 on the scores and on O.
+// bf16 inputs of attention_coopmat.comp and attention_coopmat_workgroup.comp,
+// converted to f16 exactly as they are staged: each group (a Q row, a key of K,
+// a tile of V) divided by a power of 2 that puts its largest element in
+// [2^15, 2^16) (see BF16_INPUTS there), undone in f32 on the scores and on O.
+// Included after the kernel's SG_SIZE and shared v_exponent.
 
 // The powers of 2 of bf16 groups stay within f32's normal range, and so do
 // their products' two factors (bf16_shift).
@@ -62,6 +63,17 @@ uvec4 bf16_to_f16(uvec4 words, int shift)
 float unscaled_score(float s, float q_factor, float k_factor)
 {
     return s * min(q_factor, k_factor) * max(q_factor, k_factor);
+}
+
+// Raises the V tile's largest exponent, v_exponent[0] (the kernel's shared
+// word), to `top`, this invocation's part: its subgroup's largest, one atomic
+// a subgroup.
+void raise_v_exponent(uint top)
+{
+    for (uint offset = 1; offset < SG_SIZE; offset *= 2)
+        top = max(top, subgroupShuffleXor(top, offset));
+    if (gl_SubgroupInvocationID == 0)
+        atomicMax(v_exponent[0], top);
 }
 
 // The unit V tiles are staged in (2^v_unit) once a tile whose largest biased
