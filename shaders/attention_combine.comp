@@ -46,8 +46,23 @@ void merge(inout float M, inout float L, inout vec4 acc, float m, float l, vec4 
     M = top;
 }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_FLOATS(lane_m)
+    POISON_FLOATS(lane_l)
+    POISON_VEC4S(lane_o)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;

@@ -798,8 +798,36 @@ void write_output(Job job, int o_unit)
     }
 }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_UVEC4S(k_tile)
+    POISON_UVEC4S(v_tile)
+    POISON_FLOATS(s_tile)
+    POISON_UVEC4S(p_tile)
+    POISON_UVEC4S(q_tile)
+    POISON_FLOATS(row_factor)
+    POISON_UINTS(v_nonfinite_tile)
+    POISON_UINTS(q_exponent)
+    POISON_UINTS(k_exponent)
+    POISON_FLOATS(k_factor)
+    POISON_UINTS(v_exponent)
+    MATRIX_POISON(q_a)
+    MATRIX_POISON(p_a)
+    MATRIX_POISON(s_acc)
+    MATRIX_POISON(o_acc)
+    MATRIX_POISON(where_acc)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     Job job;
     job.g = gl_WorkGroupID.y, job.b = gl_WorkGroupID.z;
     job.seq = sequence(job.b);

@@ -532,8 +532,39 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc, int v_unit)
         }                                                                                       \
     }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_UVEC4S(scratch)
+    POISON_UVEC4S(p_tile)
+    POISON_FLOATS(row_factor)
+    POISON_UINTS(rescale_tile)
+    POISON_UINTS(v_nonfinite_tile)
+    POISON_UINTS(keys_all)
+    POISON_UINTS(q_exponent)
+    POISON_UINTS(k_exponent)
+    POISON_FLOATS(k_factor)
+    POISON_UINTS(v_exponent)
+    WG_POISON(q_a)
+    WG_POISON(k_b)
+    WG_POISON(s_acc)
+    WG_POISON(p_a)
+    WG_POISON(v_b)
+    WG_POISON(o0)
+    WG_POISON(o1)
+    WG_POISON(o2)
+    WG_POISON(o3)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     Job job;
     job.g = gl_WorkGroupID.y, job.b = gl_WorkGroupID.z;
     job.seq = sequence(job.b);

@@ -242,8 +242,21 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
     }
 }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_VEC4S(q_tile)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = min(p.group * seq.Tq, RM);

@@ -88,8 +88,22 @@ shared vec4 v_tile[BC * DV4];
         TILE[e] = x;                                                                            \
     }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_VEC4S(k_tile)
+    POISON_VEC4S(v_tile)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;

@@ -86,6 +86,9 @@
 //                                      the same for COUNT row blocks m: NAME[I + m I_STEP]
 //                                      += A[AI + m A_STEP] * that block, which is loaded
 //                                      once for all of them
+//   MATRIX_POISON(NAME)                in poison_shared(): the emulated build's
+//                                      matrices filled with NaN (nothing on the
+//                                      matrix units)
 //
 // Their f16 sources are packed: uvec4 arrays, PACK halves an element, so that
 // the kernel stages and the matrix units load them 16 bytes at a time
@@ -128,6 +131,8 @@ void subgroup_shared_sync()
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS)                                                      \
     const uint NAME##_count = (COUNT);                                                          \
     shared float NAME[(SUBGROUPS) * (COUNT) * MM * MN];
+// In a kernel's poison_shared() (poison_shared.glsl): NaN in each element.
+#define MATRIX_POISON(NAME) POISON_HALVES(NAME)
 #define A_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MK)
 #define ACC_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MN)
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
@@ -206,6 +211,7 @@ uint acc_elements()
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
     coopMatLoadNV(NAME[I], SRC, (OFF) / PACK, (STRIDE) / PACK, false)
 #define MATRIX_ACC(NAME, COUNT, SUBGROUPS) fcoopmatNV<32, gl_ScopeSubgroup, MM, MN> NAME[COUNT];
+#define MATRIX_POISON(NAME) /* registers: no shared memory to fill */
 #define ACC_FILL(NAME, I, VALUE) NAME[I] = fcoopmatNV<32, gl_ScopeSubgroup, MM, MN>(VALUE)
 #ifdef COOPMAT_KHR
 // An accumulator's length is a specialization constant where its dimensions

@@ -72,8 +72,28 @@ MATRIX_ACC(probe, 1, 1)
     MATRIX_UNROLL for (uint k = 0; k < n; k++)                                                  \
         cells[(FIRST) + lane * n + k] = ACC_ELEMENT(probe, I, k);
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_FLOATS(indices)
+#ifdef LAYOUT_PRODUCT
+    POISON_FLOATS(converted)
+    POISON_UVEC4S(index_halves)
+    POISON_UVEC4S(identity_halves)
+    MATRIX_POISON(operand)
+#endif
+    MATRIX_POISON(probe)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
     for (uint e = lane; e < MM * MN; e += lanes)
         indices[e] = float(e);     // exact: MM * MN <= 2^24

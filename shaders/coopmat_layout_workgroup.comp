@@ -39,8 +39,22 @@ layout(set = 0, binding = 0) writeonly buffer Cells { float cells[]; };
 shared float indices[ROWS * COLS];
 WG_ACC(probe, ROWS, COLS)
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_FLOATS(indices)
+    WG_POISON(probe)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint invocation = gl_LocalInvocationIndex;
     for (uint e = invocation; e < ROWS * COLS; e += gl_WorkGroupSize.x)
         indices[e] = float(e);     // exact: ROWS * COLS <= 2^24

@@ -58,8 +58,25 @@ MATRIX_ACC(acc, CHAINS, SUBGROUPS)
 
 const uint B_BLOCK = (MK * MN + PACK - 1) / PACK * PACK;   // halves a B slot
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_UVEC4S(a_halves)
+    POISON_UVEC4S(b_halves)
+    POISON_FLOATS(stored)
+    MATRIX_POISON(a)
+    MATRIX_POISON(acc)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint lane = gl_SubgroupInvocationID, sub = gl_SubgroupID;
     uint sixteenth = packHalf2x16(vec2(0.0625));
     for (uint w = gl_LocalInvocationID.x; w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)

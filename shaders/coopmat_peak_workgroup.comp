@@ -68,8 +68,26 @@ WG_B(b, K, N)
 WG_ACC(acc0, M, N)
 WG_ACC(acc1, M, N)
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_UVEC4S(a_halves)
+    POISON_UVEC4S(b_halves)
+    WG_POISON(a)
+    WG_POISON(b)
+    WG_POISON(acc0)
+    WG_POISON(acc1)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint sixteenth = packHalf2x16(vec2(0.0625));
     for (uint w = gl_LocalInvocationIndex; w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)
         a_halves[w / 4u][w % 4u] = sixteenth;

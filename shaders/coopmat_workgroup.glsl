@@ -47,6 +47,9 @@
 //   WG_STORE(NAME, R, C, DST, OFF, STRIDE)
 //                                       an accumulator to the f32 array DST,
 //                                       row-major, offset and stride in floats
+//   WG_POISON(NAME)                     in poison_shared(): the emulated build's
+//                                       matrices filled with NaN (nothing on the
+//                                       matrix units)
 //
 // Declarations are global; every invocation of the workgroup runs each
 // operation alike (workgroup-uniform control flow). The emulated build
@@ -59,6 +62,8 @@
 #define WG_A(NAME, R, C) shared float16_t NAME[(R) * (C)];
 #define WG_B(NAME, R, C) shared float16_t NAME[(R) * (C)];
 #define WG_ACC(NAME, R, C) shared float NAME[(R) * (C)];
+// In a kernel's poison_shared() (poison_shared.glsl): NaN in each element.
+#define WG_POISON(NAME) POISON_HALVES(NAME)
 #define WG_EACH_(COUNT, E, BODY)                                                                \
     for (uint E = gl_LocalInvocationIndex; E < (COUNT); E += gl_WorkGroupSize.x) {              \
         BODY                                                                                    \
@@ -104,6 +109,7 @@
 #define WG_A(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
 #define WG_B(NAME, R, C) fcoopmatNV<16, gl_ScopeWorkgroup, R, C> NAME;
 #define WG_ACC(NAME, R, C) fcoopmatNV<32, gl_ScopeWorkgroup, R, C> NAME;
+#define WG_POISON(NAME) /* the driver's: nothing of the kernel's to fill */
 #define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
     coopMatLoadNV(NAME, SRC, (OFF) / PACK, (STRIDE) / PACK, (COLUMNS))
 #define WG_ACC_LOAD(NAME, R, C, SRC, OFF, STRIDE) coopMatLoadNV(NAME, SRC, (OFF), (STRIDE), false)

@@ -40,8 +40,22 @@ layout(set = 0, binding = 3) writeonly buffer C { float c[]; };
 shared float a_tile[BK * BM];   // [k][m]: a row of TM reads is contiguous per k
 shared float b_tile[BK * BN];   // [k][n]
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_FLOATS(a_tile)
+    POISON_FLOATS(b_tile)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     const uint WG = (BM / TM) * (BN / TN);
     const uint threads_n = BN / TN;
     const uint threads_m = BM / TM;

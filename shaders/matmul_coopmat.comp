@@ -131,8 +131,25 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
             TILE[SLAB_AT(e, WIDTH, STRIDE)] = WORDS[i_];                                        \
     }
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_UVEC4S(a_tile)
+    POISON_UVEC4S(b_tile)
+    POISON_FLOATS(c_block)
+    MATRIX_POISON(a_op)
+    MATRIX_POISON(acc)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint batch = gl_WorkGroupID.z + p.batch_base;
     uint row0 = gl_WorkGroupID.y * BM;
     uint col0 = gl_WorkGroupID.x * BN;

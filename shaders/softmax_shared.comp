@@ -32,8 +32,21 @@ float row_sum(float v) { return row_reduce(v, false); }
 
 #include "softmax_body.glsl"
 
+#include "poison_shared.glsl"
+
+// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// (poison_shared.glsl): a read before the kernel's own write shows.
+void poison_shared()
+{
+    if (!POISON_SHARED)
+        return;
+    POISON_FLOATS(partial)
+    poison_shared_done();
+}
+
 void main()
 {
+    poison_shared();
     uint row = linear_workgroup_index();
     softmax_row(row, row < p.rows);
 }

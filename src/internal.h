@@ -192,6 +192,10 @@ const shader_code *shader_get(shader_id id);
 #define VKATTN_MAX_BINDINGS 12
 #define VKATTN_TEXEL_BINDING_BASE 12
 #define VKATTN_MAX_SPEC_CONSTANTS 24
+/* Every pipeline's constant_id past the kernels' own: VKATTN_POISON_SHARED=1
+ * (shaders/poison_shared.glsl: shared memory filled with NaN as a kernel starts,
+ * so that a read before its first write shows on lavapipe too). */
+#define VKATTN_SPEC_POISON_SHARED VKATTN_MAX_SPEC_CONSTANTS
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
 typedef struct pipeline_key {
@@ -375,6 +379,9 @@ typedef struct vk_state {
      * CPU devices, or as VKATTN_PREFER_TEXELS=0|1 says (tests run the GPU
      * variants on lavapipe that way). */
     bool prefer_texels;
+    /* VKATTN_POISON_SHARED=1 (every ctest run): kernels start by filling their
+     * shared memory with NaN (VKATTN_SPEC_POISON_SHARED). */
+    bool poison_shared;
 
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;

@@ -195,14 +195,25 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     vkattn_status s = get_module(ctx, key->shader, &module);
     if (s != VKATTN_OK)
         return s;
-    VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS];
-    for (uint32_t i = 0; i < key->spec_count; i++)
+    /* The kernel's constants, then the context's shared-memory poisoning (a
+     * bool, which every kernel declares or, without shared memory, ignores). */
+    VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS + 1];
+    uint32_t values[VKATTN_MAX_SPEC_CONSTANTS + 1];
+    uint32_t count = key->spec_count;
+    for (uint32_t i = 0; i < count; i++) {
         entries[i] = (VkSpecializationMapEntry){i, i * sizeof(uint32_t), sizeof(uint32_t)};
+        values[i] = key->spec[i];
+    }
+    if (vk->poison_shared) {
+        entries[count] = (VkSpecializationMapEntry){VKATTN_SPEC_POISON_SHARED,
+                                                    count * sizeof(uint32_t), sizeof(VkBool32)};
+        values[count++] = VK_TRUE;
+    }
     VkSpecializationInfo spec = {
-        .mapEntryCount = key->spec_count,
+        .mapEntryCount = count,
         .pMapEntries = entries,
-        .dataSize = key->spec_count * sizeof(uint32_t),
-        .pData = key->spec,
+        .dataSize = count * sizeof(uint32_t),
+        .pData = values,
     };
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required_size = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
@@ -218,7 +229,7 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
             .module = module,
             .pName = "main",
-            .pSpecializationInfo = key->spec_count ? &spec : NULL,
+            .pSpecializationInfo = count ? &spec : NULL,
         },
         .layout = vk->pipeline_layout,
         .flags = vk->enabled.pipeline_statistics ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
