@@ -7,12 +7,12 @@
 // the kernel's shared memory reads as NaN until the kernel writes it: as an
 // f32, as either f16 of a packed pair and as either bf16, and as an integer a
 // value far past any index, count or exponent. The host sets it on every
-// pipeline of a context started with VKATTN_POISON_SHARED=1, which every ctest
-// run does; otherwise it is specialized away.
+// pipeline of a context started with VKATTN_POISON_SHARED=1, which the ctest
+// runs of the test programs set; otherwise it is specialized away.
 //
 // Each kernel that declares shared memory has a poison_shared() that names
 // every array (the emulated matrices with MATRIX_POISON and WG_POISON) and is
-// the first thing its main() does; tests/check_poison_shared.sh checks that
+// the first thing its main() does; tests/poison_shared_test.py checks that
 // none is left out.
 
 // Keep in sync with VKATTN_SPEC_POISON_SHARED in src/internal.h: the first

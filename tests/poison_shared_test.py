@@ -4,22 +4,33 @@
 VKATTN_POISON_SHARED=1 fills a kernel's shared memory with NaN before the
 kernel runs, so that a read before its first write there gives a wrong result
 on lavapipe as it would on a GPU. That holds only for the arrays a kernel's
-poison_shared() names. This check reads each kernel's source: every shared
-array it declares (`shared T name[...]`, and the emulated matrices of
-MATRIX_A/MATRIX_ACC and WG_A/WG_B/WG_ACC) must be named in its poison_shared(),
-and main() must call poison_shared() before anything else. A kernel without
-shared memory needs neither.
+poison_shared() names, with the macro for its element type. This check reads
+the sources:
 
-usage: poison_shared_test.py SHADER_DIR
+- every shared array a kernel declares (`shared T name[...];`, and the
+  emulated matrices of MATRIX_A/MATRIX_ACC and WG_A/WG_B/WG_ACC) is named in
+  its poison_shared() by the macro for T, which ends with poison_shared_done();
+- main() calls poison_shared() before anything else;
+- no source declares shared memory in another form (a scalar, two names, a
+  declaration over several lines) or in an included file (outside the
+  matrix macros' definitions), which the first rule could not see;
+- the shader's constant_id for POISON_SHARED is the host's.
+
+usage: poison_shared_test.py SHADER_DIR INTERNAL_H
 """
 import pathlib
 import re
 import sys
 
-SHARED = re.compile(r"^\s*shared\s+\w+\s+(\w+)\s*\[", re.M)
-MATRIX = re.compile(r"^\s*(?:MATRIX_A|MATRIX_ACC|WG_A|WG_B|WG_ACC)\(\s*(\w+)", re.M)
-POISONED = re.compile(r"\b(?:POISON_\w+|MATRIX_POISON|WG_POISON)\(\s*(\w+)\s*\)")
+SHARED = re.compile(r"^\s*shared\s+(\w+)\s+(\w+)\s*\[[^;]*\]\s*;\s*(//.*)?$")
+MATRIX = re.compile(r"^\s*(MATRIX_A|MATRIX_ACC|WG_A|WG_B|WG_ACC)\(\s*(\w+)\s*,")
+POISONED = re.compile(r"\b(POISON_\w+|MATRIX_POISON|WG_POISON)\(\s*(\w+)\s*\)")
 MAIN = re.compile(r"\nvoid main\(\)\s*\{\s*(\w+)\s*\(\s*\)\s*;")
+# The macro for each element type (poison_shared.glsl).
+MACRO = {"float": "POISON_FLOATS", "vec4": "POISON_VEC4S", "uint": "POISON_UINTS",
+         "uvec4": "POISON_UVEC4S", "float16_t": "POISON_HALVES",
+         "MATRIX_A": "MATRIX_POISON", "MATRIX_ACC": "MATRIX_POISON",
+         "WG_A": "WG_POISON", "WG_B": "WG_POISON", "WG_ACC": "WG_POISON"}
 
 
 def function_body(source, name):
@@ -34,21 +45,54 @@ def function_body(source, name):
     return source[start.end():i - 1]
 
 
-def check(path):
-    """The problems of one kernel's source, as messages."""
-    source = path.read_text()
-    # Declarations only: the macros' own definitions declare no array.
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith("#define")]
-    text = "\n".join(lines)
-    declared = set(SHARED.findall(text)) | set(MATRIX.findall(text))
+def declarations(path):
+    """(name -> the macro that poisons it) of a source, and its problems.
+
+    The macros' own definitions (#define lines and their continuations)
+    declare nothing."""
+    declared, problems, in_define = {}, [], False
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        defining = in_define or line.lstrip().startswith("#define")
+        in_define = defining and line.rstrip().endswith("\\")
+        if defining:
+            continue
+        code = line.split("//")[0]
+        shared, matrix = SHARED.match(line), MATRIX.match(line)
+        if shared:
+            element, name = shared.groups()[:2]
+            if element not in MACRO:
+                problems.append(f"{path.name}:{number}: shared {element} {name}: no poison "
+                                "macro for that type")
+            declared[name] = MACRO.get(element)
+        elif matrix:
+            declared[matrix.group(2)] = MACRO[matrix.group(1)]
+        elif re.search(r"\bshared\b", code):
+            problems.append(f"{path.name}:{number}: shared memory declared in a form this "
+                            f"check cannot follow: {line.strip()}")
+    return declared, problems
+
+
+def check_kernel(path):
+    """The problems of one kernel's source."""
+    declared, problems = declarations(path)
     if not declared:
-        return []
+        return problems
+    source = path.read_text()
     body = function_body(source, "poison_shared")
     if body is None:
-        return [f"{path.name}: declares shared memory ({', '.join(sorted(declared))}) "
-                "but has no poison_shared()"]
-    problems = [f"{path.name}: poison_shared() leaves out `{name}`"
-                for name in sorted(declared - set(POISONED.findall(body)))]
+        return problems + [f"{path.name}: declares shared memory ({', '.join(sorted(declared))})"
+                           " but has no poison_shared()"]
+    poisoned = {}
+    for macro, name in POISONED.findall(body):
+        poisoned[name] = macro
+    for name, macro in sorted(declared.items()):
+        if name not in poisoned:
+            problems.append(f"{path.name}: poison_shared() leaves out `{name}`")
+        elif macro and poisoned[name] != macro:
+            problems.append(f"{path.name}: poison_shared() fills `{name}` with "
+                            f"{poisoned[name]}, not {macro}")
+    if not body.rstrip().endswith("poison_shared_done();"):
+        problems.append(f"{path.name}: poison_shared() does not end with poison_shared_done()")
     first = MAIN.search(source)
     if not first or first.group(1) != "poison_shared":
         problems.append(f"{path.name}: main() does not begin with poison_shared()")
@@ -56,21 +100,33 @@ def check(path):
 
 
 def main():
-    shader_dir = pathlib.Path(sys.argv[1])
+    shader_dir, internal_h = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     kernels = sorted(shader_dir.glob("*.comp"))
-    problems = [p for path in kernels for p in check(path)]
+    problems = [p for path in kernels for p in check_kernel(path)]
+    # An included file's arrays would be its kernels' to poison, unseen here.
+    for path in sorted(shader_dir.glob("*.glsl")):
+        declared, found = declarations(path)
+        problems += found + [f"{path.name}: declares shared `{name}`: declare it in the "
+                             "kernels that use it" for name in sorted(declared)]
     # The check itself: it must see the arrays of a kernel known to have them.
-    tiled = shader_dir / "attention_tiled.comp"
-    seen = set(SHARED.findall(tiled.read_text()))
-    if not {"k_tile", "v_tile"} <= seen:
-        problems.append(f"the check found no k_tile and v_tile in {tiled.name}: its patterns "
-                        "no longer match the kernels' declarations")
+    if not {"k_tile", "v_tile"} <= set(declarations(shader_dir / "attention_tiled.comp")[0]):
+        problems.append("the check found no k_tile and v_tile in attention_tiled.comp: its "
+                        "patterns no longer match the kernels' declarations")
+    # The specialization constant's id, in the shader and on the host.
+    glsl = re.search(r"constant_id\s*=\s*(\d+)\)\s*const bool POISON_SHARED",
+                     (shader_dir / "poison_shared.glsl").read_text())
+    host = re.search(r"#define VKATTN_MAX_SPEC_CONSTANTS (\d+)", internal_h.read_text())
+    if not glsl or not host or glsl.group(1) != host.group(1):
+        problems.append("POISON_SHARED's constant_id (poison_shared.glsl) is not "
+                        "VKATTN_SPEC_POISON_SHARED (VKATTN_MAX_SPEC_CONSTANTS, src/internal.h)")
     for problem in problems:
         print(problem)
-    poisoned = sum(1 for path in kernels if "poison_shared()" in path.read_text())
-    print(f"{len(kernels)} kernels, {poisoned} with shared memory, all of it poisoned"
-          if not problems else f"{len(problems)} problems")
-    return 1 if problems else 0
+    if problems:
+        print(f"{len(problems)} problems")
+        return 1
+    poisoning = sum(1 for path in kernels if function_body(path.read_text(), "poison_shared"))
+    print(f"{len(kernels)} kernels, {poisoning} with shared memory, all of it poisoned")
+    return 0
 
 
 if __name__ == "__main__":
