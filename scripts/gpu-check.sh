@@ -414,7 +414,7 @@ check() {
         [ "$left" -ge 5 ] || break
         VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
             VKATTN_TEST_FILTER="${run#*:}" \
-            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON_SHARED=1 \
+            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
             XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
             "$build_abs/tests/${run%%:*}" >> "$out/workgroup.log" 2>&1
         say "workgroup scope: ${run#*:} exit status $? (workgroup.log; 124: stopped by its time)"
@@ -426,7 +426,7 @@ check() {
     if [ "$cap" -gt 0 ]; then
       say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
       VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
-          VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON_SHARED=1 \
+          VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
           XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" "$build_abs/tests/test_attention" \
           > "$out/khr.log" 2>&1
       khr_rc=$?
@@ -434,7 +434,7 @@ check() {
       cap=$(step_budget 40 10)
       if [ "$cap" -gt 0 ]; then
         VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_emulated \
-            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON_SHARED=1 \
+            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
             XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" "$build_abs/tests/test_matmul" \
             >> "$out/khr.log" 2>&1
         khr_matmul_rc=$?

@@ -48,7 +48,7 @@ void merge(inout float M, inout float L, inout vec4 acc, float m, float l, vec4 
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

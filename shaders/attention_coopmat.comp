@@ -800,7 +800,7 @@ void write_output(Job job, int o_unit)
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

@@ -244,7 +244,7 @@ void attend_split(uint b, uint g, Sequence seq, uint rows, uint split)
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

@@ -74,7 +74,7 @@ MATRIX_ACC(probe, 1, 1)
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

@@ -60,7 +60,7 @@ const uint B_BLOCK = (MK * MN + PACK - 1) / PACK * PACK;   // halves a B slot
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

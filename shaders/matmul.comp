@@ -42,7 +42,7 @@ shared float b_tile[BK * BN];   // [k][n]
 
 #include "poison_shared.glsl"
 
-// NaN in every word of shared memory first, with VKATTN_POISON_SHARED=1
+// NaN in every word of shared memory first, with VKATTN_POISON=1
 // (poison_shared.glsl): a read before the kernel's own write shows.
 void poison_shared()
 {

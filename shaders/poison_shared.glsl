@@ -7,8 +7,9 @@
 // the kernel's shared memory reads as NaN until the kernel writes it: as an
 // f32, as either f16 of a packed pair and as either bf16, and as an integer a
 // value far past any index, count or exponent. The host sets it on every
-// pipeline of a context started with VKATTN_POISON_SHARED=1, which the ctest
-// runs of the test programs set; otherwise it is specialized away.
+// pipeline of a context started with VKATTN_POISON=1, which the ctest runs of
+// the test programs set (and which poisons scratch tensors too, src/scratch.c);
+// otherwise it is specialized away.
 //
 // Each kernel that declares shared memory has a poison_shared() that names
 // every array (the emulated matrices with MATRIX_POISON and WG_POISON) and is
@@ -19,7 +20,7 @@
 // constant_id past the kernels' own.
 layout(constant_id = 24) const bool POISON_SHARED = false;
 
-const uint POISON_BITS = 0x7fc07fc0u;
+const uint POISON_BITS = 0x7fc07fc0u;  // VKATTN_POISON_BITS in src/internal.h
 
 #define POISON_STORE_(ARRAY, VALUE)                                                             \
     for (uint i_ = gl_LocalInvocationIndex; i_ < uint(ARRAY.length());                          \

@@ -61,6 +61,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
     ctx->log_fn = desc->log_fn;
     ctx->log_user_data = desc->log_user_data;
     ctx->vk.memory_mode = desc->memory;
+    ctx->poison = env_is_one("VKATTN_POISON");
     ctx->profile.wanted = profile_wanted(desc);
 
     vkattn_backend wanted = desc->adopt ? VKATTN_BACKEND_VULKAN : desc->backend;

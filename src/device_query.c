@@ -317,9 +317,8 @@ void vk_device_query(vkattn_context *ctx)
     apply_memory_mode(vk, info, vk->memory_mode);
     env = getenv("VKATTN_MEMORY_ASSUME_NONCOHERENT");
     vk->assume_noncoherent = env && !strcmp(env, "1");
-    vk->poison_shared = env_is_one("VKATTN_POISON_SHARED");
     ctx_log(ctx, VKATTN_LOG_DEBUG, "tensors %s%s%s",
             info->host_visible_device_memory ? "mapped" : "in device-local memory, staged",
             vk->assume_noncoherent ? "; host-visible memory treated as non-coherent" : "",
-            vk->poison_shared ? "; kernels' shared memory filled with NaN first" : "");
+            ctx->poison ? "; shared memory and scratch tensors poisoned (NaN) before use" : "");
 }

@@ -154,7 +154,7 @@ typedef enum shader_id {
     SHADER_ATTENTION_SCORES,
     SHADER_ATTENTION_DECODE,
     SHADER_NARROW,
-    SHADER_ZERO,
+    SHADER_FILL,
     SHADER_COOPMAT_LAYOUT,
     SHADER_COOPMAT_LAYOUT_EMULATED,
     SHADER_COOPMAT_LAYOUT_PRODUCT,
@@ -192,10 +192,13 @@ const shader_code *shader_get(shader_id id);
 #define VKATTN_MAX_BINDINGS 12
 #define VKATTN_TEXEL_BINDING_BASE 12
 #define VKATTN_MAX_SPEC_CONSTANTS 24
-/* Every pipeline's constant_id past the kernels' own: VKATTN_POISON_SHARED=1
- * (shaders/poison_shared.glsl: shared memory filled with NaN as a kernel starts,
- * so that a read before its first write shows on lavapipe too). */
+/* Every pipeline's constant_id past the kernels' own: true where the context
+ * poisons (vkattn_context.poison; shaders/poison_shared.glsl). */
 #define VKATTN_SPEC_POISON_SHARED VKATTN_MAX_SPEC_CONSTANTS
+/* The poison: NaN as an f32, as either f16 of a pair and as either bf16 of a
+ * pair; as an integer past any index, count or exponent. Keep in sync with
+ * POISON_BITS in shaders/poison_shared.glsl. */
+#define VKATTN_POISON_BITS 0x7fc07fc0u
 #define VKATTN_PUSH_CONSTANT_BYTES 128
 
 typedef struct pipeline_key {
@@ -379,9 +382,6 @@ typedef struct vk_state {
      * CPU devices, or as VKATTN_PREFER_TEXELS=0|1 says (tests run the GPU
      * variants on lavapipe that way). */
     bool prefer_texels;
-    /* VKATTN_POISON_SHARED=1 (every ctest run): kernels start by filling their
-     * shared memory with NaN (VKATTN_SPEC_POISON_SHARED). */
-    bool poison_shared;
 
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
@@ -506,6 +506,12 @@ struct vkattn_context {
     uint32_t live_tensors;
 
     vkattn_tensor *scratch[SCRATCH_COUNT];
+    /* VKATTN_POISON=1 (the tests): NaN in what nothing has written yet, as a
+     * GPU's memory may hold anything where lavapipe's tends to hold zeros or
+     * the last call's values: every kernel's shared memory as it starts
+     * (VKATTN_SPEC_POISON_SHARED) and every scratch tensor as scratch_get hands
+     * it out, so that a read before the first write gives a wrong result. */
+    bool poison;
     /* Scratch tensors replaced while an unreleased recording still uses them. */
     vkattn_tensor **retired;
     uint32_t retired_count, retired_capacity;
@@ -609,10 +615,15 @@ static inline bool attention_has_layout_variants(const attention_dims *d)
 }
 
 /* A 1-D F32 scratch tensor of at least `elements` (rounded up to a multiple of
- * 4, so it has vec4 texel views where the device allows). */
+ * 4, so it has vec4 texel views where the device allows); with ctx->poison,
+ * every word of it VKATTN_POISON_BITS (recorded before the op's own work on
+ * Vulkan). */
 vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
                           vkattn_tensor **out);
 void scratch_release_all(vkattn_context *ctx);
+/* Records `bits` into every 32-bit word of the F32 tensor `t` (shaders/fill.comp,
+ * in the compute-shader stage). */
+vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint32_t bits);
 /* Destroys retired scratch tensors that no recording pins any more. */
 void scratch_sweep_retired(vkattn_context *ctx);
 

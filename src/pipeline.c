@@ -195,8 +195,9 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     vkattn_status s = get_module(ctx, key->shader, &module);
     if (s != VKATTN_OK)
         return s;
-    /* The kernel's constants, then the context's shared-memory poisoning (a
-     * bool, which every kernel declares or, without shared memory, ignores). */
+    /* The kernel's constants, then whether the context poisons shared memory
+     * (a bool, which every kernel with shared memory declares and the others
+     * ignore). */
     VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS + 1];
     uint32_t values[VKATTN_MAX_SPEC_CONSTANTS + 1];
     uint32_t count = key->spec_count;
@@ -204,7 +205,7 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
         entries[i] = (VkSpecializationMapEntry){i, i * sizeof(uint32_t), sizeof(uint32_t)};
         values[i] = key->spec[i];
     }
-    if (vk->poison_shared) {
+    if (ctx->poison) {
         entries[count] = (VkSpecializationMapEntry){VKATTN_SPEC_POISON_SHARED,
                                                     count * sizeof(uint32_t), sizeof(VkBool32)};
         values[count++] = VK_TRUE;

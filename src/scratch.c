@@ -50,6 +50,17 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t eleme
         if (s != VKATTN_OK)
             return s;
     }
+    if (ctx->poison) {
+        if (ctx->backend == VKATTN_BACKEND_CPU) {
+            uint32_t *words = t->host;
+            for (size_t i = 0; i < t->count; i++)
+                words[i] = VKATTN_POISON_BITS;
+        } else {
+            vkattn_status s = vk_tensor_fill(ctx, t, VKATTN_POISON_BITS);
+            if (s != VKATTN_OK)
+                return s;
+        }
+    }
     *out = t;
     return VKATTN_OK;
 }

@@ -12,16 +12,17 @@
 #include "attention_scores_spv.h"
 #include "attention_tiled_spv.h"
 #include "coopmat_layout_emulated_spv.h"
+#include "coopmat_layout_product_emulated_spv.h"
+#include "coopmat_layout_product_spv.h"
 #include "coopmat_layout_spv.h"
 #include "coopmat_layout_workgroup_emulated_spv.h"
 #include "coopmat_layout_workgroup_khr_spv.h"
-#include "coopmat_layout_product_emulated_spv.h"
-#include "coopmat_layout_product_spv.h"
 #include "coopmat_peak_emulated_spv.h"
 #include "coopmat_peak_khr_spv.h"
 #include "coopmat_peak_spv.h"
 #include "coopmat_peak_workgroup_emulated_spv.h"
 #include "coopmat_peak_workgroup_khr_spv.h"
+#include "fill_spv.h"
 #include "head_transpose_spv.h"
 #include "matmul_coopmat_emulated_spv.h"
 #include "matmul_coopmat_khr_spv.h"
@@ -30,7 +31,6 @@
 #include "matmul_spv.h"
 #include "matmul_texel_spv.h"
 #include "narrow_spv.h"
-#include "zero_spv.h"
 #include "softmax_shared_spv.h"
 #include "softmax_spv.h"
 
@@ -54,7 +54,7 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_ATTENTION_SCORES, "attention_scores", attention_scores_spv),
     ENTRY_(SHADER_ATTENTION_DECODE, "attention_decode", attention_decode_spv),
     ENTRY_(SHADER_NARROW, "narrow", narrow_spv),
-    ENTRY_(SHADER_ZERO, "zero", zero_spv),
+    ENTRY_(SHADER_FILL, "fill", fill_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT, "coopmat_layout", coopmat_layout_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT_EMULATED, "coopmat_layout_emulated", coopmat_layout_emulated_spv),
     ENTRY_(SHADER_COOPMAT_LAYOUT_PRODUCT, "coopmat_layout_product", coopmat_layout_product_spv),

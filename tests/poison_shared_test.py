@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every kernel poisons all of its shared memory (shaders/poison_shared.glsl).
 
-VKATTN_POISON_SHARED=1 fills a kernel's shared memory with NaN before the
+VKATTN_POISON=1 fills a kernel's shared memory with NaN before the
 kernel runs, so that a read before its first write there gives a wrong result
 on lavapipe as it would on a GPU. That holds only for the arrays a kernel's
 poison_shared() names, with the macro for its element type. This check reads
@@ -14,7 +14,7 @@ the sources:
 - no source declares shared memory in another form (a scalar, two names, a
   declaration over several lines) or in an included file (outside the
   matrix macros' definitions), which the first rule could not see;
-- the shader's constant_id for POISON_SHARED is the host's.
+- the shader's constant_id for POISON_SHARED and its POISON_BITS are the host's.
 
 usage: poison_shared_test.py SHADER_DIR INTERNAL_H
 """
@@ -119,6 +119,12 @@ def main():
     if not glsl or not host or glsl.group(1) != host.group(1):
         problems.append("POISON_SHARED's constant_id (poison_shared.glsl) is not "
                         "VKATTN_SPEC_POISON_SHARED (VKATTN_MAX_SPEC_CONSTANTS, src/internal.h)")
+    bits = re.search(r"const uint POISON_BITS = (0x[0-9a-f]+)u;",
+                     (shader_dir / "poison_shared.glsl").read_text())
+    host_bits = re.search(r"#define VKATTN_POISON_BITS (0x[0-9a-f]+)u", internal_h.read_text())
+    if not bits or not host_bits or bits.group(1) != host_bits.group(1):
+        problems.append("POISON_BITS (poison_shared.glsl) is not VKATTN_POISON_BITS "
+                        "(src/internal.h)")
     for problem in problems:
         print(problem)
     if problems:

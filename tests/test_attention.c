@@ -507,34 +507,6 @@ static void test_coopmat_workgroup_device(void **state)
     run_workgroup_cases(env, workgroup_device_paths, NPATHS(workgroup_device_paths), true, &r);
 }
 
-/* Whether the emulated kernel refuses its softmax in registers here, as it
- * must where no layout gives a lane 1 to 4 rows of the accumulators (16x16 on
- * lavapipe's 4-lane run: 8 rows a lane at the least). Asked only with fewer
- * lanes than lavapipe's usual 8; there, and on every GPU, the cases must run.
- * A refusal must be UNSUPPORTED and name the accumulators and the lanes; a
- * call that runs is checked by the caller's cases. */
-static bool register_softmax_refused(test_env *env, const vkattn_device_info *info)
-{
-    if (info->subgroup_size >= 8)
-        return false;
-    int64_t shape[4] = {1, 1, 4, 8};
-    rng r = {71};
-    pair q = pair_random(env, F16, 4, shape, &r, -1.f, 1.f), o = pair_output(env, 4, shape);
-    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
-                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
-    vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
-    const char *msg = vkattn_last_error(env->gpu);
-    char lanes[48];
-    snprintf(lanes, sizeof lanes, "accumulators on %u lanes: no cluster", info->subgroup_size);
-    bool refused = s == VKATTN_ERROR_UNSUPPORTED && strstr(msg, lanes);
-    if (s != VKATTN_OK && !refused)
-        fail_msg("the softmax in registers on %u lanes: %s: %s", info->subgroup_size,
-                 vkattn_status_string(s), msg);
-    pair_destroy(&q);
-    pair_destroy(&o);
-    return refused;
-}
-
 /* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
  * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
  * real kernel too where there is one and `real` (its own shape is the
@@ -549,7 +521,8 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool 
     test_env *env = test_env_tuned(tuning);
     vkattn_device_info info;
     bool in_registers = strstr(tuning, "softmax=2") != NULL;
-    if (test_has_float16(env, &info) && !(in_registers && register_softmax_refused(env, &info))) {
+    if (test_has_float16(env, &info) &&
+        !(in_registers && test_register_softmax_refused(env))) {
         rng r = {seed};
         static const char *const names[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
                                             "GQA", "D=80 Dv=48", "odd D=5 Dv=7", "odd D=13 bshd",
@@ -992,7 +965,7 @@ static void test_coopmat_ablation(void **state)
     for (size_t a = 0; a < sizeof ablations / sizeof ablations[0]; a++) {
         env = test_env_tuned(ablations[a].tuning);
         assert_non_null(strstr(env->gpu_log.last_warning, "wrong on purpose"));
-        if (strstr(ablations[a].tuning, "softmax=2") && register_softmax_refused(env, &info)) {
+        if (strstr(ablations[a].tuning, "softmax=2") && test_register_softmax_refused(env)) {
             test_env_destroy(env);
             continue;
         }

@@ -54,6 +54,14 @@ bool test_has_float16(test_env *env, vkattn_device_info *info);
  * that has them): a small call forced onto it, whose only allowed refusal is
  * the missing matrices. */
 bool test_workgroup_scope(test_env *env);
+/* Whether the emulated coopmat kernel refuses its softmax in registers (a
+ * context tuned coopmat_emulated.softmax=2), as it must where no layout gives
+ * a lane 1 to 4 rows of the accumulators (16x16 on lavapipe's 4-lane run: 8
+ * rows a lane at the least; the test prints that it is skipped). Asked only
+ * with fewer lanes than lavapipe's usual 8; there, and on every GPU, the cases
+ * must run. A refusal must be UNSUPPORTED and name the accumulators and the
+ * lanes; a call that runs is checked by the caller's cases. */
+bool test_register_softmax_refused(test_env *env);
 
 /* cmocka_run_group_tests over the tests that VKATTN_TEST_FILTER and
  * VKATTN_TEST_SKIP choose, each a comma-separated list of cmocka-style patterns

@@ -32,7 +32,7 @@ vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide
 /* Records (Vulkan) or does (CPU) the narrowing where the op succeeded; returns
  * the op's status where it did not. */
 vkattn_status wide_output_end(vkattn_context *ctx, wide_output *w, vkattn_status op_status);
-/* Records zeros over an F32 output (shaders/zero.comp: in the compute-shader
+/* Records zeros over an F32 output (vk_tensor_fill: in the compute-shader
  * stage, where the recording contract says outputs are written). */
 vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t);
 

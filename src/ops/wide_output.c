@@ -10,10 +10,12 @@
 
 #include <string.h>
 
-/* Keep in sync with the Push block in shaders/narrow.comp. */
-typedef struct narrow_push {
+/* Keep in sync with the Push blocks in shaders/narrow.comp (groups only) and
+ * shaders/fill.comp. */
+typedef struct fours_push {
     uint32_t groups;
-} narrow_push;
+    uint32_t bits; /* fill.comp's pattern */
+} fours_push;
 
 enum narrow_spec {
     NARROW_SPEC_WORKGROUP = 0, NARROW_SPEC_Y_DTYPE, NARROW_SPEC_X_TEXELS, NARROW_SPEC_COUNT
@@ -33,10 +35,10 @@ vkattn_status check_float_output(vkattn_context *ctx, const vkattn_tensor *t, co
 /* Records `d` (key and bindings set) over `count` elements, four an invocation:
  * the push constants and the grid both kernels here take. */
 static vkattn_status dispatch_fours(vkattn_context *ctx, vk_dispatch *d, size_t count,
-                                    const char *op)
+                                    uint32_t bits, const char *op)
 {
     uint64_t groups = ((uint64_t)count + 3) / 4;
-    narrow_push push = {.groups = (uint32_t)groups};
+    fours_push push = {.groups = (uint32_t)groups, .bits = bits};
     d->push = &push;
     d->push_bytes = sizeof push;
     vkattn_status s = grid_for(ctx, div_up(groups, NARROW_WORKGROUP), op, d->groups);
@@ -60,17 +62,22 @@ static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, 
         .bindings = {vk_bind4(x), vk_bind(y, true)},
         .binding_count = 2,
     };
-    return dispatch_fours(ctx, &dispatch, y->count, "narrow");
+    return dispatch_fours(ctx, &dispatch, y->count, 0, "narrow");
+}
+
+vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint32_t bits)
+{
+    vk_dispatch dispatch = {
+        .key = {.shader = SHADER_FILL, .spec_count = 1, .spec = {NARROW_WORKGROUP}},
+        .bindings = {vk_bind(t, true)},
+        .binding_count = 1,
+    };
+    return dispatch_fours(ctx, &dispatch, t->count, bits, "fill");
 }
 
 vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t)
 {
-    vk_dispatch dispatch = {
-        .key = {.shader = SHADER_ZERO, .spec_count = 1, .spec = {NARROW_WORKGROUP}},
-        .bindings = {vk_bind(t, true)},
-        .binding_count = 1,
-    };
-    return dispatch_fours(ctx, &dispatch, t->count, "zero");
+    return vk_tensor_fill(ctx, t, 0);
 }
 
 vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w)
