@@ -555,7 +555,10 @@ VKATTN_API void vkattn_recording_release(vkattn_recording *recording);
  * buffer limit a 16-bit output can be refused where an F32 one of half the
  * elements is not): one more pass over the output, which an op that fails
  * never makes.
- * The tensors must belong to `ctx`.
+ * The tensors must belong to `ctx`. (The one exception to "nothing recorded":
+ * with the tests' VKATTN_POISON=1, a call refused after it took its scratch
+ * memory has filled that scratch with NaN; the caller's tensors are as they
+ * were.)
  */
 
 typedef enum vkattn_matmul_variant {

@@ -22,7 +22,7 @@ layout(set = 0, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(set = 0, binding = TEXEL_BINDING(0)) uniform samplerBuffer x_tex;
 layout(set = 0, binding = 1) writeonly buffer Y { uvec2 y2[]; };
 
-// Keep in sync with struct narrow_push in src/ops/wide_output.c.
+// Keep in sync with struct fours_push in src/ops/wide_output.c.
 layout(push_constant) uniform Push {
     uint groups;    // groups of four elements: ceil(count / 4)
 } p;

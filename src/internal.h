@@ -621,9 +621,11 @@ static inline bool attention_has_layout_variants(const attention_dims *d)
 vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
                           vkattn_tensor **out);
 void scratch_release_all(vkattn_context *ctx);
-/* Records `bits` into every 32-bit word of the F32 tensor `t` (shaders/fill.comp,
- * in the compute-shader stage). */
-vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint32_t bits);
+/* Records `bits` into the first `count` 32-bit words of the F32 tensor `t` (at
+ * most its element count rounded up to 4; shaders/fill.comp, in the
+ * compute-shader stage). */
+vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint64_t count,
+                             uint32_t bits);
 /* Destroys retired scratch tensors that no recording pins any more. */
 void scratch_sweep_retired(vkattn_context *ctx);
 

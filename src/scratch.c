@@ -50,13 +50,15 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t eleme
         if (s != VKATTN_OK)
             return s;
     }
+    /* The elements asked for, not the whole slot: a slot grown once for a large
+     * call would otherwise be filled whole for every small one after it. */
     if (ctx->poison) {
         if (ctx->backend == VKATTN_BACKEND_CPU) {
             uint32_t *words = t->host;
-            for (size_t i = 0; i < t->count; i++)
+            for (uint64_t i = 0; i < rounded; i++)
                 words[i] = VKATTN_POISON_BITS;
         } else {
-            vkattn_status s = vk_tensor_fill(ctx, t, VKATTN_POISON_BITS);
+            vkattn_status s = vk_tensor_fill(ctx, t, rounded, VKATTN_POISON_BITS);
             if (s != VKATTN_OK)
                 return s;
         }

@@ -181,23 +181,21 @@ bool test_register_softmax_refused(test_env *env)
     assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
     if (info.subgroup_size >= 8)
         return false;
-    vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F16, .ndim = 4, .shape = {1, 1, 4, 8}};
-    vkattn_tensor *t = NULL;
-    assert_int_equal(vkattn_tensor_create(env->gpu, &desc, &t), VKATTN_OK);
-    desc.dtype = VKATTN_DTYPE_F32;
-    vkattn_tensor *o = NULL;
-    assert_int_equal(vkattn_tensor_create(env->gpu, &desc, &o), VKATTN_OK);
+    int64_t shape[4] = {1, 1, 4, 8};
+    rng r = {71};
+    pair q = pair_random(env, VKATTN_DTYPE_F16, 4, shape, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, shape);
     vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
                                .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
-    vkattn_status s = vkattn_attention(env->gpu, &d, t, t, t, o);
+    vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu);
     char lanes[48];
     snprintf(lanes, sizeof lanes, "accumulators on %u lanes: no cluster", info.subgroup_size);
     bool refused = s == VKATTN_ERROR_UNSUPPORTED && strstr(vkattn_last_error(env->gpu), lanes);
     if (s != VKATTN_OK && !refused)
         fail_msg("the softmax in registers on %u lanes: %s: %s", info.subgroup_size,
                  vkattn_status_string(s), vkattn_last_error(env->gpu));
-    vkattn_tensor_destroy(o);
-    vkattn_tensor_destroy(t);
+    pair_destroy(&q);
+    pair_destroy(&o);
     if (refused)
         print_message("not run on %u lanes (refused, as it must be): the softmax in registers\n",
                       info.subgroup_size);

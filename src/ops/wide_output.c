@@ -65,19 +65,20 @@ static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, 
     return dispatch_fours(ctx, &dispatch, y->count, 0, "narrow");
 }
 
-vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint32_t bits)
+vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint64_t count,
+                             uint32_t bits)
 {
     vk_dispatch dispatch = {
         .key = {.shader = SHADER_FILL, .spec_count = 1, .spec = {NARROW_WORKGROUP}},
         .bindings = {vk_bind(t, true)},
         .binding_count = 1,
     };
-    return dispatch_fours(ctx, &dispatch, t->count, bits, "fill");
+    return dispatch_fours(ctx, &dispatch, (size_t)count, bits, "fill");
 }
 
 vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t)
 {
-    return vk_tensor_fill(ctx, t, 0);
+    return vk_tensor_fill(ctx, t, t->count, 0);
 }
 
 vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide_output *w)
