@@ -112,19 +112,16 @@ def main():
     if not {"k_tile", "v_tile"} <= set(declarations(shader_dir / "attention_tiled.comp")[0]):
         problems.append("the check found no k_tile and v_tile in attention_tiled.comp: its "
                         "patterns no longer match the kernels' declarations")
-    # The specialization constant's id, in the shader and on the host.
-    glsl = re.search(r"constant_id\s*=\s*(\d+)\)\s*const bool POISON_SHARED",
-                     (shader_dir / "poison_shared.glsl").read_text())
-    host = re.search(r"#define VKATTN_MAX_SPEC_CONSTANTS (\d+)", internal_h.read_text())
-    if not glsl or not host or glsl.group(1) != host.group(1):
-        problems.append("POISON_SHARED's constant_id (poison_shared.glsl) is not "
-                        "VKATTN_SPEC_POISON_SHARED (VKATTN_MAX_SPEC_CONSTANTS, src/internal.h)")
-    bits = re.search(r"const uint POISON_BITS = (0x[0-9a-f]+)u;",
-                     (shader_dir / "poison_shared.glsl").read_text())
-    host_bits = re.search(r"#define VKATTN_POISON_BITS (0x[0-9a-f]+)u", internal_h.read_text())
-    if not bits or not host_bits or bits.group(1) != host_bits.group(1):
-        problems.append("POISON_BITS (poison_shared.glsl) is not VKATTN_POISON_BITS "
-                        "(src/internal.h)")
+    # The specialization constant's id and the word, in the shader and on the host.
+    glsl, host = (shader_dir / "poison_shared.glsl").read_text(), internal_h.read_text()
+    for what, in_glsl, in_host in (
+            ("POISON_SHARED's constant_id", r"constant_id\s*=\s*(\d+)\)\s*const bool POISON_SHARED",
+             r"#define VKATTN_MAX_SPEC_CONSTANTS (\d+)"),
+            ("POISON_BITS", r"const uint POISON_BITS = (0x[0-9a-f]+)u;",
+             r"#define VKATTN_POISON_BITS (0x[0-9a-f]+)u")):
+        a, b = re.search(in_glsl, glsl), re.search(in_host, host)
+        if not a or not b or a.group(1) != b.group(1):
+            problems.append(f"{what} in poison_shared.glsl is not the host's (src/internal.h)")
     for problem in problems:
         print(problem)
     if problems:
