@@ -753,7 +753,15 @@ typedef struct vkattn_attention_desc {
  * middle two dimensions of each are swapped. H must be a multiple of Hkv
  * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
  * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O (F32, F16 or
- * BF16) must not alias an input. A query row with no allowed key gives zeros. Scratch
+ * BF16) must not alias an input. A query row with no allowed key gives zeros, and so
+ * does one whose every allowed score is -inf (PyTorch's safe softmax). With a mask,
+ * a score that is -inf once the mask is added counts as not allowed, whatever made
+ * it -inf (no path can tell the mask's -inf from the data's), so a NaN in its V row
+ * never reaches the row; without a mask a -inf score is an allowed key of weight 0,
+ * and a NaN in its V row does (0 * NaN, as IEEE arithmetic has it). The GPU paths
+ * compute scores in f32 with scale * log2(e) applied first: a scaled score past
+ * about 2.3e38 (f32's largest over log2 e) overflows there, where the CPU
+ * reference, in double, stays finite. Scratch
  * memory the call needs is kept in the context and reused by later calls of the
  * same or smaller size. `desc` may be NULL.
  * kv_len, cu_seqlens and block tables are checked before anything is recorded,

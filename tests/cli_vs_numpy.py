@@ -86,8 +86,12 @@ def attend_head(q, k, v, opt, q_offset, keys, head, mask2):
         s = s + float(opt["alibi"][head]) * (j - pos)
     allowed = np.broadcast_to(j < keys, (Tq, Tk))
     if mask2 is not None:
+        # With a mask, a score that is -inf once it is added counts as not
+        # allowed (DESIGN.md: "made -inf by the mask"; vkattn cannot tell the
+        # mask's -inf from the data's and skips both). A NaN or +inf entry is
+        # an allowed key whose score IEEE arithmetic makes NaN or +inf.
         s = s + mask2
-        allowed = allowed & np.isfinite(mask2)
+        allowed = allowed & ~np.isneginf(s)
     if opt["causal"]:
         allowed = allowed & (j <= pos)
     left, right = opt["window"] if opt["window"] else (-1, -1)
@@ -101,6 +105,8 @@ def attend_head(q, k, v, opt, q_offset, keys, head, mask2):
         if not a.any():
             continue  # no allowed key: zeros, sink or no sink
         x = s[i][a]
+        if x.max() == -np.inf:
+            continue  # every allowed score -inf: zeros (PyTorch's safe softmax)
         m = x.max() if sink is None else max(x.max(), sink)
         w = np.exp(x - m)
         den = w.sum() + (0.0 if sink is None else np.exp(sink - m))
@@ -381,15 +387,17 @@ def run_mha_case(c, cli, seed):
 COOPMAT_P_ROUNDING = 1e-3
 
 
-def run_case(cli, seed, folder, kernels, big):
+def run_case(cli, seed, folder, kernels, big, backend):
     """One seed's case; a kernel drawn from `kernels` (an independent stream:
     the case is the seed's without it) is forced with --kernel; with `big`,
     sequences of up to 64, 160 or 400 tokens, head sizes of any size up to
     256 and wider option values (from that stream too: the later draws of the
     case then differ). Returns the kernel and (True, error / tolerance),
     (False, what failed) or (None, the kernel's refusal: its one line) where
-    the forced kernel cannot run the case."""
+    the forced kernel cannot run the case. `backend`: the CLI's --backend
+    (None: its default)."""
     c = Case(seed, folder)
+    c.args += ["--backend", backend] if backend else []
     r = c.r
     kind = str(r.choice(["bhsd", "bshd", "packed", "paged", "paged_packed_q", "mha"]))
     if kind == "mha":
@@ -475,19 +483,24 @@ def main():
                         help="comma-separated fused kernels (--kernel names); each case forces one "
                              "(auto: none), drawn per seed; the layer's cases take AUTO's. A "
                              "kernel that refuses every case it is drawn for fails the run")
+    parser.add_argument("--backend", choices=["vulkan", "cpu"],
+                        help="the CLI's --backend (default: its own choice); cpu checks the CPU "
+                             "reference backend itself against the oracle")
     parser.add_argument("--may-refuse", default="",
                         help="comma-separated kernels of --kernels that may refuse every case "
                              "(the coopmat kernel where the device has no matrix units)")
     args = parser.parse_args()
     first, end = (int(x) for x in args.seeds.split(":"))
     kernels = args.kernels.split(",")
+    if args.backend == "cpu" and kernels != ["auto"]:
+        parser.error("--backend cpu runs no fused kernel: --kernels must be auto")
     failures, worst, refused, ran = 0, 0.0, {}, {k: 0 for k in kernels}
     env_note = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
                         if k.startswith(("VKATTN_", "LP_")))
     for seed in range(first, end):
         folder = tempfile.mkdtemp(prefix="vkattn-numpy-")
         try:
-            kernel, ok, detail = run_case(args.cli, seed, folder, kernels, args.big)
+            kernel, ok, detail = run_case(args.cli, seed, folder, kernels, args.big, args.backend)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if ok is None:  # the forced kernel's own refusal, by its words (numbers as N)
@@ -513,7 +526,7 @@ def main():
           "largest error %.3f of its tolerance"
           % (end - first, first, end - 1, ", " + env_note if env_note else "",
              (", kernels " + args.kernels + " (ran: " + forced + ")" if args.kernels != "auto" else "") +
-             (", big" if args.big else ""),
+             (", big" if args.big else "") + (", backend " + args.backend if args.backend else ""),
              sum(refused.values()), failures, worst))
     return 1 if failures else 0
 

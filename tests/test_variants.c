@@ -1142,6 +1142,58 @@ static void test_overflowed_scores(void **state)
         pair_destroy(all[i]);
 }
 
+/* Scores that are -inf from the data (a -inf in K), not from a mask. Without a
+ * mask such a key is allowed and weighs 0, which multiplies its V row as IEEE
+ * arithmetic has it: a NaN there reaches the row, on every path as on the CPU
+ * reference (which once skipped every -inf score, mask or none, and gave the
+ * row finite values where every GPU path gave NaN). With a mask bound, every
+ * path counts a -inf score as a masked key whatever made it -inf, so an
+ * all-zero mask keeps the NaN out. A row whose every score is -inf gives
+ * zeros, as PyTorch's safe softmax does. */
+static void test_infinite_scores(void **state)
+{
+    test_env *env = *state;
+    int64_t qs[4] = {1, 1, 2, 4}, ks[4] = {1, 1, 3, 4}, ms[2] = {2, 3};
+    rng r = {83};
+    pair q = pair_random(env, F32, 4, qs, &r, -1, 1);
+    pair k = pair_random(env, F32, 4, ks, &r, -1, 1);
+    pair v = pair_random(env, F32, 4, ks, &r, -1, 1);
+    pair mask = pair_random(env, F32, 2, ms, &r, 0, 0);
+    pair o = pair_output(env, 4, qs);
+    q.host[0] = q.host[4] = 1.0f;
+    k.host[0] = -INFINITY;  /* key 0 scores -inf for both rows */
+    v.host[0] = NAN;        /* key 0's V, column 0 */
+    upload_pairs((pair *const[]){&q, &k, &v, &mask}, 4);
+    float want[8];
+    for (int masked = 0; masked < 2; masked++) {
+        vkattn_attention_desc d = {.mask = masked ? mask.cpu : NULL};
+        assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+        for (int i = 0; i < 2; i++) { /* the reference itself */
+            assert_true(isnan(want[i * 4]) == !masked);
+            assert_true(isfinite(want[i * 4 + 1]));
+        }
+        d.mask = masked ? mask.gpu : NULL;
+        expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
+                     masked ? "-inf score from K against NaN, zero mask"
+                            : "-inf score from K against NaN");
+    }
+    /* Every key -inf, V finite: rows of zeros. */
+    k.host[4] = k.host[8] = -INFINITY;
+    v.host[0] = 0.5f;
+    upload_pairs((pair *const[]){&k, &v}, 2);
+    vkattn_attention_desc d = {0};
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+    for (int e = 0; e < 8; e++)
+        assert_true(want[e] == 0.0f);
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
+                 "every score -inf from K");
+    pair *all[] = {&q, &k, &v, &mask, &o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_destroy(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1158,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_masked_nan_keys),
         cmocka_unit_test(test_underflowed_weights),
         cmocka_unit_test(test_overflowed_scores),
+        cmocka_unit_test(test_infinite_scores),
     };
     return test_run_group(tests, test_env_setup, test_env_teardown);
 }

@@ -23,6 +23,7 @@ typedef struct common_options {
     vkattn_dtype out_dtype; /* --out-dtype: the output tensor's (default F32) */
     bool verbose;
     char log_error[512];   /* the library's last error-level log line */
+    bool context_open;     /* error-level lines now go to stderr as they come */
 } common_options;
 
 /* Argument scanning: argv[*i] is the current word. */

@@ -208,14 +208,17 @@ int take_common(args *a, common_options *o, const char *const *usage)
     return 0;
 }
 
-/* Warnings (and with --verbose, information) go to stderr as they come; an
- * error-level line is kept for the one-line message of the failed call. */
+/* Warnings (and with --verbose, information) go to stderr as they come. An
+ * error-level line while the context opens is kept for the one-line message
+ * of a failed open (and printed if the open succeeds); once it is open, error
+ * lines (the validation layer's, with VKATTN_VALIDATION=1) go to stderr too,
+ * so that a run with a validation error never looks clean. */
 static void log_to_stderr(void *user, vkattn_log_level level, vkattn_log_source source,
                           const char *message)
 {
     common_options *o = user;
     (void)source;
-    if (level >= VKATTN_LOG_ERROR)
+    if (level >= VKATTN_LOG_ERROR && !o->context_open)
         snprintf(o->log_error, sizeof o->log_error, "%s", message);
     else if (level >= VKATTN_LOG_WARNING || (o->verbose && level >= VKATTN_LOG_INFO))
         fprintf(stderr, "vkattn: %s\n", message);
@@ -230,11 +233,15 @@ int open_context(const char *command, common_options *o, vkattn_context **out)
         .log_user_data = o,
     };
     o->log_error[0] = '\0';
+    o->context_open = false;
     vkattn_status s = vkattn_context_create(&desc, out);
     if (s != VKATTN_OK)
         return cli_error(command, EXIT_RUNTIME, "cannot open %s%s: %s",
                          o->device ? "device " : "a device", o->device ? o->device : "",
                          o->log_error[0] ? o->log_error : vkattn_status_string(s));
+    if (o->log_error[0])
+        fprintf(stderr, "vkattn: %s\n", o->log_error);
+    o->context_open = true;
     return 0;
 }
 

@@ -84,9 +84,14 @@ static double score(const attention_dims *d, const dense_attention *a, const dou
     return s;
 }
 
-/* p[j] for j in [lo, hi): the scores; allowed[j] whether key j takes part (a
- * score made -inf by the mask does not). The row maximum, NaN once any allowed
- * score is NaN, -inf if no key is allowed. */
+/* p[j] for j in [lo, hi): the scores; allowed[j] whether key j takes part. With
+ * a mask, a score that is -inf once the mask is added does not, whatever made it
+ * -inf (DESIGN.md: a score made -inf by the mask; no GPU path can tell the
+ * mask's -inf from the data's, and they all skip both). Without one, a -inf
+ * score is an allowed key of weight 0, which multiplies its V row as IEEE
+ * arithmetic has it (0 * NaN = NaN), as on every GPU path. The row maximum, NaN
+ * once any allowed score is NaN, -inf if no key is allowed or every allowed
+ * score is -inf (a row of zeros, as PyTorch's safe softmax gives). */
 static double row_scores(const attention_dims *d, const dense_attention *a, const sequence *s,
                          int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi, double *p,
                          bool *allowed)
@@ -98,7 +103,7 @@ static double row_scores(const attention_dims *d, const dense_attention *a, cons
         const double *k = a->k + b * a->k_stride[0] + g * a->k_stride[1] +
                           key_row(d, a, s, b, j) * a->k_stride[2];
         p[j] = score(d, a, q, k, b, h, i, j, i + s->q_offset);
-        allowed[j] = p[j] != -INFINITY;
+        allowed[j] = !(a->mask && p[j] == -INFINITY);
         if (allowed[j] && (isnan(p[j]) || p[j] > max))
             max = isnan(max) ? max : p[j];
     }
