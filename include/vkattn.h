@@ -816,6 +816,9 @@ typedef struct vkattn_mha_desc {
     float softcap;
     const vkattn_tensor *sinks;     /* F32 (H) */
     const vkattn_tensor *alibi_slopes; /* F32 (H) */
+    const vkattn_tensor *mask;      /* additive, F32/F16/BF16, as vkattn_attention_desc's
+                                       with Tq = Tk = T: (T, T), (B, 1, T, T), (B, H, T, T),
+                                       (B, 1, 1, T), ... */
 } vkattn_mha_desc;
 
 /* The multi-head attention layer (the seeds' MultiHeadCausalSelfAttention, with

@@ -392,9 +392,9 @@ void fuzz_head_transpose(fuzz *f)
 
 /* ------------------------------------------------------------------- mha -- */
 
-enum mha_slot { HX, HW_QKV, HB_QKV, HW_OUT, HB_OUT, HY, HSINKS, HALIBI, HSLOTS };
+enum mha_slot { HX, HW_QKV, HB_QKV, HW_OUT, HB_OUT, HY, HSINKS, HALIBI, HMASK, HSLOTS };
 static const char *const mha_names[HSLOTS] = {"X", "W_qkv", "b_qkv", "W_out", "b_out", "Y",
-                                              "sinks", "alibi_slopes"};
+                                              "sinks", "alibi_slopes", "mask"};
 
 typedef struct mha_args {
     twin *t[HSLOTS];
@@ -408,6 +408,7 @@ static vkattn_status mha_call(fuzz *f, int side, const void *args)
     vkattn_mha_desc d = a->d;
     d.sinks = side_of(a->t[HSINKS], side);
     d.alibi_slopes = side_of(a->t[HALIBI], side);
+    d.mask = side_of(a->t[HMASK], side);
     return vkattn_mha(ctx_of(f, side), a->null_desc ? NULL : &d, side_of(a->t[HX], side),
                       side_of(a->t[HW_QKV], side), side_of(a->t[HB_QKV], side),
                       side_of(a->t[HW_OUT], side), side_of(a->t[HB_OUT], side),
@@ -456,6 +457,17 @@ void fuzz_mha(fuzz *f)
         SPEC(&s[HALIBI], F32, H);
         s[HALIBI].lo = 0.0f, s[HALIBI].hi = 0.5f;
     }
+    const int64_t mask_full[4] = {B, H, T, T};
+    if (chance(r, 20)) {
+        /* 2 to 4 dimensions aligned right, each the layer's or 1, the last T */
+        int ndim = rng_int(r, 2, 4);
+        int64_t shape[4];
+        for (int i = 0; i < 4; i++)
+            shape[i] = i == 3 || chance(r, 60) ? mask_full[i] : 1;
+        spec_shape(&s[HMASK], any_float(r), ndim, shape + 4 - ndim);
+        s[HMASK].lo = -2.0f, s[HMASK].hi = 2.0f;
+        s[HMASK].neg_inf_percent = chance(r, 40) ? 15 : 0;
+    }
 
     f->expect = EXPECT_OK;
     bool null_desc = false, y_is_x = false;
@@ -486,7 +498,7 @@ void fuzz_mha(fuzz *f)
         bool head_vector = slot == HSINKS || slot == HALIBI;
         s[slot].dtype = head_vector ? F16 : I32;
         set_mutation(f, "dtype: %s is %s", mha_names[slot], dtype_label(s[slot].dtype));
-        f->expect = head_vector ? EXPECT_AUX_DTYPE : EXPECT_UNSUPPORTED;
+        f->expect = head_vector || slot == HMASK ? EXPECT_AUX_DTYPE : EXPECT_UNSUPPORTED;
     } else if (kind < 53) {
         spec_rerank(&s[HX]);
         set_mutation(f, "rank: X is 4-D");
@@ -494,7 +506,10 @@ void fuzz_mha(fuzz *f)
     } else if (kind < 75) {
         int slot = pick_used(r, s, HSLOTS, all & ~SLOT(HX));
         int dim = rng_int(r, 0, s[slot].ndim - 1);
-        spec_nudge(r, &s[slot], dim);
+        if (slot == HMASK && dim < s[slot].ndim - 1) /* neither 1 nor the layer's size */
+            s[slot].shape[dim] = mask_full[4 - s[slot].ndim + dim] + 1;
+        else
+            spec_nudge(r, &s[slot], dim);
         set_mutation(f, "dim: %s dimension %d is %lld", mha_names[slot], dim,
                      (long long)s[slot].shape[dim]);
         f->expect = EXPECT_MISMATCH;

@@ -14,7 +14,7 @@ f16/bf16 (the reference reads the same rounded inputs), float64 files (rounded
 once to --dtype), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty
 sequences;
 and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases and the
-variants it takes.
+variants it takes (the mask among them).
 
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
@@ -341,6 +341,7 @@ def run_mha_case(c, cli, seed):
     Dh, C = int(r.choice([1, 3, 8, 16, 32])), int(r.choice([4, 16, 33]))
     C_out = C if r.random() < 0.7 else int(r.choice([5, 24]))
     opt = draw_options(c, H, Dh, layer=True)
+    mask = draw_mask(c, B, H, T, T)
     x = c.normal((B, T, C))
     w_qkv, w_out = c.normal((3 * H * Dh, C), C ** -0.5), c.normal((C_out, H * Dh), (H * Dh) ** -0.5)
     b_qkv = c.normal(3 * H * Dh) if r.random() < 0.5 else None
@@ -366,7 +367,8 @@ def run_mha_case(c, cli, seed):
         qkv = qkv + b_qkv
     heads = lambda part: qkv[..., part * H * Dh:(part + 1) * H * Dh].reshape(B, T, H, Dh).transpose(0, 2, 1, 3)
     q, k, v = heads(0), heads(1), heads(2)
-    o = np.stack([np.stack([attend_head(q[b, h], k[b, h], v[b, h], opt, 0, T, h, None) for h in range(H)])
+    o = np.stack([np.stack([attend_head(q[b, h], k[b, h], v[b, h], opt, 0, T, h,
+                                        None if mask is None else mask[b, h]) for h in range(H)])
                   for b in range(B)])
     want = o.transpose(0, 2, 1, 3).reshape(B, T, H * Dh) @ w_out.T.astype(np.float64)
     if b_out is not None:

@@ -1046,6 +1046,20 @@ static void case_mha_alibi(test_env *env, cli_case *c)
     mha_case(c, 70, &r, "--alibi va.npy --causal");
 }
 
+static void case_mha_mask(test_env *env, cli_case *c)
+{
+    (void)env;
+    static float mask[25];
+    rng g = {71};
+    fill(&g, mask, 25);
+    for (int j = 0; j < 5; j++)
+        mask[2 * 5 + j] = -INFINITY; /* row 2 sees no key: its o row is zeros */
+    mask[1] = mask[4 * 5 + 3] = -INFINITY;
+    write_npy("vm.npy", mask, 2, (const int64_t[2]){5, 5});
+    ref_case r = {.mask = mask};
+    mha_case(c, 72, &r, "--mask vm.npy");
+}
+
 static const struct {
     const char *name;
     void (*prepare)(test_env *env, cli_case *c);
@@ -1070,6 +1084,7 @@ static const struct {
     {"mha softcap", case_mha_softcap},
     {"mha sinks", case_mha_sinks},
     {"mha alibi", case_mha_alibi},
+    {"mha mask (T, T) with -inf, a row masked whole", case_mha_mask},
 };
 
 /* Every variant case through the CLI with `backend` options, against ref_attention. */
@@ -1225,6 +1240,8 @@ static void test_bad_runs(void **state)
          "s3.npy (sinks): is (3), must be (1): one value per query head"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --alibi s3.npy", 1,
          "s3.npy (alibi_slopes): is (3), must be (2)"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --mask s3.npy", 1,
+         "s3.npy (mask): is 1-D, must have 2 to 4 dimensions"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask s3.npy", 1,
          "s3.npy (mask): is 1-D, must have 2 to 4 dimensions that broadcast to (B, H, Tq, Tk)"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk3.npy", 1,

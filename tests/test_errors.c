@@ -201,6 +201,14 @@ static void test_attention_errors(void **state)
                   "must not alias");
     EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_qkv, NULL, y), VKATTN_ERROR_SHAPE_MISMATCH,
                   "W_out is 24x16");
+    vkattn_tensor *mask_bad = make(ctx, VKATTN_DTYPE_F32, 2, 3, 4, 0, 0); /* T is 3 */
+    md.mask = mask_bad;
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_SHAPE_MISMATCH,
+                  "mha: mask is 3x4, must broadcast to (B, H, Tq, Tk) = (1, 2, 3, 3)");
+    md.mask = y;
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "must not alias");
+    md.mask = NULL;
     assert_int_equal(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_OK);
 
     /* O untouched by every failure; then a correct call writes it. */
@@ -214,7 +222,7 @@ static void test_attention_errors(void **state)
         assert_true(out[i] != -7.0f && out[i] == out[i]);
 
     vkattn_tensor *all[] = {q, k, v, o, k12, k3, v_short, o_wrong, o_i32, q3, lens_f32, lens_long,
-                            q_big, k_big, o_big, v_big, x, w_qkv, w_bad, w_out, y};
+                            q_big, k_big, o_big, v_big, x, w_qkv, w_bad, w_out, y, mask_bad};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         vkattn_tensor_destroy(all[i]);
 }

@@ -1,4 +1,5 @@
-/* The multi-head attention layer on the GPU, by both paths, against the CPU reference. */
+/* The multi-head attention layer on the GPU, by both paths, against the CPU reference:
+ * every input dtype, the variants and the additive mask. */
 #include "test_util.h"
 
 #include <math.h>
@@ -11,7 +12,27 @@ typedef struct mha_case {
     bool b_qkv, b_out, causal;
     vkattn_dtype dtype;
     bool variants;  /* a window (left 4), softcap 2, sinks and ALiBi slopes */
+    int mask;       /* an additive mask: 0 none, else its rank (mask_shape) */
 } mha_case;
+
+/* The mask of rank 2 (T, T) in f32, 3 (H, T, T) in f16 or 4 (B, 1, 1, T), a key
+ * padding mask in bf16: values in [-1, 1], -inf at every fifth entry, and
+ * every key of row 0 -inf where rows are in its shape (a row with no allowed
+ * key gives zeros through the layer too). */
+static pair mask_pair(test_env *env, const mha_case *c, rng *r)
+{
+    int64_t shapes[3][4] = {{c->T, c->T}, {c->H, c->T, c->T}, {c->B, 1, 1, c->T}};
+    static const vkattn_dtype dtypes[3] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_BF16};
+    pair m = pair_random(env, dtypes[c->mask - 2], c->mask, shapes[c->mask - 2], r, -1.0f, 1.0f);
+    for (size_t i = 0; i < m.count; i += 5)
+        m.host[i] = -INFINITY;
+    if (c->mask < 4)
+        for (int64_t j = 0; j < c->T; j++)
+            m.host[j] = -INFINITY;
+    assert_int_equal(vkattn_tensor_upload(m.gpu, m.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(m.cpu, m.host, VKATTN_DTYPE_F32), VKATTN_OK);
+    return m;
+}
 
 static void run_case(test_env *env, const mha_case *c, rng *r)
 {
@@ -29,7 +50,11 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
 
     vkattn_mha_desc d = {.heads = (int32_t)c->H, .causal = c->causal};
     int64_t heads[1] = {c->H};
-    pair sinks = {0}, alibi = {0};
+    pair sinks = {0}, alibi = {0}, mask = {0};
+    if (c->mask) {
+        mask = mask_pair(env, c, r);
+        d.mask = mask.cpu;
+    }
     if (c->variants) {
         sinks = pair_random(env, VKATTN_DTYPE_F32, 1, heads, r, -1.0f, 1.0f);
         alibi = pair_random(env, VKATTN_DTYPE_F32, 1, heads, r, 0.0f, 0.5f);
@@ -40,7 +65,7 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
     assert_int_equal(vkattn_mha(env->cpu, &d, x.cpu, w_qkv.cpu, b_qkv.cpu, w_out.cpu, b_out.cpu,
                                 y.cpu),
                      VKATTN_OK);
-    d.sinks = sinks.gpu, d.alibi_slopes = alibi.gpu;
+    d.sinks = sinks.gpu, d.alibi_slopes = alibi.gpu, d.mask = mask.gpu;
     /* The attention output is off by about 1e-5 of |v| (see test_attention);
      * the projection sums that over a row of W_out. f16 and bf16 inputs are
      * rounded once, on upload, and both sides read those values, so the bound
@@ -67,6 +92,15 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
         if (s != VKATTN_OK)
             fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
         expect_close(name, &y, atol, 0.0, NULL);
+        if (c->mask == 2 && !c->b_out) { /* query row 0 masked whole: its o row, so Y's, is 0 */
+            float *got = malloc((size_t)y.count * sizeof *got);
+            assert_non_null(got);
+            assert_int_equal(vkattn_tensor_download(y.gpu, got, VKATTN_DTYPE_F32), VKATTN_OK);
+            for (int64_t b = 0; b < c->B; b++)
+                for (int64_t n = 0; n < c->C_out; n++)
+                    assert_true(got[b * c->T * c->C_out + n] == 0.0f);
+            free(got);
+        }
     }
     pair_destroy(&x);
     pair_destroy(&w_qkv);
@@ -78,6 +112,8 @@ static void run_case(test_env *env, const mha_case *c, rng *r)
         pair_destroy(&sinks);
         pair_destroy(&alibi);
     }
+    if (c->mask)
+        pair_destroy(&mask);
 }
 
 static void test_cases(void **state)
@@ -85,20 +121,24 @@ static void test_cases(void **state)
     test_env *env = *state;
     rng r = {31};
     static const mha_case cases[] = {
-        /* name                 B   T   C   H  Dh C_out b_qkv b_out causal dtype  variants */
-        {"seed shape",          4,  8, 16,  8, 32,  16, true,  true,  true,  VKATTN_DTYPE_F32, false},
-        {"T=1",                 2,  1, 32,  4,  8,  32, true,  true,  true,  VKATTN_DTYPE_F32, false},
-        {"no biases",           1, 13, 24,  3, 16,  24, false, false, true,  VKATTN_DTYPE_F32, false},
-        {"non-causal",          2, 21, 20,  2, 40,  20, true,  false, false, VKATTN_DTYPE_F32, false},
-        {"odd Dh, C_out != C",  1, 17, 10,  3,  5,   7, false, true,  true,  VKATTN_DTYPE_F32, false},
-        {"one head",            3, 30, 64,  1, 64,  64, true,  true,  true,  VKATTN_DTYPE_F32, false},
-        {"f16",                 2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F16, false},
-        {"bf16",                2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_BF16, false},
-        {"bf16 T=1 odd Dh",     1,  1, 10,  3,  5,   7, true,  false, true,  VKATTN_DTYPE_BF16, false},
-        {"bf16 ragged",         1, 37, 20,  2, 24,  13, false, true,  false, VKATTN_DTYPE_BF16, false},
-        {"longer",              1, 200, 64, 4, 32,  64, true,  true,  true,  VKATTN_DTYPE_F32, false},
-        {"variants",            2, 23, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F32, true},
-        {"variants non-causal", 1, 17, 20,  2,  8,  20, false, true,  false, VKATTN_DTYPE_F16, true},
+        /* name                 B   T   C   H  Dh C_out b_qkv b_out causal dtype  variants mask */
+        {"seed shape",          4,  8, 16,  8, 32,  16, true,  true,  true,  VKATTN_DTYPE_F32, false, 0},
+        {"T=1",                 2,  1, 32,  4,  8,  32, true,  true,  true,  VKATTN_DTYPE_F32, false, 0},
+        {"no biases",           1, 13, 24,  3, 16,  24, false, false, true,  VKATTN_DTYPE_F32, false, 0},
+        {"non-causal",          2, 21, 20,  2, 40,  20, true,  false, false, VKATTN_DTYPE_F32, false, 0},
+        {"odd Dh, C_out != C",  1, 17, 10,  3,  5,   7, false, true,  true,  VKATTN_DTYPE_F32, false, 0},
+        {"one head",            3, 30, 64,  1, 64,  64, true,  true,  true,  VKATTN_DTYPE_F32, false, 0},
+        {"f16",                 2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F16, false, 0},
+        {"bf16",                2, 19, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_BF16, false, 0},
+        {"bf16 T=1 odd Dh",     1,  1, 10,  3,  5,   7, true,  false, true,  VKATTN_DTYPE_BF16, false, 0},
+        {"bf16 ragged",         1, 37, 20,  2, 24,  13, false, true,  false, VKATTN_DTYPE_BF16, false, 0},
+        {"longer",              1, 200, 64, 4, 32,  64, true,  true,  true,  VKATTN_DTYPE_F32, false, 0},
+        {"variants",            2, 23, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_F32, true, 0},
+        {"variants non-causal", 1, 17, 20,  2,  8,  20, false, true,  false, VKATTN_DTYPE_F16, true, 0},
+        {"mask (T, T)",         2, 11, 16,  2,  8,  16, true,  false, false, VKATTN_DTYPE_F32, false, 2},
+        {"mask (H, T, T) causal", 2, 9, 12, 3,  5,  12, false, true,  true,  VKATTN_DTYPE_F16, false, 3},
+        {"mask (B, 1, 1, T) T=1", 3, 1, 8,  2,  4,   8, true,  true,  true,  VKATTN_DTYPE_F32, false, 4},
+        {"mask and variants",   2, 23, 32,  4, 16,  32, true,  true,  true,  VKATTN_DTYPE_BF16, true, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(env, &cases[i], &r);

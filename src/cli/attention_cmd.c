@@ -82,7 +82,7 @@ static const char *const usage[] = {
 
 typedef struct attention_options {
     const char *q, *k, *v, *o, *kv_len;
-    const char *mask, *cu_seqlens_q, *cu_seqlens_k, *block_table;
+    const char *cu_seqlens_q, *cu_seqlens_k, *block_table;
     variant_options variants;
     vkattn_attention_desc desc;
     common_options common;
@@ -137,7 +137,6 @@ static int parse(int argc, char **argv, attention_options *o)
         } else if ((r = take_value(&a, "-q", "--q", &o->q)) || (r = take_value(&a, "-k", "--k", &o->k)) ||
                    (r = take_value(&a, "-v", "--v", &o->v)) || (r = take_value(&a, "-o", "--out", &o->o)) ||
                    (r = take_value(&a, "--kv-len", NULL, &o->kv_len)) ||
-                   (r = take_value(&a, "--mask", NULL, &o->mask)) ||
                    (r = take_value(&a, "--cu-seqlens-q", NULL, &o->cu_seqlens_q)) ||
                    (r = take_value(&a, "--cu-seqlens-k", NULL, &o->cu_seqlens_k)) ||
                    (r = take_value(&a, "--block-table", NULL, &o->block_table))) {
@@ -236,18 +235,17 @@ static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_
 
 /* The files of one run. */
 typedef struct attention_files {
-    loaded q, k, v, mask, cu_q, cu_k, table;
-    head_vectors heads;
+    loaded q, k, v, cu_q, cu_k, table;
+    variant_files variants;
 } attention_files;
 
 static int load_files(const attention_options *o, attention_files *f)
 {
-    const char *paths[7] = {o->q, o->k, o->v, o->mask, o->cu_seqlens_q, o->cu_seqlens_k,
-                            o->block_table};
-    const char *names[7] = {"Q", "K", "V", "mask", "cu_seqlens_q", "cu_seqlens_k", "block_table"};
-    loaded *all[7] = {&f->q, &f->k, &f->v, &f->mask, &f->cu_q, &f->cu_k, &f->table};
+    const char *paths[6] = {o->q, o->k, o->v, o->cu_seqlens_q, o->cu_seqlens_k, o->block_table};
+    const char *names[6] = {"Q", "K", "V", "cu_seqlens_q", "cu_seqlens_k", "block_table"};
+    loaded *all[6] = {&f->q, &f->k, &f->v, &f->cu_q, &f->cu_k, &f->table};
     int rc = 0;
-    for (int i = 0; i < 7 && !rc; i++) {
+    for (int i = 0; i < 6 && !rc; i++) {
         /* Packed Q, or packed K and V, may have no rows at all. */
         bool packed = (i == 0 && o->cu_seqlens_q) || ((i == 1 || i == 2) && o->cu_seqlens_k);
         if (paths[i])
@@ -410,19 +408,6 @@ static int run_without_rows(const attention_options *o, const attention_files *f
     return rc;
 }
 
-/* The additive mask: float16 files stay F16, other floats become F32 (it is
- * not an input --dtype rounds). */
-static int make_mask(vkattn_context *ctx, const attention_options *o, attention_files *f)
-{
-    int ndim = f->mask.array.ndim;
-    if (ndim < 2 || ndim > 4)
-        return cli_error("attention", EXIT_RUNTIME,
-                         "%s (mask): is %d-D, must have 2 to 4 dimensions that broadcast to "
-                         "(B, H, Tq, Tk)",
-                         o->mask, ndim);
-    return make_float_tensor("attention", ctx, o->mask, "mask", &f->mask, true);
-}
-
 static int make_tensors(vkattn_context *ctx, const attention_options *o, attention_files *f,
                         const attention_shapes *s)
 {
@@ -430,8 +415,6 @@ static int make_tensors(vkattn_context *ctx, const attention_options *o, attenti
     if ((rc = make_tensor("attention", ctx, &o->common, o->q, "Q", &f->q, s->q_ndim, s->q)) ||
         (rc = make_tensor("attention", ctx, &o->common, o->k, "K", &f->k, s->k_ndim, s->k)) ||
         (rc = make_tensor("attention", ctx, &o->common, o->v, "V", &f->v, s->k_ndim, s->v)))
-        return rc;
-    if (o->mask && (rc = make_mask(ctx, o, f)))
         return rc;
     if (o->cu_seqlens_q &&
         (rc = make_index_tensor("attention", ctx, o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, 1,
@@ -445,15 +428,15 @@ static int make_tensors(vkattn_context *ctx, const attention_options *o, attenti
         (rc = make_index_tensor("attention", ctx, o->block_table, "block_table", &f->table, 2,
                                 "(B, max_blocks) cache blocks")))
         return rc;
-    return make_head_vectors("attention", ctx, &o->variants, &f->heads);
+    return make_variant_tensors("attention", ctx, &o->variants, &f->variants);
 }
 
 static void unload_files(attention_files *f)
 {
-    loaded *all[7] = {&f->q, &f->k, &f->v, &f->mask, &f->cu_q, &f->cu_k, &f->table};
-    for (int i = 0; i < 7; i++)
+    loaded *all[6] = {&f->q, &f->k, &f->v, &f->cu_q, &f->cu_k, &f->table};
+    for (int i = 0; i < 6; i++)
         unload(all[i]);
-    unload_head_vectors(&f->heads);
+    unload_variant_files(&f->variants);
 }
 
 
@@ -498,8 +481,8 @@ int run_attention(int argc, char **argv)
     if ((rc = load_files(&o, &f)) || (rc = check_ranks(&o, &f)))
         goto done;
     plan_shapes(&o, &f, &s);
-    /* --sinks and --alibi checked before a run without rows too */
-    if ((rc = load_head_vectors("attention", &o.variants, s.heads, &f.heads)))
+    /* --sinks, --alibi and --mask checked before a run without rows too */
+    if ((rc = load_variant_files("attention", &o.variants, s.heads, &f.variants)))
         goto done;
     if ((rc = run_without_rows(&o, &f, &s)) >= 0)
         goto done;
@@ -510,18 +493,18 @@ int run_attention(int argc, char **argv)
     if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, s.batch, &kv_len)))
         goto done;
     o.desc.kv_len = kv_len;
-    o.desc.mask = f.mask.tensor;
     o.desc.cu_seqlens_q = f.cu_q.tensor;
     o.desc.cu_seqlens_k = f.cu_k.tensor;
     o.desc.block_table = f.table.tensor;
-    o.desc.sinks = f.heads.sinks.tensor;
-    o.desc.alibi_slopes = f.heads.alibi.tensor;
+    o.desc.sinks = f.variants.sinks.tensor;
+    o.desc.alibi_slopes = f.variants.alibi.tensor;
+    o.desc.mask = f.variants.mask.tensor;
     vkattn_tensor_desc od = {.dtype = o.common.out_dtype, .ndim = s.o_ndim};
     memcpy(od.shape, s.o, sizeof s.o);
     if (vkattn_tensor_create(ctx, &od, &out) ||
         vkattn_attention(ctx, &o.desc, f.q.tensor, f.k.tensor, f.v.tensor, out)) {
         const tensor_file files[] = {
-            {"Q", o.q}, {"K", o.k}, {"V", o.v}, {"O", o.o}, {"mask", o.mask},
+            {"Q", o.q}, {"K", o.k}, {"V", o.v}, {"O", o.o}, {"mask", o.variants.mask},
             {"sinks", o.variants.sinks}, {"alibi_slopes", o.variants.alibi},
             {"cu_seqlens_q", o.cu_seqlens_q}, {"cu_seqlens_k", o.cu_seqlens_k},
             {"block_table", o.block_table},

@@ -70,10 +70,11 @@ typedef struct variant_options {
     int32_t window_left, window_right;
     float softcap;                /* --softcap C; 0: off */
     const char *sinks, *alibi;    /* --sinks S.npy, --alibi SLOPES.npy; NULL: off */
+    const char *mask;             /* --mask M.npy; NULL: off */
 } variant_options;
 
-/* Parses --window, --softcap, --sinks or --alibi at argv[i]: 1 matched, 0 not,
- * -1 bad value (reported). */
+/* Parses --window, --softcap, --sinks, --alibi or --mask at argv[i]: 1 matched,
+ * 0 not, -1 bad value (reported). */
 int take_variant(args *a, variant_options *o);
 
 /* Creates the context the options ask for (logging warnings to stderr). */
@@ -103,16 +104,18 @@ int make_index_tensor(const char *command, vkattn_context *ctx, const char *path
 int make_float_tensor(const char *command, vkattn_context *ctx, const char *path,
                       const char *name, loaded *l, bool keep_f16);
 
-/* The --sinks and --alibi files: loaded and checked to be float vectors of one
- * value per query head (`heads`), then made F32 tensors. */
-typedef struct head_vectors {
-    loaded sinks, alibi;
-} head_vectors;
-int load_head_vectors(const char *command, const variant_options *o, int64_t heads,
-                      head_vectors *out);
-int make_head_vectors(const char *command, vkattn_context *ctx, const variant_options *o,
-                      head_vectors *h);
-void unload_head_vectors(head_vectors *h);
+/* The variants' files: --sinks and --alibi loaded and checked to be float
+ * vectors of one value per query head (`heads`), then made F32 tensors; --mask
+ * checked to be a float array of 2 to 4 dimensions, then made an F16 tensor
+ * from a float16 file, else F32 (the library checks how it broadcasts). */
+typedef struct variant_files {
+    loaded sinks, alibi, mask;
+} variant_files;
+int load_variant_files(const char *command, const variant_options *o, int64_t heads,
+                       variant_files *out);
+int make_variant_tensors(const char *command, vkattn_context *ctx, const variant_options *o,
+                         variant_files *f);
+void unload_variant_files(variant_files *f);
 
 /* Downloads `tensor` and writes it to `path` as float32 of the given shape. */
 int save_npy(const char *command, vkattn_context *ctx, vkattn_tensor *tensor, const char *path,

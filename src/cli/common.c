@@ -149,6 +149,8 @@ int take_variant(args *a, variant_options *o)
     }
     if ((r = take_value(a, "--sinks", NULL, &o->sinks)) != 0)
         return r;
+    if ((r = take_value(a, "--mask", NULL, &o->mask)) != 0)
+        return r;
     return take_value(a, "--alibi", NULL, &o->alibi);
 }
 
@@ -393,13 +395,14 @@ int make_float_tensor(const char *command, vkattn_context *ctx, const char *path
     return create_from(command, ctx, path, name, l, dtype, l->array.ndim, l->array.shape);
 }
 
-int load_head_vectors(const char *command, const variant_options *o, int64_t heads,
-                      head_vectors *out)
+int load_variant_files(const char *command, const variant_options *o, int64_t heads,
+                       variant_files *out)
 {
-    const char *paths[2] = {o->sinks, o->alibi}, *names[2] = {"sinks", "alibi_slopes"};
-    loaded *all[2] = {&out->sinks, &out->alibi};
+    const char *paths[3] = {o->sinks, o->alibi, o->mask};
+    const char *names[3] = {"sinks", "alibi_slopes", "mask"};
+    loaded *all[3] = {&out->sinks, &out->alibi, &out->mask};
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         if (!paths[i])
             continue;
         int rc = load_npy(command, paths[i], names[i], all[i]);
@@ -407,7 +410,11 @@ int load_head_vectors(const char *command, const variant_options *o, int64_t hea
             return rc;
         char shape[96];
         const npy_array *a = &all[i]->array;
-        if (a->ndim != 1 || a->shape[0] != heads)
+        if (i == 2 && (a->ndim < 2 || a->ndim > 4))
+            return cli_error(command, EXIT_RUNTIME,
+                             "%s (mask): is %d-D, must have 2 to 4 dimensions that broadcast to "
+                             "(B, H, Tq, Tk)", paths[i], a->ndim);
+        if (i < 2 && (a->ndim != 1 || a->shape[0] != heads))
             return cli_error(command, EXIT_RUNTIME,
                              "%s (%s): is %s, must be (%lld): one value per query head", paths[i],
                              names[i], shape_text(a, shape, sizeof shape), (long long)heads);
@@ -415,21 +422,25 @@ int load_head_vectors(const char *command, const variant_options *o, int64_t hea
     return 0;
 }
 
-int make_head_vectors(const char *command, vkattn_context *ctx, const variant_options *o,
-                      head_vectors *h)
+int make_variant_tensors(const char *command, vkattn_context *ctx, const variant_options *o,
+                         variant_files *f)
 {
     int rc = 0;
     if (o->sinks)
-        rc = make_float_tensor(command, ctx, o->sinks, "sinks", &h->sinks, false);
+        rc = make_float_tensor(command, ctx, o->sinks, "sinks", &f->sinks, false);
     if (!rc && o->alibi)
-        rc = make_float_tensor(command, ctx, o->alibi, "alibi_slopes", &h->alibi, false);
+        rc = make_float_tensor(command, ctx, o->alibi, "alibi_slopes", &f->alibi, false);
+    /* float16 masks stay F16: a mask is not an input --dtype rounds */
+    if (!rc && o->mask)
+        rc = make_float_tensor(command, ctx, o->mask, "mask", &f->mask, true);
     return rc;
 }
 
-void unload_head_vectors(head_vectors *h)
+void unload_variant_files(variant_files *f)
 {
-    unload(&h->sinks);
-    unload(&h->alibi);
+    unload(&f->sinks);
+    unload(&f->alibi);
+    unload(&f->mask);
 }
 
 void unload(loaded *l)

@@ -28,7 +28,7 @@ static const char *const usage[] = {
     "  --verbose\n"
     "\n"
     "attention variants, in any combination (pos = the query's position; a score\n"
-    "s = scale * dot(q_i, k_j) is soft-capped, then gets ALiBi):\n"
+    "s = scale * dot(q_i, k_j) is soft-capped, then gets ALiBi, then the mask):\n"
     "  --window L,R                   sliding window: key j only if\n"
     "                                 pos - L <= j <= pos + R; -1 leaves a side\n"
     "                                 unbounded (FlashAttention's window_size)\n"
@@ -37,6 +37,10 @@ static const char *const usage[] = {
     "                                 in the softmax denominator with no value row\n"
     "                                 (gpt-oss)\n"
     "  --alibi SLOPES.npy             (H) floats: s += slope[h] * (j - pos)\n"
+    "  --mask M.npy                   float16/32/64, added to s; broadcasts like numpy\n"
+    "                                 to (B, H, T, T): (T, T), (B, 1, T, T),\n"
+    "                                 (B, H, T, T), (H, T, T), (B, 1, 1, T) ...;\n"
+    "                                 -inf = key not allowed (as for vkattn attention)\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
@@ -104,7 +108,7 @@ int run_mha(int argc, char **argv)
     const char *paths[5] = {o.x, o.w_qkv, o.b_qkv, o.w_out, o.b_out};
     const char *names[5] = {"X", "W_qkv", "b_qkv", "W_out", "b_out"};
     const int ranks[5] = {3, 2, 1, 2, 1};
-    head_vectors heads = {0};
+    variant_files variants = {0};
     vkattn_context *ctx = NULL;
     vkattn_tensor *y = NULL;
     for (int i = 0; i < 5 && !rc; i++) {
@@ -117,12 +121,13 @@ int run_mha(int argc, char **argv)
             rc = cli_error("mha", EXIT_RUNTIME, "%s (%s): is %d-D, must be %s", paths[i], names[i],
                            ndim, i == 0 ? "(B, T, C) or (T, C)" : ranks[i] == 2 ? "2-D" : "1-D");
     }
-    if (rc || (rc = load_head_vectors("mha", &o.variants, o.desc.heads, &heads)) ||
+    if (rc || (rc = load_variant_files("mha", &o.variants, o.desc.heads, &variants)) ||
         (rc = open_context("mha", &o.common, &ctx)) ||
-        (rc = make_head_vectors("mha", ctx, &o.variants, &heads)))
+        (rc = make_variant_tensors("mha", ctx, &o.variants, &variants)))
         goto done;
-    o.desc.sinks = heads.sinks.tensor;
-    o.desc.alibi_slopes = heads.alibi.tensor;
+    o.desc.sinks = variants.sinks.tensor;
+    o.desc.alibi_slopes = variants.alibi.tensor;
+    o.desc.mask = variants.mask.tensor;
     int64_t xs[3] = {1, 1, 1};
     for (int i = 0; i < x.array.ndim; i++)
         xs[3 - x.array.ndim + i] = x.array.shape[i];
@@ -140,7 +145,7 @@ int run_mha(int argc, char **argv)
         const tensor_file files[] = {
             {"X", o.x}, {"W_qkv", o.w_qkv}, {"b_qkv", o.b_qkv}, {"W_out", o.w_out},
             {"b_out", o.b_out}, {"Y", o.y}, {"sinks", o.variants.sinks},
-            {"alibi_slopes", o.variants.alibi},
+            {"alibi_slopes", o.variants.alibi}, {"mask", o.variants.mask},
         };
         rc = library_error_in(ctx, files, sizeof files / sizeof files[0]);
         goto done;
@@ -150,7 +155,7 @@ done:
     vkattn_tensor_destroy(y);
     for (int i = 0; i < 5; i++)
         unload(all[i]);
-    unload_head_vectors(&heads);
+    unload_variant_files(&variants);
     vkattn_context_destroy(ctx);
     return rc;
 }

@@ -300,16 +300,19 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
         /* q, k, v are column blocks of qkv, each (B, T, H, Dh): BSHD with row stride 3*H*Dh. */
         dense_attention a = {.q = qkv, .k = qkv + width, .v = qkv + 2 * width, .o = o,
                              .sinks = d->var.sinks ? to_double(d->var.sinks) : NULL,
-                             .alibi = d->var.alibi ? to_double(d->var.alibi) : NULL};
+                             .alibi = d->var.alibi ? to_double(d->var.alibi) : NULL,
+                             .mask = d->var.mask ? to_double(d->var.mask) : NULL};
         int64_t in_strides[3] = {T * 3 * width, d->D, 3 * width};
         int64_t out_strides[3] = {T * width, d->D, width};
         for (int i = 0; i < 3; i++) {
             a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = in_strides[i];
             a.o_stride[i] = out_strides[i];
         }
-        ok = (!d->var.sinks || a.sinks) && (!d->var.alibi || a.alibi) && attend(d, &a);
+        ok = (!d->var.sinks || a.sinks) && (!d->var.alibi || a.alibi) &&
+             (!d->var.mask || a.mask) && attend(d, &a);
         free((void *)a.sinks);
         free((void *)a.alibi);
+        free((void *)a.mask);
     }
     if (ok)
         ok = linear(o, B * T, width, w_out, b_out, C_out, out);

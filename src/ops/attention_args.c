@@ -111,15 +111,15 @@ static vkattn_status check_i32_vector(vkattn_context *ctx, const vkattn_tensor *
 }
 
 /* A per-head F32 vector (sinks, ALiBi slopes). */
-static vkattn_status check_head_vector(vkattn_context *ctx, const vkattn_tensor *t,
-                                       const char *name, int64_t H)
+static vkattn_status check_head_vector(vkattn_context *ctx, const char *op,
+                                       const vkattn_tensor *t, const char *name, int64_t H)
 {
-    vkattn_status s = check_tensor(ctx, t, "attention", name);
+    vkattn_status s = check_tensor(ctx, t, op, name);
     if (s != VKATTN_OK || (t->dtype == VKATTN_DTYPE_F32 && t->ndim == 1 && t->shape[0] == H))
         return s;
     char ts[96];
     return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
-                    "attention: %s is %s %s, must be f32 (%lld), one value per query head", name,
+                    "%s: %s is %s %s, must be f32 (%lld), one value per query head", op, name,
                     dtype_name(t->dtype), shape_string(t, ts, sizeof ts), (long long)H);
 }
 
@@ -127,9 +127,10 @@ static vkattn_status check_head_vector(vkattn_context *ctx, const vkattn_tensor 
  * array against (B, H, Tq, Tk): 2 to 4 dimensions aligned to the right, each
  * equal to the problem's or 1 (stride 0), the last equal to Tk, so a key padding
  * mask (B, 1, 1, Tk) or one mask per head (H, Tq, Tk) needs no copies. */
-static vkattn_status check_mask(vkattn_context *ctx, const vkattn_tensor *m, attention_dims *d)
+static vkattn_status check_mask(vkattn_context *ctx, const char *op, const vkattn_tensor *m,
+                                attention_dims *d)
 {
-    vkattn_status s = check_float_input(ctx, m, "attention", "mask");
+    vkattn_status s = check_float_input(ctx, m, op, "mask");
     if (s != VKATTN_OK)
         return s;
     const int64_t want[4] = {d->B, d->H, d->Tq, d->Tk};
@@ -142,10 +143,10 @@ static vkattn_status check_mask(vkattn_context *ctx, const vkattn_tensor *m, att
     if (!ok) {
         char ms[96];
         return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
-                        "attention: mask is %s, must broadcast to (B, H, Tq, Tk) = (%lld, %lld, "
+                        "%s: mask is %s, must broadcast to (B, H, Tq, Tk) = (%lld, %lld, "
                         "%lld, %lld): 2 to 4 dimensions, aligned to the right, each equal or 1, "
                         "the last %lld%s",
-                        shape_string(m, ms, sizeof ms), (long long)d->B, (long long)d->H,
+                        op, shape_string(m, ms, sizeof ms), (long long)d->B, (long long)d->H,
                         (long long)d->Tq, (long long)d->Tk, (long long)d->Tk,
                         d->var.cu_q ? "; packed: Tq and Tk are the longest sequences"
                         : d->var.block_table ? "; paged: Tk = max_blocks * block_size" : "");
@@ -156,33 +157,34 @@ static vkattn_status check_mask(vkattn_context *ctx, const vkattn_tensor *m, att
     return VKATTN_OK;
 }
 
-/* The scalar variants and the per-head and mask tensors. */
-vkattn_status attention_check_variants(vkattn_context *ctx, const vkattn_attention_desc *a,
-                                      attention_dims *d)
+/* The scalar variants and the per-head and mask tensors; `op` names the call
+ * in messages ("attention", "mha"). */
+vkattn_status attention_check_variants(vkattn_context *ctx, const char *op,
+                                      const vkattn_attention_desc *a, attention_dims *d)
 {
     attention_variants *v = &d->var;
     if (a->has_window && (a->window_left < -1 || a->window_right < -1))
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
-                        "attention: window (%d, %d): each side must be >= 0, or -1 for unbounded",
+                        "%s: window (%d, %d): each side must be >= 0, or -1 for unbounded", op,
                         a->window_left, a->window_right);
     /* Not subnormal either: GPUs may flush it to 0. */
     if (a->softcap != 0.0f && !(isfinite(a->softcap) && a->softcap >= FLT_MIN))
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
-                        "attention: softcap is %g, must be positive (at least %g) and finite "
-                        "(0: off)", (double)a->softcap, (double)FLT_MIN);
+                        "%s: softcap is %g, must be positive (at least %g) and finite "
+                        "(0: off)", op, (double)a->softcap, (double)FLT_MIN);
     v->has_window = a->has_window;
     v->window_left = a->has_window ? a->window_left : -1;
     v->window_right = a->has_window ? a->window_right : -1;
     v->softcap = a->softcap;
     vkattn_status s;
-    if (a->sinks && (s = check_head_vector(ctx, a->sinks, "sinks", d->H)))
+    if (a->sinks && (s = check_head_vector(ctx, op, a->sinks, "sinks", d->H)))
         return s;
-    if (a->alibi_slopes && (s = check_head_vector(ctx, a->alibi_slopes, "alibi_slopes", d->H)))
+    if (a->alibi_slopes && (s = check_head_vector(ctx, op, a->alibi_slopes, "alibi_slopes", d->H)))
         return s;
     v->sinks = a->sinks;
     v->alibi = a->alibi_slopes;
     v->mask = a->mask;
-    return a->mask ? check_mask(ctx, a->mask, d) : VKATTN_OK;
+    return a->mask ? check_mask(ctx, op, a->mask, d) : VKATTN_OK;
 }
 
 /* Batch count, packed totals and cache geometry from cu_seqlens and the block table. */
@@ -340,7 +342,7 @@ vkattn_status attention_check_args(vkattn_context *ctx, const vkattn_attention_d
                         "attention: scale is %g, must be positive and finite (0: 1/sqrt(D))",
                         (double)d->scale);
     dims->scale = d->scale != 0.0f ? d->scale : (float)(1.0 / sqrt((double)dims->D));
-    if ((s = attention_check_sequences(ctx, d, dims)) || (s = attention_check_variants(ctx, d, dims)))
+    if ((s = attention_check_sequences(ctx, d, dims)) || (s = attention_check_variants(ctx, "attention", d, dims)))
         return s;
     /* Packed and paged sequences are addressing inside the fused kernels. The
      * CPU backend has no paths, but whether a call is valid does not depend on

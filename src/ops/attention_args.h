@@ -13,9 +13,9 @@ vkattn_status attention_check_args(vkattn_context *ctx, const vkattn_attention_d
                                    attention_dims *dims);
 
 /* The window, softcap, sinks, ALiBi and mask of `a` into dims->var (also for
- * the layer, whose dims are set otherwise). */
-vkattn_status attention_check_variants(vkattn_context *ctx, const vkattn_attention_desc *a,
-                                      attention_dims *d);
+ * the layer, whose dims are set otherwise); `op` names the call in messages. */
+vkattn_status attention_check_variants(vkattn_context *ctx, const char *op,
+                                      const vkattn_attention_desc *a, attention_dims *d);
 
 /* Checks the values of cu_seqlens, block_table and kv_len as last uploaded
  * (nothing is read from the device); sets dims->Tq and Tk to the longest packed

@@ -29,7 +29,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
                         "mha: scale is %g, must be positive and finite (0: 1/sqrt(Dh))",
                         (double)d->scale);
     if (y == x || y == w_qkv || y == b_qkv || y == w_out || y == b_out || y == d->sinks ||
-        y == d->alibi_slopes)
+        y == d->alibi_slopes || y == d->mask)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: Y must not alias an input");
     if ((s = check_float_input(ctx, x, "mha", "X")) ||
         (s = check_float_input(ctx, w_qkv, "mha", "W_qkv")) ||
@@ -78,9 +78,9 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
     vkattn_attention_desc variants = {
         .has_window = d->has_window, .window_left = d->window_left,
         .window_right = d->window_right, .softcap = d->softcap,
-        .sinks = d->sinks, .alibi_slopes = d->alibi_slopes,
+        .sinks = d->sinks, .alibi_slopes = d->alibi_slopes, .mask = d->mask,
     };
-    return attention_check_variants(ctx, &variants, dims);
+    return attention_check_variants(ctx, "mha", &variants, dims);
 }
 
 vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
