@@ -10,17 +10,17 @@
 #    missing (scripts/gpu_runtime.py) and finds NVIDIA's Vulkan driver manifest;
 # 2. lists the devices and fails unless one is a GPU, which VKATTN_DEVICE then picks;
 # 3. runs the whole test suite on it, validation on, without ctest (scripts/run_tests.py);
-# 4. runs vkattn-bench --gpu, each case checked against the CPU reference, then
-#    the bench once more with --profile (each kernel's GPU time, profile.txt);
+# 4. runs vkattn-bench --gpu, each case checked against the CPU reference;
 # 5. times PyTorch's scaled_dot_product_attention on the same cases
-#    (bench/sdpa_bench.py), times the coopmat kernel with parts of it left out
-#    (bench/ablate.py: ablation.md), with --tune runs the settings sweep, then where the
-#    device also has VK_KHR_cooperative_matrix measures the matrix units' rate
-#    through it, subgroup and workgroup scope, and reads a workgroup-scope
-#    accumulator's layout (khr-peak.txt), times and tests the workgroup-scope
-#    attention kernel beside the coopmat one (workgroup.txt, workgroup.log), and runs the KHR
-#    builds of the coopmat attention and matmul kernels on their test cases
-#    (khr.log);
+#    (bench/sdpa_bench.py); where the device also has VK_KHR_cooperative_matrix
+#    times and tests the workgroup-scope attention kernel beside the coopmat
+#    one (workgroup.txt, workgroup.log), measures the matrix units' rate through
+#    the extension, subgroup and workgroup scope, and reads a workgroup-scope
+#    accumulator's layout (khr-peak.txt); times the coopmat kernel with parts of
+#    it left out (bench/ablate.py: ablation.md); runs the bench once more with
+#    --profile (each kernel's GPU time and registers, profile.txt); with --tune
+#    runs the settings sweep; then the KHR builds of the coopmat attention and
+#    matmul kernels on their test cases (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
 #    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
 #    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv; --tune-only
@@ -52,18 +52,16 @@
 #                      570, for a machine lent one 10-minute command). Each step
 #                      after the tests gets its own cap or what is left before the
 #                      deadline less what the steps after it need, whichever is
-#                      less, in this order: the bench (150 s; 104 s on an H200,
-#                      60 of them verifying three matmuls on one core, before
-#                      the CPU reference took threads), its profile (40 s), SDPA
-#                      (60 s), the ablation (40 s), the sweep (what is left, 20 s
-#                      at least), the KHR builds (30 s for the probes, 30 for
-#                      the workgroup-scope attention kernel's timing and test,
-#                      60 s for the attention kernel's test, which took 34-43 s
-#                      on an H200 in its KHR build; the matmul's only if 20 s
-#                      more are left); a step
-#                      left under 20 s is skipped and says so.
-#                      The tests end by then less 170 s (the least the bench,
-#                      profile, SDPA and table take).
+#                      less, in this order: the bench (150 s; 61 s on an H200),
+#                      SDPA (60 s), where the device has VK_KHR_cooperative_matrix
+#                      the workgroup-scope attention kernel's timing and tests
+#                      (90 s) and the KHR probes (30 s), the ablation (40 s),
+#                      the profile (40 s), the sweep (what is left, 20 s at
+#                      least), the KHR builds' tests (60 s for the attention
+#                      kernel's, 34-43 s on an H200; the matmul's only if 20 s
+#                      more are left); a step left under 20 s is skipped and
+#                      says so. The tests end by then less 170 s (the least the
+#                      bench, SDPA, the workgroup-scope step and the table take).
 #   --archive FILE     also pack the results folder into FILE (.tar.gz) at the end:
 #                      for machines that send back only a few files per command
 #                      (the H200's sessions: 8), where the folder holds 11
@@ -120,18 +118,15 @@ date_utc=$(date -u '+%Y-%m-%d %H:%M UTC')
 say() { echo "gpu-check [$(( $(date +%s) - start_s ))s]: $*"; }
 fail() { say "FAILED: $*"; exit 1; }
 
-# What the steps after the ablation need: the sweep's least, the KHR attention
-# test, the table. They were 140 s, and the H200's bench and profile take
-# about 120: with the tests' 340 s that left the ablation and the sweep, the
-# f16 prefill's diagnosis, skipped on a real GPU. The KHR attention test took
-# 38 s on the H200 (2026-11-28) with a cold cache and hit 43 s with the peak
-# measurement first: 60, and 30 before it for the probes through the KHR
-# extension (their own process since 2026-11-28: the workgroup-scope one is
-# the first module of VK_NV_cooperative_matrix2's kind any driver has compiled
-# for vkattn). The sweep then starts with 20 s left at least. 30 more since
-# 2026-11-28 for the workgroup-scope attention kernel, timed and tested after
-# the probes, taken from the ablation (40 s, it took 37).
-sweep_least=20 khr_seconds=120 table_seconds=10
+# Seconds kept for later steps. On the H200 (2026-11-28) the tests took 319 s,
+# the bench 61, the profile 28, SDPA 19, the table a few. After SDPA comes the
+# workgroup-scope attention kernel (90 s: its prefill, its device test, which
+# no driver has compiled yet, and its variants), then the KHR probes (30),
+# the ablation (40: the softmax in registers first), the profile (40), the
+# sweep (20 at least, and its own timeout runs 30 s past its budget) and the
+# KHR builds' tests (60; they passed on the H200 twice), each with what is
+# left: with the tests' 340 s the later ones may be skipped, and say so.
+sweep_least=20 table_seconds=10 sdpa_least=20 workgroup_seconds=90
 
 # Seconds a step may take: CAP, or what is left before --deadline less RESERVE
 # (what the steps after it need), whichever is less; 0 when under 20 s are left,
@@ -146,15 +141,15 @@ step_budget() {
 
 # The settings sweep into $out, SDPA's times from the sdpa.csv there. After a
 # full check (--tune) it gets what is left before --deadline, less what the
-# KHR attention test and the table need (its own timeout is 30 s past its
-# budget), so that a machine lent for one command returns everything.
+# table needs and the 30 s its own timeout runs past its budget, so that a
+# machine lent for one command returns everything.
 tune_sweep() {
   local budget=$tune_budget
   if [ "$tune" = 1 ]; then
-    budget=$(step_budget "$tune_budget" $(( khr_seconds + table_seconds )))
+    budget=$(step_budget "$tune_budget" $(( table_seconds + 30 )))
     if [ "$budget" -lt "$sweep_least" ]; then
       tune_skipped="skipped: $(( deadline - ($(date +%s) - start_s) )) s left before the ${deadline} s"
-      tune_skipped+=" deadline, $(( khr_seconds + table_seconds )) of them kept for the KHR test and the table"
+      tune_skipped+=" deadline, $(( table_seconds + 30 )) of them kept for the table"
       say "tune: $tune_skipped"
       return 0
     fi
@@ -162,6 +157,92 @@ tune_sweep() {
   say "tune: $python bench/tune_sweep.py --build $build --out $out --budget $budget"
   timeout $(( budget + 30 )) "$python" bench/tune_sweep.py --build "$build_abs" --out "$out" \
       --budget "$budget"
+}
+
+# One bench run of the f16 causal prefill at D=128 on VARIANT (its KHR build,
+# the workgroup-scope kernel allowed), TUNING (--tune) if given, verified
+# against the CPU reference, into workgroup.txt, within LEFT seconds.
+workgroup_bench() {
+  local variant=$1 left=$2 tuning=${3-}
+  [ -n "$tuning" ] && echo "# again, tuned: $tuning" >> "$out/workgroup.txt"
+  VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=1 \
+      XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
+      "$build_abs/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
+      --dtype f16 --path fused --variant "$variant" --reps 10 ${tuning:+--tune "$tuning"} \
+      >> "$out/workgroup.txt" 2>&1
+}
+
+# The workgroup-scope attention kernel (attention_coopmat_workgroup.comp,
+# opt-in: VKATTN_COOPMAT_WORKGROUP=1), in workgroup_seconds: no driver has
+# compiled it yet, and it is the route to the f16 prefill target, so it comes
+# right after the tests, the bench and SDPA. First the prefill on its default
+# tile (workgroup.txt; where that fails, once more on a quarter of it, 32 rows
+# and 32 keys: whether the failure is the tile's, and a time all the same),
+# then its device test and every variant on the real build (workgroup.log),
+# then the coopmat kernel's KHR build on the same prefill (the NV build's time
+# is the bench's).
+workgroup_step() {
+  local cap end left rc run tests=""
+  cap=$(step_budget "$workgroup_seconds" "$table_seconds")
+  workgroup_summary="skipped: the --deadline is too near"
+  if [ "$cap" -eq 0 ]; then
+    say "workgroup scope: $workgroup_summary"
+    return 0
+  fi
+  end=$(( $(date +%s) + cap ))
+  say "workgroup scope: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 vkattn-bench --shape 4,16,16,4096,4096,128 --causal --dtype f16 --variant coopmat_workgroup, its tests, then coopmat (at most $cap s)"
+  : > "$out/workgroup.txt"
+  : > "$out/workgroup.log"
+  workgroup_bench coopmat_workgroup "$cap"
+  rc=$?
+  if [ "$rc" != 0 ]; then
+    say "workgroup scope: exit status $rc (workgroup.txt has what ran)"
+    left=$(( end - $(date +%s) ))  # (timeout 0 would mean none)
+    [ "$left" -gt 0 ] &&
+      workgroup_bench coopmat_workgroup "$left" coopmat_workgroup.rows=2,coopmat_workgroup.keys=32
+  fi
+  workgroup_summary="workgroup.txt (bench exit status $rc)"
+  for run in test_attention:test_coopmat_workgroup_device \
+              test_variants:test_coopmat_workgroup_variants; do
+    left=$(( end - $(date +%s) ))
+    [ "$left" -ge 5 ] || break
+    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
+        VKATTN_TEST_FILTER="${run#*:}" \
+        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
+        XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
+        "$build_abs/tests/${run%%:*}" >> "$out/workgroup.log" 2>&1
+    rc=$?
+    say "workgroup scope: ${run#*:} exit status $rc (workgroup.log; 124: stopped by its time)"
+    tests+=", ${run#*:} $rc"
+  done
+  workgroup_summary+="${tests:-, its tests skipped (no time left)} (workgroup.log; 124: stopped by its time)"
+  # (a device created without the matrices passes them by not running them)
+  grep -m1 '^not run' "$out/workgroup.log" | sed 's/^/workgroup scope: /'
+  left=$(( end - $(date +%s) ))
+  [ "$left" -ge 10 ] && workgroup_bench coopmat "$left"
+  grep -E '^(# again|attention)' "$out/workgroup.txt" | cut -c1-200
+}
+
+# The matrix units' rates through the KHR extension, subgroup and workgroup
+# scope, and a workgroup-scope accumulator's layout (VK_NV_cooperative_matrix2,
+# which a device vkattn creates with VKATTN_COOPMAT_PEAK=1 or
+# VKATTN_COOPMAT_LAYOUT=1 enables only here), in a process of their own: a
+# driver that failed on the workgroup-scope modules takes nothing else with it.
+khr_probes() {
+  local cap
+  cap=$(step_budget 30 "$table_seconds")
+  if [ "$cap" -eq 0 ]; then
+    say "KHR probes: skipped, the --deadline is too near"
+    return 0
+  fi
+  say "KHR probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
+  VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 \
+      XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" \
+      "$build_abs/vkattn-bench" --op matmul --matmul 64,64,64 --matmul-variant tiled \
+      --reps 2 --no-verify --profile > "$out/khr-peak.txt" 2>&1 ||
+    say "KHR probes: exit status $? (khr-peak.txt has what ran)"
+  grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
+    cut -c1-1100
 }
 
 check() {
@@ -267,10 +348,11 @@ check() {
     [ -n "$tests_regex" ] && tests_summary+=" (only tests matching '$tests_regex')"
   fi
 
-  # 4. vkattn-bench, held so that its profile, SDPA and the table still fit.
+  # 4. vkattn-bench, held so that SDPA, the workgroup-scope kernel's step and
+  # the table still fit.
   local bench_cmd bench_rc=0 cap
   bench_cmd="$build/vkattn-bench $bench_args --csv $out/vkattn.csv"
-  cap=$(step_budget 150 60)
+  cap=$(step_budget 150 $(( sdpa_least + workgroup_seconds + table_seconds )))
   say "bench: $bench_cmd (at most $cap s)"
   if [ "$cap" -gt 0 ]; then
     # shellcheck disable=SC2086  # bench_args is a list of options
@@ -282,13 +364,54 @@ check() {
     bench_rc=124
     say "bench: skipped, the --deadline is too near"
   fi
-  # Where the time goes, kernel by kernel (timestamps after every dispatch, so
-  # kept out of the timed run above).
-  # With the device's cooperative-matrix accumulator layout (which row and
-  # column each invocation's elements are) and the matrix units' measured rate
-  # through the extension (the coopmat kernels' ceiling), logged once as the
-  # context starts.
-  cap=$(step_budget 40 40)
+
+  # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
+  local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
+  cap=$(step_budget 60 $(( workgroup_seconds + table_seconds )))
+  say "SDPA: $sdpa_cmd (at most $cap s)"
+  if [ -s "$out/vkattn.csv" ] && [ "$cap" -gt 0 ]; then
+    LD_LIBRARY_PATH=$original_ld timeout "$cap" "$python" bench/sdpa_bench.py \
+        --vkattn "$out/vkattn.csv" --out "$out/sdpa.csv" ||
+      say "SDPA: exit status $? (the table shows what ran)"
+  fi
+
+  # 5a. Where the device also has VK_KHR_cooperative_matrix: the
+  # workgroup-scope attention kernel first (the route to the f16 prefill
+  # target no driver has compiled yet), then the matrix units' rates through
+  # the extension (khr-peak.txt).
+  local khr=0 workgroup_summary="not run: the device has no VK_KHR_cooperative_matrix"
+  local khr_summary="not run: the device has no VK_KHR_cooperative_matrix" khr_rc khr_matmul_rc
+  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
+      grep -q "cooperative matrix yes (KHR)"; then
+    khr=1
+    workgroup_step
+    khr_probes
+  fi
+
+  # 5b. Where the coopmat kernel's time goes: the f16 prefill with parts of its
+  # tile step left out (bench/ablate.py; no profiler reads Vulkan kernels here),
+  # the softmax in registers first (its registers and local memory).
+  local ablation_summary="not run: the device has no cooperative matrices"
+  if grep -q "cooperative matrix yes" "$work/devices.txt"; then
+    local after_ablation=$table_seconds
+    [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
+    cap=$(step_budget 40 "$after_ablation")
+    if [ "$cap" -gt 0 ]; then
+      say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
+      timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \
+          --budget $(( cap - 10 )) && ablation_summary="ablation.md" ||
+        ablation_summary="exit status $? (ablation.md has what ran)"
+    else
+      ablation_summary="skipped: the --deadline is too near"
+    fi
+  fi
+  say "ablation: $ablation_summary"
+
+  # 5c. Where the time goes, kernel by kernel (timestamps after every dispatch,
+  # so kept out of the timed run above): each pipeline's registers and spills,
+  # the device's cooperative-matrix accumulator layout and the matrix units'
+  # rate through the NV extension, logged once as the context starts.
+  cap=$(step_budget 40 "$table_seconds")
   say "profile: $build/vkattn-bench $bench_args --profile --no-verify --reps 5 (at most $cap s)"
   if [ "$cap" -gt 0 ]; then
     # shellcheck disable=SC2086
@@ -304,125 +427,21 @@ check() {
     say "profile: skipped, the --deadline is too near"
   fi
 
-  # 5. PyTorch SDPA on the same cases, in the environment PyTorch came with.
-  local sdpa_cmd="$python bench/sdpa_bench.py --vkattn $out/vkattn.csv --out $out/sdpa.csv"
-  cap=$(step_budget 60 10)
-  say "SDPA: $sdpa_cmd (at most $cap s)"
-  if [ -s "$out/vkattn.csv" ] && [ "$cap" -gt 0 ]; then
-    LD_LIBRARY_PATH=$original_ld timeout "$cap" "$python" bench/sdpa_bench.py \
-        --vkattn "$out/vkattn.csv" --out "$out/sdpa.csv" ||
-      say "SDPA: exit status $? (the table shows what ran)"
-  fi
-
-  # 5a. Where the coopmat kernel's time goes: the f16 prefill with parts of its
-  # tile step left out (bench/ablate.py; no profiler reads Vulkan kernels here).
-  local ablation_summary="not run: the device has no cooperative matrices"
-  if grep -q "cooperative matrix yes" "$work/devices.txt"; then
-    local after_ablation=$(( khr_seconds + table_seconds ))
-    [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
-    cap=$(step_budget 40 "$after_ablation")
-    if [ "$cap" -gt 0 ]; then
-      say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
-      timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \
-          --budget $(( cap - 10 )) && ablation_summary="ablation.md" ||
-        ablation_summary="exit status $? (ablation.md has what ran)"
-    else
-      ablation_summary="skipped: the --deadline is too near"
-    fi
-  fi
-  say "ablation: $ablation_summary"
-
-  # 5b. Other tile sizes and key splits (--tune), against SDPA's times above:
-  # the experiments for the f16 prefill, before the KHR builds.
+  # 5d. Other tile sizes and key splits (--tune), against SDPA's times above.
   local tune_summary="not run (no --tune)"
   if [ "$tune" = 1 ]; then
     tune_sweep && tune_summary=${tune_skipped:-"tune.md, tune.csv"} ||
       tune_summary="exit status $? (tune.md has what ran)"
   fi
 
-  # 5c. The VK_KHR_cooperative_matrix builds (rewritten from the NV SPIR-V by
-  # tools/coopmat_khr.c), where the device has that extension beside NVIDIA's:
-  # the real attention kernel on every fixed and decode shape against the CPU
-  # reference, and the matrix units' rate through it; then the coopmat matmul's
-  # KHR build on its fixed cases (after the emulated ones). Without validation:
-  # the layer carried from Debian 12 (1.3.239) predates the extension and would
-  # flag its structures and SPIR-V as unknown.
-  local khr_summary="not run: the device has no VK_KHR_cooperative_matrix" khr_rc khr_matmul_rc
-  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
-      grep -q "cooperative matrix yes (KHR)"; then
+  # 5e. The KHR builds of the coopmat attention and matmul kernels (rewritten
+  # from the NV SPIR-V by tools/coopmat_khr.c) on their test cases, with what
+  # is left (they passed on the H200 on 2026-11-27 and 2026-11-28). Without
+  # validation: the layer carried from Debian 12 (1.3.239) predates the
+  # extension and would flag its structures and SPIR-V as unknown.
+  if [ "$khr" = 1 ]; then
     khr_summary="skipped: the --deadline is too near"
-    # The matrix units' rates through the KHR extension, subgroup and
-    # workgroup scope, and a workgroup-scope accumulator's layout
-    # (VK_NV_cooperative_matrix2, which a device vkattn creates with
-    # VKATTN_COOPMAT_PEAK=1 or VKATTN_COOPMAT_LAYOUT=1 enables only here), in a
-    # process of their own: a driver that failed on the workgroup-scope
-    # modules takes nothing else with it.
-    cap=$(step_budget 30 $(( khr_seconds - 30 + table_seconds )))
-    if [ "$cap" -gt 0 ]; then
-      say "KHR probes: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 vkattn-bench --op matmul --matmul 64,64,64 --matmul-variant tiled --profile (at most $cap s)"
-      VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_PEAK=1 VKATTN_COOPMAT_LAYOUT=1 \
-          XDG_CACHE_HOME="$work/khr-cache" timeout "$cap" \
-          "$build_abs/vkattn-bench" --op matmul --matmul 64,64,64 --matmul-variant tiled \
-          --reps 2 --no-verify --profile > "$out/khr-peak.txt" 2>&1 ||
-        say "KHR probes: exit status $? (khr-peak.txt has what ran)"
-      grep -E '^vkattn: (coopmat (peak|layout)|cooperative matrix 2)' "$out/khr-peak.txt" |
-        cut -c1-1100
-    fi
-    # The workgroup-scope attention kernel (attention_coopmat_workgroup.comp,
-    # opt-in: VKATTN_COOPMAT_WORKGROUP=1) beside the coopmat kernel's KHR
-    # build on the f16 causal prefill at D=128, each verified against the CPU
-    # reference (workgroup.txt), then its own test cases with what is left of
-    # its 30 s (workgroup.log): the route to the f16 prefill target if the
-    # probes above show workgroup-scope products outrunning subgroup ones.
-    cap=$(step_budget 30 $(( khr_seconds - 60 + table_seconds )))
-    if [ "$cap" -gt 0 ]; then
-      local wg_end=$(( $(date +%s) + cap ))
-      say "workgroup scope: VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 vkattn-bench --shape 4,16,16,4096,4096,128 --causal --dtype f16 --variant coopmat_workgroup, then coopmat (at most $cap s)"
-      : > "$out/workgroup.txt"
-      : > "$out/workgroup.log"
-      local left run_rc
-      # Where the default tile fails (a shared-memory count the driver does
-      # not share, a wrong result), once more on a quarter of it (32 rows, 32
-      # keys): whether the failure is the tile's, and a time all the same.
-      for variant in coopmat_workgroup coopmat_workgroup:rows=2,keys=32 coopmat; do
-        left=$(( wg_end - $(date +%s) ))  # (timeout 0 would mean none)
-        [ "$left" -gt 0 ] || break
-        local tuning=""
-        if [[ $variant == *:* ]]; then
-          [ "$run_rc" != 0 ] || continue
-          tuning="coopmat_workgroup.${variant#*:}"
-          tuning=${tuning/,/,coopmat_workgroup.}
-          variant=${variant%%:*}
-          echo "# again, tuned: $tuning" >> "$out/workgroup.txt"
-        fi
-        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=1 \
-            XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
-            "$build_abs/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
-            --dtype f16 --path fused --variant "$variant" --reps 10 ${tuning:+--tune "$tuning"} \
-            >> "$out/workgroup.txt" 2>&1
-        run_rc=$?
-        [ "$run_rc" = 0 ] ||
-          say "workgroup scope: $variant${tuning:+ ($tuning)}: exit status $run_rc (workgroup.txt has what ran)"
-      done
-      grep -E '^attention' "$out/workgroup.txt" | cut -c1-200
-      # Its device test, then every variant on the real build (with the
-      # emulated build's tilings after it), each for what is left.
-      local run
-      for run in test_attention:test_coopmat_workgroup_device \
-                  test_variants:test_coopmat_workgroup_variants; do
-        left=$(( wg_end - $(date +%s) ))
-        [ "$left" -ge 5 ] || break
-        VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=0 \
-            VKATTN_TEST_FILTER="${run#*:}" \
-            VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
-            XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
-            "$build_abs/tests/${run%%:*}" >> "$out/workgroup.log" 2>&1
-        say "workgroup scope: ${run#*:} exit status $? (workgroup.log; 124: stopped by its time)"
-      done
-      # (a device created without the matrices passes them by not running them)
-      grep -m1 '^not run' "$out/workgroup.log" | sed 's/^/workgroup scope: /'
-    fi
-    cap=$(step_budget $(( khr_seconds - 60 )) "$table_seconds")
+    cap=$(step_budget 60 "$table_seconds")
     if [ "$cap" -gt 0 ]; then
       say "KHR build: VKATTN_COOPMAT_KHR=1 VKATTN_TEST_FILTER=test_coopmat_device tests/test_attention (at most $cap s)"
       VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_device \
@@ -446,6 +465,7 @@ check() {
       grep -E 'PASSED|FAILED|^\[  ' "$out/khr.log" | tail -8
     fi
   fi
+  say "workgroup-scope kernel: $workgroup_summary"
   say "KHR build: $khr_summary"
 
   # 6. The table.
@@ -461,6 +481,7 @@ check() {
     "Machine: $(nproc) cores, $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(uname -r)"
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
+    "Workgroup-scope attention kernel (VK_NV_cooperative_matrix2 through the KHR extension): $workgroup_summary"
     "Ablation of the coopmat kernel: $ablation_summary"
     "Settings sweep (--tune): $tune_summary"
     "VK_KHR_cooperative_matrix build: $khr_summary"
