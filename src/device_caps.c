@@ -132,7 +132,8 @@ static bool layer_older_than(const vk_instance_table *vki, VkPhysicalDevice pd, 
 }
 
 /* With VK_NV_cooperative_matrix2's flexible dimensions: the f16 x f16 + f32
- * -> f32 workgroup-scope products with the most invocations the device lists. */
+ * -> f32 workgroup-scope products the device lists, and those with the most
+ * invocations. */
 static void query_coopmat2_workgroup(const vk_instance_table *vki, VkPhysicalDevice pd,
                                      device_caps *caps)
 {
@@ -154,11 +155,17 @@ static void query_coopmat2_workgroup(const vk_instance_table *vki, VkPhysicalDev
                 p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
                 p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR && !p->saturatingAccumulation &&
                 p->scope == VK_SCOPE_WORKGROUP_KHR && p->MGranularity && p->NGranularity &&
-                p->KGranularity && p->workgroupInvocations > caps->coopmat2_invocations) {
-                caps->coopmat2_granularity[0] = p->MGranularity;
-                caps->coopmat2_granularity[1] = p->NGranularity;
-                caps->coopmat2_granularity[2] = p->KGranularity;
-                caps->coopmat2_invocations = p->workgroupInvocations;
+                p->KGranularity && p->workgroupInvocations) {
+                uint32_t g[3] = {p->MGranularity, p->NGranularity, p->KGranularity};
+                if (caps->coopmat2_shape_count < COOPMAT2_MAX_SHAPES) {
+                    uint32_t at = caps->coopmat2_shape_count++;
+                    caps->coopmat2_shapes[at].invocations = p->workgroupInvocations;
+                    memcpy(caps->coopmat2_shapes[at].granularity, g, sizeof g);
+                }
+                if (p->workgroupInvocations > caps->coopmat2_invocations) {
+                    memcpy(caps->coopmat2_granularity, g, sizeof g);
+                    caps->coopmat2_invocations = p->workgroupInvocations;
+                }
             }
         }
     free(props);
@@ -307,11 +314,13 @@ void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t si
                                "(%u bytes of shared memory reserved), flexible dimensions up to "
                                "%u", any ? "" : " none", caps->coopmat2_workgroup_max,
                                caps->coopmat2_reserved_shared, caps->coopmat2_flexible_max);
-    if (at < size && caps->coopmat2_invocations)
-        at += (size_t)snprintf(out + at, size - at, "; f16 workgroup-scope products in "
-                               "multiples of %ux%ux%u for workgroups of %u",
-                               caps->coopmat2_granularity[0], caps->coopmat2_granularity[1],
-                               caps->coopmat2_granularity[2], caps->coopmat2_invocations);
+    for (uint32_t i = 0; i < caps->coopmat2_shape_count && at < size; i++)
+        at += (size_t)snprintf(out + at, size - at, "%s multiples of %ux%ux%u for workgroups of %u",
+                               i ? "," : "; f16 workgroup-scope products in",
+                               caps->coopmat2_shapes[i].granularity[0],
+                               caps->coopmat2_shapes[i].granularity[1],
+                               caps->coopmat2_shapes[i].granularity[2],
+                               caps->coopmat2_shapes[i].invocations);
     if (at < size)
         snprintf(out + at, size - at, "; no kernel uses it (the rate probe measures its "
                  "workgroup scope: VKATTN_COOPMAT_PEAK=1 with the KHR extension)");

@@ -235,6 +235,8 @@ typedef struct coopmat_register_layout_state {
 
 /* What a device offers beyond core Vulkan 1.1 that kernels can use
  * (device_caps.c). */
+#define COOPMAT2_MAX_SHAPES 4
+
 typedef struct device_caps {
     bool ext_float16_int8;          /* the device lists the extension: enabled with it */
     bool ext_subgroup_size_control; /* likewise */
@@ -272,6 +274,14 @@ typedef struct device_caps {
      * for): the granularity of M, N and K, and that workgroup size; 0 if none. */
     uint32_t coopmat2_granularity[3];
     uint32_t coopmat2_invocations;
+    /* Every such product the device lists, in its order (the first
+     * COOPMAT2_MAX_SHAPES): the workgroup-scope kernel takes the largest
+     * unless its tuning asks for another workgroup size (ggml finds 128
+     * invocations better than 256 for many rows on NVIDIA). */
+    struct {
+        uint32_t invocations, granularity[3];
+    } coopmat2_shapes[COOPMAT2_MAX_SHAPES];
+    uint32_t coopmat2_shape_count;
     /* Workgroup scope and flexible dimensions enabled (through the KHR
      * extension): only on a device vkattn creates for the diagnostics that
      * use them (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1); no kernel

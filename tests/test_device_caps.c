@@ -164,7 +164,8 @@ static VkResult VKAPI_PTR shapes_khr(VkPhysicalDevice pd, uint32_t *n,
 }
 
 /* Flexible-dimension products as a driver might list them: the f16 x f16 +
- * f32 -> f32 workgroup-scope one with the most invocations is taken. */
+ * f32 -> f32 workgroup-scope ones are kept, the one with the most
+ * invocations taken by default. */
 static const struct {
     uint32_t m, n, k, a, c, saturating, scope, invocations;
 } flexible_rows[] = {
@@ -403,11 +404,20 @@ static void test_coopmat2_reported(void **state)
     assert_int_equal(caps.coopmat2_granularity[0], 32);
     assert_int_equal(caps.coopmat2_granularity[1], 32);
     assert_int_equal(caps.coopmat2_granularity[2], 16);
+    /* and every f16 one it lists, in its order (a tuning may take another) */
+    assert_int_equal(caps.coopmat2_shape_count, 2);
+    assert_int_equal(caps.coopmat2_shapes[0].invocations, 128);
+    assert_int_equal(caps.coopmat2_shapes[0].granularity[0], 16);
+    assert_int_equal(caps.coopmat2_shapes[0].granularity[1], 16);
+    assert_int_equal(caps.coopmat2_shapes[0].granularity[2], 16);
+    assert_int_equal(caps.coopmat2_shapes[1].invocations, 256);
+    assert_int_equal(caps.coopmat2_shapes[1].granularity[0], 32);
     assert_false(caps.coopmat2_workgroup); /* enabled only by device creation */
     char long_line[512];
     device_caps_coopmat2_describe(&caps, long_line, sizeof long_line);
-    assert_non_null(strstr(long_line, "; f16 workgroup-scope products in multiples of 32x32x16 "
-                                      "for workgroups of 256; no kernel uses it"));
+    assert_non_null(strstr(long_line, "; f16 workgroup-scope products in multiples of 16x16x16 "
+                                      "for workgroups of 128, multiples of 32x32x16 for "
+                                      "workgroups of 256; no kernel uses it"));
     device_caps_features(&caps, &f);
     assert_false(lists(&f, "VK_NV_cooperative_matrix2"));
     /* A short buffer is cut, not overrun. */

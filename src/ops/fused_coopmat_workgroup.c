@@ -126,6 +126,16 @@ static bool real_build_ready(vkattn_context *ctx, const char *name, char *why, s
     return true;
 }
 
+/* The granularity of the f16 workgroup-scope products the device lists for
+ * workgroups of `invocations`, or NULL. */
+static const uint32_t *workgroup_granularity(const device_caps *caps, uint32_t invocations)
+{
+    for (uint32_t i = 0; i < caps->coopmat2_shape_count; i++)
+        if (caps->coopmat2_shapes[i].invocations == invocations)
+            return caps->coopmat2_shapes[i].granularity;
+    return NULL;
+}
+
 static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emulated,
                         fused_plan *plan, char *why, size_t why_size)
 {
@@ -163,9 +173,32 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     plan->subgroup_size = required ? sg : 0;
     plan->workgroup_subgroup = sg;
 
-    /* Matrix sides: multiples of the device's granularity (M; N; K) and of
-     * the packing wherever a side is a row of a packed tile. */
+    /* The workgroup: the emulated build's subgroups (2 unless tuned); the
+     * real one's, a size the device lists workgroup-scope products for, the
+     * largest unless tuned. Matrix sides: multiples of that size's
+     * granularity (M; N; K) and of the packing wherever a side is a row of a
+     * packed tile. */
+    uint32_t subgroups = tuning_value(ctx, self, KNOB_SUBGROUPS, 0);
     const uint32_t *g = ctx->vk.caps.coopmat2_granularity;
+    uint32_t wg = emulated ? (subgroups ? subgroups : 2) * sg : ctx->vk.caps.coopmat2_invocations;
+    if (!emulated && subgroups) {
+        wg = subgroups * sg;
+        g = workgroup_granularity(&ctx->vk.caps, wg);
+        if (!g) {
+            char setting[64];
+            tuning_describe(self, KNOB_SUBGROUPS, subgroups, setting, sizeof setting);
+            snprintf(why, why_size, "%s: %s asks for workgroups of %u invocations, for which %s "
+                     "lists no f16 workgroup-scope products (it lists them for %u)", name,
+                     setting, wg, info->name, ctx->vk.caps.coopmat2_invocations);
+            return false;
+        }
+    }
+    if (!emulated && wg > ctx->vk.caps.coopmat2_workgroup_max) {
+        snprintf(why, why_size, "%s: workgroups of %u invocations, past the %u that %s allows "
+                 "workgroup-scope matrices", name, wg, ctx->vk.caps.coopmat2_workgroup_max,
+                 info->name);
+        return false;
+    }
     uint32_t gm = emulated ? 1 : g[0], gn = emulated ? 1 : g[1], gk = emulated ? 1 : g[2];
     uint32_t key_unit = lcm(lcm(gn, gk), WORKGROUP_PACK);
     uint32_t column_unit = lcm(gn, WORKGROUP_PACK);
@@ -179,8 +212,7 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     uint32_t rows = tuning_value(ctx, self, KNOB_ROWS, 0) * WORKGROUP_ROW_BLOCK;
     uint32_t max_tile = tuning_value(ctx, self, KNOB_KEYS,
                                      cpu ? WORKGROUP_MAX_TILE_CPU : WORKGROUP_MAX_TILE);
-    uint32_t subgroups = tuning_value(ctx, self, KNOB_SUBGROUPS, 2);
-    t.wg = emulated ? subgroups * sg : caps->coopmat2_invocations;
+    t.wg = wg;
     uint32_t largest = emulated ? UINT32_MAX : ctx->vk.caps.coopmat2_flexible_max;
     uint32_t first = round_up(rows ? rows : cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, gm);
     if (!choose_tiles(&t, first, rows != 0, gm, key_unit, max_tile, sg, largest,

@@ -33,8 +33,7 @@ static const struct {
     [KNOB_LANES] = {"lanes", VARIANT_BIT(TILED), 1, 128},
     [KNOB_WORKGROUP] = {"workgroup", VARIANT_BIT(TILED), 1, 1024},
     [KNOB_SUBGROUPS] = {"subgroups",
-                        VARIANT_BIT(DECODE) | COOPMAT_BOTH | VARIANT_BIT(COOPMAT_WORKGROUP_EMULATED) |
-                            MATMUL_BOTH,
+                        VARIANT_BIT(DECODE) | COOPMAT_BOTH | WORKGROUP_BOTH | MATMUL_BOTH,
                         1, 16},
     [KNOB_STAGES] = {"stages", COOPMAT_BOTH | MATMUL_BOTH, 1, 2},
     [KNOB_ORDER] = {"order", VARIANT_BIT(TILED) | COOPMAT_BOTH | WORKGROUP_BOTH, 1, 2},
