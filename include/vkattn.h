@@ -724,9 +724,10 @@ typedef struct vkattn_attention_desc {
     const vkattn_tensor *mask;      /* default NULL; else F32, F16 or BF16 added to the scores
                                        (after softcap and ALiBi); its shape broadcasts like a
                                        numpy array to (B, H, Tq, Tk): 2 to 4 dimensions aligned
-                                       to the right, each equal or 1, the last Tk, e.g. (Tq, Tk),
-                                       (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk) or a key
-                                       padding mask (B, 1, 1, Tk); -inf = key not allowed.
+                                       to the right, each equal or 1, e.g. (Tq, Tk),
+                                       (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), a key
+                                       padding mask (B, 1, 1, Tk) or one value per query row
+                                       (B, 1, Tq, 1); -inf = key not allowed.
                                        With packed sequences Tq and Tk are the longest ones;
                                        with a paged cache Tk is max_blocks * block_size */
     const vkattn_tensor *cu_seqlens_q; /* default NULL; else I32 (B + 1) offsets: packed

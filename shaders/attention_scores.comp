@@ -44,6 +44,6 @@ void main()
     if (int(j) >= window.x && int(j) < window.y)
         s2 = adjusted_score(scores[e] * p.scale_log2e, p.softcap_log2e, alibi_slope_log2e(h),
                             int(j) - alibi_origin_in(pos, p.Tk),
-                            b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j);
+                            mask_element(p.mask_sb, p.mask_sh, p.mask_si, b, h, i, j));
     scores[e] = s2;
 }

@@ -102,7 +102,7 @@ uvec2 split_keys(uvec2 range, uint key_begin, uint key_end)
 // The mask element of key j for the row at position i of head h of batch entry b.
 uint mask_index(uint b, uint h, uint i, uint j)
 {
-    return b * p.mask_sb + h * p.mask_sh + i * p.mask_si + j;
+    return mask_element(p.mask_sb, p.mask_sh, p.mask_si, b, h, i, j);
 }
 
 // Soft-capping, ALiBi (the row's slope from alibi_slope_log2e) and the mask on

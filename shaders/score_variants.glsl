@@ -12,7 +12,7 @@ layout(constant_id = 15) const uint VARIANTS = 0u;
 const uint VAR_WINDOW = 1u, VAR_SOFTCAP = 2u, VAR_ALIBI = 4u, VAR_MASK = 8u, VAR_SINKS = 16u,
            VAR_PACKED_Q = 32u, VAR_PACKED_K = 64u, VAR_PAGED = 128u, VAR_SEQ_Q_OFFSET = 256u,
            VAR_MASK_F16 = 512u, VAR_MASK_BF16 = 1024u, VAR_KV_LEN = 2048u,
-           VAR_MASK_TEXELS = 4096u, VAR_MASK_TEXELS4 = 8192u;
+           VAR_MASK_TEXELS = 4096u, VAR_MASK_TEXELS4 = 8192u, VAR_MASK_PER_ROW = 16384u;
 const bool HAS_WINDOW = (VARIANTS & VAR_WINDOW) != 0u;
 const bool HAS_SOFTCAP = (VARIANTS & VAR_SOFTCAP) != 0u;
 const bool HAS_ALIBI = (VARIANTS & VAR_ALIBI) != 0u;
@@ -29,6 +29,15 @@ const bool MASK_TEXELS = (VARIANTS & VAR_MASK_TEXELS) != 0u;
 // That texel view has four components (the rows kernel with four keys per
 // step, Tk % 4 == 0): one fetch reads four keys' entries (mask_values4).
 const bool MASK_TEXELS4 = (VARIANTS & VAR_MASK_TEXELS4) != 0u;
+// The mask's last dimension is 1: one entry a row, for every key.
+const bool MASK_PER_ROW = (VARIANTS & VAR_MASK_PER_ROW) != 0u;
+
+// The mask element of key j for the row at position i of head h of batch
+// entry b, from the mask's strides over (b, h, i).
+uint mask_element(uint sb, uint sh, uint si, uint b, uint h, uint i, uint j)
+{
+    return b * sb + h * sh + i * si + (MASK_PER_ROW ? 0u : j);
+}
 const uint MASK_DTYPE = (VARIANTS & VAR_MASK_F16) != 0u ? DTYPE_F16
                         : (VARIANTS & VAR_MASK_BF16) != 0u ? DTYPE_BF16 : DTYPE_F32;
 // Scores that may be -inf inside a row's key range (a -inf mask entry): such

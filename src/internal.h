@@ -588,6 +588,7 @@ typedef struct attention_variants {
     const vkattn_tensor *sinks, *alibi, *mask;
     /* Element strides of the mask over (b, h, i); j is contiguous. 0 broadcasts. */
     int64_t mask_sb, mask_sh, mask_si;
+    bool mask_per_row;  /* its last dimension is 1 (Tk is not): one value for every key */
     const vkattn_tensor *cu_q, *cu_k;   /* packed sequences (NULL: dense) */
     const vkattn_tensor *block_table;   /* paged keys (NULL: dense) */
     int64_t block_size, max_blocks, num_blocks;

@@ -190,11 +190,12 @@ static void attn_base(fuzz *f, attn_plan *p, const attn_needs *n)
     if (n->mask_alias) {
         SPEC(&p->s[AMASK], ot, p->B, p->H, p->Tq, p->Tk);
     } else if ((n->slots & (1u << AMASK)) || chance(r, 25)) {
-        /* 2 to 4 dimensions aligned right, each the problem's or 1, the last Tk */
+        /* 2 to 4 dimensions aligned right, each the problem's or 1 (the last
+         * mostly Tk; 1: one value a query row) */
         int ndim = rng_int(r, 2, 4);
         int64_t full[4] = {p->B, p->H, p->Tq, p->Tk}, shape[4];
         for (int i = 0; i < 4; i++)
-            shape[i] = i == 3 || chance(r, 60) ? full[i] : 1;
+            shape[i] = chance(r, i == 3 ? 85 : 60) ? full[i] : 1;
         spec_shape(&p->s[AMASK], any_float(r), ndim, shape + 4 - ndim);
         p->s[AMASK].lo = -2.0f, p->s[AMASK].hi = 2.0f;
         p->s[AMASK].neg_inf_percent = chance(r, 40) ? 15 : 0;
@@ -348,7 +349,7 @@ static void attn_dim(fuzz *f, attn_plan *p)
     int slot = pick_used(&f->r, p->s, ASLOTS, ~0u);
     tspec *s = &p->s[slot];
     int dim = slot == ATABLE ? 0 : rng_int(&f->r, 0, s->ndim - 1);
-    if (slot == AMASK && dim < s->ndim - 1) {
+    if (slot == AMASK) {
         /* neither 1 nor the problem's size */
         int64_t full[4] = {p->B, p->H, p->Tq, p->Tk};
         s->shape[dim] = full[4 - s->ndim + dim] + 1;

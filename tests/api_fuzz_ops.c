@@ -459,11 +459,12 @@ void fuzz_mha(fuzz *f)
     }
     const int64_t mask_full[4] = {B, H, T, T};
     if (chance(r, 20)) {
-        /* 2 to 4 dimensions aligned right, each the layer's or 1, the last T */
+        /* 2 to 4 dimensions aligned right, each the layer's or 1 (the last
+         * mostly T; 1: one value a query row) */
         int ndim = rng_int(r, 2, 4);
         int64_t shape[4];
         for (int i = 0; i < 4; i++)
-            shape[i] = i == 3 || chance(r, 60) ? mask_full[i] : 1;
+            shape[i] = chance(r, i == 3 ? 85 : 60) ? mask_full[i] : 1;
         spec_shape(&s[HMASK], any_float(r), ndim, shape + 4 - ndim);
         s[HMASK].lo = -2.0f, s[HMASK].hi = 2.0f;
         s[HMASK].neg_inf_percent = chance(r, 40) ? 15 : 0;
@@ -506,7 +507,7 @@ void fuzz_mha(fuzz *f)
     } else if (kind < 75) {
         int slot = pick_used(r, s, HSLOTS, all & ~SLOT(HX));
         int dim = rng_int(r, 0, s[slot].ndim - 1);
-        if (slot == HMASK && dim < s[slot].ndim - 1) /* neither 1 nor the layer's size */
+        if (slot == HMASK) /* neither 1 nor the layer's size */
             s[slot].shape[dim] = mask_full[4 - s[slot].ndim + dim] + 1;
         else
             spec_nudge(r, &s[slot], dim);

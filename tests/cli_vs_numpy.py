@@ -282,7 +282,7 @@ def draw_mask(c, B, H, Tq, Tk):
     r = c.r
     if r.random() >= 0.25:
         return None
-    shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk)]
+    shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, 1)]
     shape = shapes[int(r.integers(0, len(shapes)))]
     mask = c.normal(shape)
     if c.float64 and r.random() < 0.5:

@@ -11,8 +11,9 @@
 #include <string.h>
 
 /* The mask's shape, broadcast to (B, H, Tq, Tk): (Tq, Tk), (B, 1, Tq, Tk),
- * (B, H, Tq, Tk), a key padding mask (B, 1, 1, Tk), one per head (H, Tq, Tk). */
-enum mask_form { NO_MASK = 0, MASK_2D, MASK_B1, MASK_BH, MASK_KEYS, MASK_HEADS };
+ * (B, H, Tq, Tk), a key padding mask (B, 1, 1, Tk), one per head (H, Tq, Tk),
+ * one value per query row (B, 1, Tq, 1). */
+enum mask_form { NO_MASK = 0, MASK_2D, MASK_B1, MASK_BH, MASK_KEYS, MASK_HEADS, MASK_ROWS };
 
 typedef struct var_case {
     const char *name;
@@ -135,20 +136,20 @@ static void make_mask(test_env *env, const var_case *c, int64_t Tq, int64_t Tk, 
 {
     static const struct {
         int ndim;
-        bool batch, heads, rows;   /* which of B, H and Tq it has (the others are 1 or absent) */
+        bool batch, heads, rows, keys; /* which of B, H, Tq and Tk it has (the others 1 or absent) */
     } forms[] = {
-        [MASK_2D] = {2, false, false, true},   [MASK_B1] = {4, true, false, true},
-        [MASK_BH] = {4, true, true, true},     [MASK_KEYS] = {4, true, false, false},
-        [MASK_HEADS] = {3, false, true, true},
+        [MASK_2D] = {2, false, false, true, true},   [MASK_B1] = {4, true, false, true, true},
+        [MASK_BH] = {4, true, true, true, true},     [MASK_KEYS] = {4, true, false, false, true},
+        [MASK_HEADS] = {3, false, true, true, true}, [MASK_ROWS] = {4, true, false, true, false},
     };
     int ndim = forms[c->mask].ndim;
     int64_t full[4] = {forms[c->mask].batch ? c->B : 1, forms[c->mask].heads ? c->H : 1,
-                       forms[c->mask].rows ? Tq : 1, Tk};
+                       forms[c->mask].rows ? Tq : 1, forms[c->mask].keys ? Tk : 1};
     vkattn_dtype dtype = c->dtype == VKATTN_DTYPE_F32 ? VKATTN_DTYPE_F32 : VKATTN_DTYPE_F16;
     in->mask = pair_random(env, dtype, ndim, full + 4 - ndim, r, -2.0f, 2.0f);
     if (c->neg_inf_row) {
         for (size_t e = 0; e < in->mask.count; e++) {
-            int64_t i = (int64_t)(e / (size_t)Tk) % full[2];
+            int64_t i = (int64_t)(e / (size_t)full[3]) % full[2];
             if ((full[2] > 1 && i == 1) || rng_int(r, 0, 6) == 0)
                 in->mask.host[e] = c->flt_max_mask ? -FLT_MAX : -INFINITY;
         }
@@ -422,6 +423,16 @@ static const var_case score_cases[] = {
      .B = 2, .H = 4, .Hkv = 2, .Tq = 21, .Tk = 64, .D = 20, .Dv = 36, .causal = true,
      .has_q_offset = true, .q_offset = 30, .has_window = true, .left = 7, .right = -1,
      .softcap = 2.0f, .mask = MASK_BH, .neg_inf_row = true, .dtype = F16, .magnitude = 2},
+    /* One value a query row: the same for every key (what the softmax
+     * cancels), but a -inf masks the row whole; Tk % 4 == 0 where the rows
+     * kernel would read four entries at once. */
+    {.name = "mask (B,1,Tq,1): a value a row, -inf rows", .B = 2, .H = 3, .Hkv = 1, .Tq = 11,
+     .Tk = 32, .D = 16, .Dv = 8, .causal = true, .mask = MASK_ROWS, .neg_inf_row = true,
+     .dtype = F32, .magnitude = 1},
+    {.name = "mask (B,1,Tq,1) f16 with window, sinks, ALiBi, softcap", .B = 2, .H = 2, .Hkv = 2,
+     .Tq = 9, .Tk = 21, .D = 8, .Dv = 12, .has_window = true, .left = 5, .right = 2,
+     .softcap = 3.0f, .sinks = true, .alibi = true, .mask = MASK_ROWS, .neg_inf_row = true,
+     .layout = BSHD, .dtype = F16, .magnitude = 2},
     {.name = "T=1 everything", .B = 1, .H = 2, .Hkv = 1, .Tq = 1, .Tk = 1, .D = 5, .Dv = 7,
      .causal = true, .has_window = true, .left = 0, .right = 0, .softcap = 1.0f, .sinks = true,
      .alibi = true, .mask = MASK_2D, .dtype = F32, .magnitude = 1},

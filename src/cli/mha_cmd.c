@@ -39,7 +39,8 @@ static const char *const usage[] = {
     "  --alibi SLOPES.npy             (H) floats: s += slope[h] * (j - pos)\n"
     "  --mask M.npy                   float16/32/64, added to s; broadcasts like numpy\n"
     "                                 to (B, H, T, T): (T, T), (B, 1, T, T),\n"
-    "                                 (B, H, T, T), (H, T, T), (B, 1, 1, T) ...;\n"
+    "                                 (B, H, T, T), (H, T, T), (B, 1, 1, T),\n"
+    "                                 (B, 1, T, 1) ...;\n"
     "                                 -inf = key not allowed (as for vkattn attention)\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",

@@ -80,7 +80,8 @@ static double score(const attention_dims *d, const dense_attention *a, const dou
     if (a->alibi)
         s += a->alibi[h] * (double)(j - pos);
     if (a->mask)
-        s += a->mask[b * d->var.mask_sb + h * d->var.mask_sh + i * d->var.mask_si + j];
+        s += a->mask[b * d->var.mask_sb + h * d->var.mask_sh + i * d->var.mask_si +
+                     (d->var.mask_per_row ? 0 : j)];
     return s;
 }
 

@@ -125,8 +125,9 @@ static vkattn_status check_head_vector(vkattn_context *ctx, const char *op,
 
 /* The mask's shape and its strides over (b, h, i). It broadcasts like a numpy
  * array against (B, H, Tq, Tk): 2 to 4 dimensions aligned to the right, each
- * equal to the problem's or 1 (stride 0), the last equal to Tk, so a key padding
- * mask (B, 1, 1, Tk) or one mask per head (H, Tq, Tk) needs no copies. */
+ * equal to the problem's or 1 (stride 0), so a key padding mask (B, 1, 1, Tk),
+ * one mask per head (H, Tq, Tk) or one value per query row (B, 1, Tq, 1: a
+ * row's -inf masks it whole) needs no copies. */
 static vkattn_status check_mask(vkattn_context *ctx, const char *op, const vkattn_tensor *m,
                                 attention_dims *d)
 {
@@ -139,21 +140,21 @@ static vkattn_status check_mask(vkattn_context *ctx, const char *op, const vkatt
     for (int i = 0; ok && i < m->ndim; i++)
         dim[4 - m->ndim + i] = m->shape[i];
     for (int i = 0; ok && i < 4; i++)
-        ok = dim[i] == want[i] || (dim[i] == 1 && i < 3);
+        ok = dim[i] == want[i] || dim[i] == 1;
     if (!ok) {
         char ms[96];
         return ctx_fail(ctx, VKATTN_ERROR_SHAPE_MISMATCH,
                         "%s: mask is %s, must broadcast to (B, H, Tq, Tk) = (%lld, %lld, "
-                        "%lld, %lld): 2 to 4 dimensions, aligned to the right, each equal or 1, "
-                        "the last %lld%s",
+                        "%lld, %lld): 2 to 4 dimensions, aligned to the right, each equal or 1%s",
                         op, shape_string(m, ms, sizeof ms), (long long)d->B, (long long)d->H,
-                        (long long)d->Tq, (long long)d->Tk, (long long)d->Tk,
+                        (long long)d->Tq, (long long)d->Tk,
                         d->var.cu_q ? "; packed: Tq and Tk are the longest sequences"
                         : d->var.block_table ? "; paged: Tk = max_blocks * block_size" : "");
     }
     d->var.mask_si = dim[2] == 1 ? 0 : dim[3];
     d->var.mask_sh = dim[1] == 1 ? 0 : dim[2] * dim[3];
     d->var.mask_sb = dim[0] == 1 ? 0 : dim[1] * dim[2] * dim[3];
+    d->var.mask_per_row = dim[3] == 1 && d->Tk != 1;
     return VKATTN_OK;
 }
 

@@ -101,7 +101,7 @@ uint32_t attention_variant_bits(const attention_call *c)
            (v->block_table ? VAR_PAGED : 0) | (c->dims.fixed_q_offset ? 0 : VAR_SEQ_Q_OFFSET) |
            (mask && mask->dtype == VKATTN_DTYPE_F16 ? VAR_MASK_F16 : 0) |
            (mask && mask->dtype == VKATTN_DTYPE_BF16 ? VAR_MASK_BF16 : 0) |
-           (c->kv_len ? VAR_KV_LEN : 0);
+           (c->kv_len ? VAR_KV_LEN : 0) | (mask && v->mask_per_row ? VAR_MASK_PER_ROW : 0);
 }
 
 uint32_t attention_bf16_inputs(const attention_call *c)

@@ -24,6 +24,7 @@ enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.gl
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
     VAR_SEQ_Q_OFFSET = 1u << 8, VAR_MASK_F16 = 1u << 9, VAR_MASK_BF16 = 1u << 10,
     VAR_KV_LEN = 1u << 11, VAR_MASK_TEXELS = 1u << 12, VAR_MASK_TEXELS4 = 1u << 13,
+    VAR_MASK_PER_ROW = 1u << 14,
 };
 uint32_t attention_variant_bits(const attention_call *c);
 /* Bit i set: input i of Q, K, V is bf16 (the rows and coopmat kernels'

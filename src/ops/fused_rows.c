@@ -88,7 +88,7 @@ static uint32_t rows_mask_view(const attention_call *c, const fused_plan *plan,
     const vkattn_tensor *mask = c->dims.var.mask;
     if (!mask || !mask->texels)
         return 0;
-    if (plan->kb == 4 && c->dims.Tk % 4 == 0 && mask->texels4) {
+    if (plan->kb == 4 && c->dims.Tk % 4 == 0 && mask->texels4 && !c->dims.var.mask_per_row) {
         dispatch->bindings[ATTENTION_MASK_BINDING].texels = mask->texels4;
         return VAR_MASK_TEXELS | VAR_MASK_TEXELS4;
     }
