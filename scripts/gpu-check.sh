@@ -22,9 +22,13 @@
 #    runs the settings sweep; then the KHR builds of the coopmat attention and
 #    matmul kernels on their test cases (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
-#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, profile.txt, sdpa.csv, tests.log,
-#    devices.txt, gpu-check.log (and with --tune, tune.md and tune.csv; --tune-only
-#    writes those and tune.log).
+#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, sdpa.csv, tests.log,
+#    devices.txt, gpu-check.log, and the files of the steps after SDPA that the
+#    deadline left time for (on an H200 with the tests' 340 s, the
+#    workgroup-scope step and the probes; the ablation, the profile, the sweep
+#    and the KHR builds' tests only on a faster run: each says when it is
+#    skipped); with --tune, tune.md and tune.csv; --tune-only writes those and
+#    tune.log.
 # Exit status 0 when a GPU was found and every test and bench case passed (the
 # PyTorch part may be missing: the table then says why). About 3-5 minutes on an H100.
 #
@@ -195,13 +199,17 @@ workgroup_step() {
   : > "$out/workgroup.log"
   workgroup_bench coopmat_workgroup "$cap"
   rc=$?
+  workgroup_summary="workgroup.txt (bench exit status $rc"
   if [ "$rc" != 0 ]; then
     say "workgroup scope: exit status $rc (workgroup.txt has what ran)"
     left=$(( end - $(date +%s) ))  # (timeout 0 would mean none)
-    [ "$left" -gt 0 ] &&
+    if [ "$left" -gt 0 ]; then
       workgroup_bench coopmat_workgroup "$left" coopmat_workgroup.rows=2,coopmat_workgroup.keys=32
+      rc=$?
+      workgroup_summary+=", $rc on 32 rows and 32 keys"
+    fi
   fi
-  workgroup_summary="workgroup.txt (bench exit status $rc)"
+  workgroup_summary+=")"
   for run in test_attention:test_coopmat_workgroup_device \
               test_variants:test_coopmat_workgroup_variants; do
     left=$(( end - $(date +%s) ))
@@ -393,9 +401,7 @@ check() {
   # the softmax in registers first (its registers and local memory).
   local ablation_summary="not run: the device has no cooperative matrices"
   if grep -q "cooperative matrix yes" "$work/devices.txt"; then
-    local after_ablation=$table_seconds
-    [ "$tune" = 1 ] && after_ablation=$(( after_ablation + sweep_least ))
-    cap=$(step_budget 40 "$after_ablation")
+    cap=$(step_budget 40 "$table_seconds")
     if [ "$cap" -gt 0 ]; then
       say "ablation: $python bench/ablate.py --build $build --out $out --budget $(( cap - 10 ))"
       timeout "$cap" "$python" bench/ablate.py --build "$build_abs" --out "$out" \

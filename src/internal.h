@@ -235,7 +235,7 @@ typedef struct coopmat_register_layout_state {
 
 /* What a device offers beyond core Vulkan 1.1 that kernels can use
  * (device_caps.c). */
-#define COOPMAT2_MAX_SHAPES 4
+#define COOPMAT2_MAX_SHAPES 8
 
 typedef struct device_caps {
     bool ext_float16_int8;          /* the device lists the extension: enabled with it */

@@ -538,11 +538,13 @@ static double ref_score(const ref_case *c, int b, int h, int i, int j, int pos)
     return s;
 }
 
+/* With a mask, a score -inf once it is added is a key not allowed (vkattn.h);
+ * without one, a -inf score is an allowed key of weight 0. */
 static bool ref_allowed(const ref_case *c, int j, int pos, double score)
 {
     bool window = !c->has_window || ((c->window_left < 0 || j >= pos - c->window_left) &&
                                      (c->window_right < 0 || j <= pos + c->window_right));
-    return (!c->causal || j <= pos) && window && score != -INFINITY;
+    return (!c->causal || j <= pos) && window && !(c->mask && score == -INFINITY);
 }
 
 /* One output row over the first `keys` keys; zeros when none is allowed, sinks or not. */
@@ -554,7 +556,7 @@ static void ref_row(const ref_case *c, int b, int h, int i, int keys, int pos, f
     for (int j = 0; j < keys; j++) {
         s[j] = ref_score(c, b, h, i, j, pos);
         allowed[j] = ref_allowed(c, j, pos, s[j]);
-        if (allowed[j]) {
+        if (allowed[j] && s[j] != -INFINITY) { /* every allowed score -inf: zeros */
             any = true;
             m = fmax(m, s[j]);
         }

@@ -208,6 +208,13 @@ static void test_attention_errors(void **state)
     md.mask = y;
     EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_INVALID_ARGUMENT,
                   "must not alias");
+    vkattn_tensor *mask_foreign = NULL;
+    vkattn_tensor_desc mfd = {.dtype = VKATTN_DTYPE_F32, .ndim = 2, .shape = {3, 3}};
+    assert_int_equal(vkattn_tensor_create(env->cpu, &mfd, &mask_foreign), VKATTN_OK);
+    md.mask = mask_foreign;
+    EXPECT_STATUS(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_ERROR_INVALID_ARGUMENT,
+                  "mha: mask belongs to another context");
+    vkattn_tensor_destroy(mask_foreign);
     md.mask = NULL;
     assert_int_equal(vkattn_mha(ctx, &md, x, w_qkv, NULL, w_out, NULL, y), VKATTN_OK);
 

@@ -131,7 +131,9 @@ static vkattn_status check_head_vector(vkattn_context *ctx, const char *op,
 static vkattn_status check_mask(vkattn_context *ctx, const char *op, const vkattn_tensor *m,
                                 attention_dims *d)
 {
-    vkattn_status s = check_float_input(ctx, m, op, "mask");
+    vkattn_status s = check_tensor(ctx, m, op, "mask");
+    if (s == VKATTN_OK)
+        s = check_float_input(ctx, m, op, "mask");
     if (s != VKATTN_OK)
         return s;
     const int64_t want[4] = {d->B, d->H, d->Tq, d->Tk};

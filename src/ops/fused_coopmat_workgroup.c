@@ -185,11 +185,15 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
         wg = subgroups * sg;
         g = workgroup_granularity(&ctx->vk.caps, wg);
         if (!g) {
-            char setting[64];
+            char setting[64], listed[64] = "";
             tuning_describe(self, KNOB_SUBGROUPS, subgroups, setting, sizeof setting);
+            for (uint32_t i = 0, at = 0; i < ctx->vk.caps.coopmat2_shape_count &&
+                                         at < sizeof listed; i++)
+                at += (uint32_t)snprintf(listed + at, sizeof listed - at, "%s%u", i ? ", " : "",
+                                         ctx->vk.caps.coopmat2_shapes[i].invocations);
             snprintf(why, why_size, "%s: %s asks for workgroups of %u invocations, for which %s "
-                     "lists no f16 workgroup-scope products (it lists them for %u)", name,
-                     setting, wg, info->name, ctx->vk.caps.coopmat2_invocations);
+                     "lists no f16 workgroup-scope products (it lists them for %s)", name,
+                     setting, wg, info->name, listed[0] ? listed : "none");
             return false;
         }
     }
