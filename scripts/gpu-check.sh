@@ -165,15 +165,18 @@ tune_sweep() {
 
 # One bench run of the f16 causal prefill at D=128 on VARIANT (its KHR build,
 # the workgroup-scope kernel allowed), TUNING (--tune) if given, verified
-# against the CPU reference, into workgroup.txt, within LEFT seconds.
+# against the CPU reference, into workgroup.txt, within LEFT seconds. With
+# --profile: the pipeline's registers and local memory beside its time (the
+# profile step after it rarely has time left on an H200; one dispatch a run,
+# so the timestamps add nothing to the time).
 workgroup_bench() {
   local variant=$1 left=$2 tuning=${3-}
   [ -n "$tuning" ] && echo "# again, tuned: $tuning" >> "$out/workgroup.txt"
   VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 VKATTN_COOPMAT=1 \
       XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
       "$build_abs/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
-      --dtype f16 --path fused --variant "$variant" --reps 10 ${tuning:+--tune "$tuning"} \
-      >> "$out/workgroup.txt" 2>&1
+      --dtype f16 --path fused --variant "$variant" --reps 10 --profile \
+      ${tuning:+--tune "$tuning"} >> "$out/workgroup.txt" 2>&1
 }
 
 # The workgroup-scope attention kernel (attention_coopmat_workgroup.comp,
@@ -229,6 +232,7 @@ workgroup_step() {
   left=$(( end - $(date +%s) ))
   [ "$left" -ge 10 ] && workgroup_bench coopmat "$left"
   grep -E '^(# again|attention)' "$out/workgroup.txt" | cut -c1-200
+  grep -E '^vkattn: pipeline statistics: attention_coopmat' "$out/workgroup.txt" | cut -c1-240
 }
 
 # The matrix units' rates through the KHR extension, subgroup and workgroup
