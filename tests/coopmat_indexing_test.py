@@ -128,8 +128,9 @@ def specialized(tools, module, spec, work):
     setting = ["--set-spec-const-default-value", spec] if spec else []
     run(tools["opt"], *setting, "--freeze-spec-const", module, "-o", frozen)
     run(tools["opt"], "--fold-spec-const-op-composite", frozen, "-o", folded)
-    run(tools["opt"], "--fold-spec-const-op-composite", "-O", "--loop-unroll", folded, "-o",
-        work / "optimized.spv")
+    # -O again after the unrolling folds the unrolled copies' indices.
+    run(tools["opt"], "--fold-spec-const-op-composite", "-O", "--loop-unroll", "-O", folded,
+        "-o", work / "optimized.spv")
     return run(tools["dis"], frozen), run(tools["dis"], work / "optimized.spv")
 
 
