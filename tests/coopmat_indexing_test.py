@@ -11,16 +11,16 @@ time; an element picked by a value the compiler cannot fold sends the whole
 array to local memory. No device here compiles these modules, so this check
 does what it can without one: it specializes each module as the H200's plans
 do (spirv-opt: the spec constants set and frozen, folded, unrolled, optimized)
-and looks at every access chain into a Function or Private array of
-cooperative matrices.
+and looks at every access chain into a Function or Private matrix or array
+of matrices.
 
 - An access whose indices go past the matrix (an element of it) and are not
   all constants fails the check. The build measured at the fourth check
-  (34dc617) has four such accesses in each register-softmax plan below and
+  (34dc617) has seven such accesses in each register-softmax plan below and
   none in the default plans; of the two rewrites since that were made to
-  remove them, the first (b51127c) still has the four and the second
-  (fc30bcf) none: its passes ran to a matrix's length(), which spirv-opt
-  cannot fold before unrolling, and a driver may not either.
+  remove them, the first (b51127c) still has the seven and the second
+  (fc30bcf) none: the first's passes still ran to a matrix's length(), which
+  spirv-opt cannot fold before unrolling, and a driver may not either.
 - An access that picks a whole matrix at an index that is not constant is
   reported, not failed: the default plan, which kept no local memory on the
   H200, has them in loops that hold barriers (the output's epilogue, the
@@ -48,6 +48,11 @@ ATTENTION_F16_D128 = dict(WORKGROUP=128, BR=64, BC=48, D=128, DV=128, CAUSAL=Tru
 # The H200's accumulator layout: a row in 4 neighbouring invocations, 2 rows
 # each, elements 4-7 on the second (coopmat layout line of devices.txt).
 REGISTER_SOFTMAX = dict(ROW_CLUSTER=4, LANE_ROWS=2, SLOT_TABLE=0x5500)
+# VARIANTS bits (score_variants.glsl): window, soft-capping, ALiBi, an f32
+# mask, sinks and kv_len; then packed Q and K, paged K and V, per-sequence
+# q_offset.
+SCORE_VARIANTS = 1 | 2 | 4 | 8 | 16 | 2048
+SEQUENCE_VARIANTS = 32 | 64 | 128 | 256
 
 CASES = [
     ("attention_coopmat", "default, f16 D=128", ATTENTION_F16_D128),
@@ -65,6 +70,14 @@ CASES = [
      {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 32, "Q_SHARED": True}),
     ("attention_coopmat", "softmax=2, D=64",
      {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 64, "D": 64, "DV": 64}),
+    ("attention_coopmat", "softmax=2, bf16, every score variant",
+     {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 64, "STAGES": 1, "BF16_INPUTS": 7,
+      "VARIANTS": SCORE_VARIANTS}),
+    ("attention_coopmat", "softmax=2, packed and paged sequences, every score variant",
+     {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 64, "STAGES": 1,
+      "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
+    ("attention_coopmat", "default, packed and paged sequences, every score variant",
+     {**ATTENTION_F16_D128, "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
     ("matmul_coopmat", "revision 3, 4096^3",
      dict(WORKGROUP=256, BM=128, BN=128, BK=32, TRANSPOSE_B=False, HAS_BIAS=False,
           BIAS_DTYPE=0, MM=16, MN=16, MK=16, A_ALIGNED8=True, B_ALIGNED8=True, SUBGROUPS=8,
@@ -159,7 +172,7 @@ def dynamic_accesses(disassembly):
         depth = 0
         while kind in arrays:
             kind, depth = arrays[kind], depth + 1
-        return depth if kind in matrices and depth else None
+        return depth if kind in matrices else None
 
     elements, whole = [], []
     for line in lines:
