@@ -5,10 +5,14 @@
 
 #include "subgroup_lanes.glsl"
 
-// Whether x holds in any lane of the subgroup.
+// Whether x holds in any lane of the subgroup: a vote, whose result the
+// compiler knows to be the same in every lane, so that the branches on it
+// around matrix operations and subgroup barriers are uniform to it too (a
+// butterfly of shuffles gives every lane the same value, but no compiler or
+// checker can see that: uniform_control_test.py).
 bool subgroup_any_true(bool x)
 {
-    return lanes_max(x ? 1.0 : 0.0, 1, SG_SIZE) > 0.0;
+    return subgroupAny(x);
 }
 
 // ROW_CLUSTER: the row slot of this lane's element k of an accumulator.

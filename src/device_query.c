@@ -141,6 +141,8 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
         (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     vk->subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    vk->subgroup_vote = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT);
     info->shared_memory_bytes = lim->maxComputeSharedMemorySize;
     info->max_workgroup_invocations = lim->maxComputeWorkGroupInvocations;
     info->max_storage_buffer_range = lim->maxStorageBufferRange;

@@ -381,6 +381,7 @@ typedef struct vk_state {
     uint64_t max_allocation_size;
     uint32_t timestamp_valid_bits;
     bool subgroup_shuffle;  /* subgroupShuffle* in compute shaders */
+    bool subgroup_vote;     /* subgroupAny and subgroupAll in compute shaders */
     device_caps caps;       /* what the physical device offers */
     /* The f32 accumulator layout as a softmax in registers needs it
      * (coopmat_register_layout), read as the context starts where its tuning

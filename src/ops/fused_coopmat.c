@@ -168,10 +168,10 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     bool required;
     uint32_t sg = coopmat_subgroup_size(ctx, emulated, &required);
     const device_caps *caps = &ctx->vk.enabled;
-    if (!ctx->vk.subgroup_shuffle || sg == 0 ||
+    if (!ctx->vk.subgroup_shuffle || !ctx->vk.subgroup_vote || sg == 0 ||
         (!required && caps->subgroup_min != caps->subgroup_max)) {
-        snprintf(why, why_size, "%s needs subgroup shuffles and one subgroup size for the "
-                 "pipeline, which %s cannot give", name, info->name);
+        snprintf(why, why_size, "%s needs subgroup shuffles and votes and one subgroup size for "
+                 "the pipeline, which %s cannot give", name, info->name);
         return false;
     }
     /* A matrix operation needs every lane of its subgroup active, which only

@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Checks that every barrier and every cooperative-matrix operation of the
+kernels runs in control flow that is uniform over its scope.
+
+A workgroup barrier (OpControlBarrier with Workgroup execution scope) that some
+invocations of a workgroup skip, or run a different number of times, is
+undefined behaviour: a GPU may hang or let the others run on unsynchronized;
+lavapipe, which runs a workgroup's invocations as one loop over the lanes of
+its vectors, rarely shows it. Likewise every operation on a cooperative matrix
+must be reached by every invocation of the matrix's scope (its subgroup, or
+for VK_NV_cooperative_matrix2's workgroup scope, its workgroup), and a
+subgroup barrier by its whole subgroup. No device here runs the real
+cooperative-matrix builds, and none runs any kernel as a GPU schedules it, so
+this reads the SPIR-V instead, module by module (spirv-opt -O first: one
+function, values in SSA form):
+
+- values that differ between the invocations of a workgroup (or of a
+  subgroup): the invocation's ids (LocalInvocationId, LocalInvocationIndex,
+  GlobalInvocationId, SubgroupLocalInvocationId; SubgroupId too at workgroup
+  level), the results of atomics, a matrix's elements, subgroup shuffles and
+  scans (at workgroup level any subgroup operation on such a value), and
+  everything computed from them: loads at such addresses, variables stored
+  such values or stored under such a branch, and phis that join the paths of
+  such a branch;
+- a block is in divergent control flow when it is control dependent (by
+  post-dominance) on a branch whose condition is such a value, or on a branch
+  in divergent control flow;
+- a load from shared or buffer memory at a uniform address is uniform (every
+  invocation reads the same word: the barriers around it are the kernel's
+  business, checked by the validation layer's synchronization checks).
+
+Specialization constants are uniform, so each module is checked as it is, for
+every specialization at once. Modules written for the purpose (PLANTED) must
+be judged right: a barrier under a branch on the invocation index is caught
+(the check can fail), the same branch on the workgroup id is not, and so on.
+
+usage: uniform_control_test.py GLSLANG SPIRV_OPT SPIRV_DIS SPIRV_DIR
+"""
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+WORKGROUP, SUBGROUP = 2, 3  # SPIR-V scopes
+VARYING = {
+    WORKGROUP: {"LocalInvocationId", "LocalInvocationIndex", "GlobalInvocationId",
+                "SubgroupLocalInvocationId", "SubgroupId"},
+    SUBGROUP: {"LocalInvocationId", "LocalInvocationIndex", "GlobalInvocationId",
+               "SubgroupLocalInvocationId"},
+}
+# Subgroup operations whose result is the same in every invocation of the
+# subgroup (when the operation is a reduction: GroupOperation Reduce).
+SUBGROUP_UNIFORM = {"OpGroupNonUniformBroadcast", "OpGroupNonUniformBroadcastFirst",
+                    "OpGroupNonUniformAll", "OpGroupNonUniformAny",
+                    "OpGroupNonUniformAllEqual", "OpGroupNonUniformBallot"}
+MATRIX_OPS = ("OpCooperativeMatrixLoadNV", "OpCooperativeMatrixStoreNV",
+              "OpCooperativeMatrixMulAddNV", "OpCooperativeMatrixLoadKHR",
+              "OpCooperativeMatrixStoreKHR", "OpCooperativeMatrixMulAddKHR")
+INSTRUCTION = re.compile(r"\s*(?:(%\S+) = )?(Op\w+)\s*(.*)")
+
+# The modules a GPU runs (the KHR builds are checked in their NV form, which
+# SPIRV-Tools reads; the rewrite keeps control flow as it is).
+SKIP = re.compile(r"_khr\.spv$")
+
+
+class Module:
+    def __init__(self, text):
+        self.ins = []
+        self.constants, self.types, self.builtins, self.storage = {}, {}, {}, {}
+        decorations = {}
+        for line in text.splitlines():
+            m = INSTRUCTION.match(line)
+            if not m:
+                continue
+            result, op, rest = m.groups()
+            operands = rest.split()
+            self.ins.append((result, op, operands))
+            if op == "OpDecorate" and len(operands) >= 3 and operands[1] == "BuiltIn":
+                decorations[operands[0]] = operands[2]
+            elif op in ("OpConstant", "OpSpecConstant") and operands[1].lstrip("-").isdigit():
+                self.constants[result] = int(operands[1])
+            elif op.startswith("OpType"):
+                self.types[result] = (op, operands)
+            elif op == "OpVariable":
+                self.storage[result] = operands[1]
+                if result in decorations:
+                    self.builtins[result] = decorations[result]
+        self.matrix_scope = {}
+        for result, (op, operands) in self.types.items():
+            if op.startswith("OpTypeCooperativeMatrix"):
+                self.matrix_scope[result] = self.constants.get(operands[1])
+
+
+def functions(module):
+    """Each function's blocks: label -> list of (result, op, operands)."""
+    current, label = None, None
+    for result, op, operands in module.ins:
+        if op == "OpFunction":
+            current = {}
+        elif op == "OpFunctionEnd":
+            yield current
+            current = None
+        elif current is not None and op == "OpLabel":
+            label = result
+            current[label] = []
+        elif current is not None and label is not None:
+            current[label].append((result, op, operands))
+
+
+def successors(block):
+    result, op, operands = block[-1]
+    if op == "OpBranch":
+        return [operands[0]]
+    if op == "OpBranchConditional":
+        return [operands[1], operands[2]]
+    if op == "OpSwitch":
+        return [operands[1]] + operands[3::2]
+    return []
+
+
+def post_dominators(blocks, succ):
+    """label -> its immediate post-dominator (None: the virtual exit)."""
+    labels = list(blocks)
+    exit_ = None
+    pdom = {b: set(labels) for b in labels}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(labels):
+            outs = succ[b]
+            new = set.intersection(*(pdom[s] for s in outs)) if outs else set()
+            new = new | {b}
+            if new != pdom[b]:
+                pdom[b], changed = new, True
+    ipdom = {}
+    for b in labels:
+        strict = pdom[b] - {b}
+        # the one strict post-dominator that every other strict one post-dominates
+        ipdom[b] = next((c for c in strict if strict <= pdom[c]), exit_)
+    return ipdom
+
+
+def control_dependences(blocks, succ):
+    """label -> the branch blocks it is control dependent on."""
+    ipdom = post_dominators(blocks, succ)
+    deps = {b: set() for b in blocks}
+    for a in blocks:
+        if len(set(succ[a])) < 2:
+            continue
+        for s in set(succ[a]):
+            runner = s
+            while runner is not None and runner != ipdom[a]:
+                deps[runner].add(a)
+                runner = ipdom[runner]
+    return deps
+
+
+def branch_condition(block):
+    result, op, operands = block[-1]
+    if op == "OpBranchConditional":
+        return operands[0]
+    if op == "OpSwitch":
+        return operands[0]
+    return None
+
+
+def check_function(module, blocks, level):
+    """The barriers and matrix operations of `level`'s scope in divergent
+    control flow: a list of (label, op)."""
+    succ = {b: successors(ins) for b, ins in blocks.items()}
+    deps = control_dependences(blocks, succ)
+    types = value_types(module)
+    where, chains = {}, {}
+    for b, ins in blocks.items():
+        for result, op, operands in ins:
+            if result:
+                where[result] = b
+            if op in ("OpAccessChain", "OpInBoundsAccessChain", "OpPtrAccessChain"):
+                chains[result] = operands[1]
+
+    def root(pointer):
+        while pointer in chains:
+            pointer = chains[pointer]
+        return pointer
+
+    def holds_matrices(variable):
+        """Whether a variable is a matrix or an array of them."""
+        pointer = module.types.get(types.get(variable))
+        kind = pointer[1][1] if pointer and pointer[0] == "OpTypePointer" else None
+        while kind in module.types and module.types[kind][0] == "OpTypeArray":
+            kind = module.types[kind][1][0]
+        return kind in module.matrix_scope
+
+    varying, varying_vars, divergent = set(), set(), set()
+    varying_branch_blocks = set()
+
+    def varying_branches(block):
+        """The branches with a varying condition that `block` depends on."""
+        return {a for a in deps[block] if branch_condition(blocks[a]) in varying}
+
+    def leaves_divergence(value, use_block):
+        """Whether `value` is used past a varying branch its definition
+        depends on: invocations that took different paths (or ran a loop a
+        different number of times) bring different values."""
+        d = where.get(value)
+        return d is not None and bool(varying_branches(d) - deps[use_block])
+
+    def result_varies(b, result, op, operands):
+        ids = [o for o in operands if o.startswith("%")]
+        inputs = ids[1:]  # past the result type
+        if op == "OpLoad":
+            base = root(operands[1])
+            element = holds_matrices(base) and operands[0] not in module.matrix_scope
+            return (module.builtins.get(base) in VARYING[level] or operands[1] in varying or
+                    base in varying_vars or element)
+        if op.startswith("OpAtomic"):
+            return True
+        if op == "OpPhi":
+            # A join of the paths of a varying branch a: an incoming edge from
+            # a or from a block that depends on it, into a block that does not.
+            joined = varying_branch_blocks - deps[b] - {b}
+            return any(v in varying or leaves_divergence(v, p) or ({p} | deps[p]) & joined
+                       for v, p in zip(operands[1::2], operands[2::2]))
+        if op.startswith("OpGroupNonUniform"):
+            if op == "OpGroupNonUniformElect":
+                return True
+            if level == SUBGROUP:
+                if op.startswith("OpGroupNonUniformShuffle") or \
+                        (len(operands) > 2 and operands[2] in ("InclusiveScan", "ExclusiveScan")):
+                    return True
+                if op in SUBGROUP_UNIFORM or (len(operands) > 2 and operands[2] == "Reduce"):
+                    return False
+        if op in ("OpCompositeExtract", "OpVectorExtractDynamic") and \
+                types.get(operands[1]) in module.matrix_scope:
+            return True  # a matrix's elements differ between its invocations
+        if op in ("OpCooperativeMatrixLengthNV", "OpCooperativeMatrixLengthKHR"):
+            return False
+        return any(i in varying or leaves_divergence(i, b) for i in inputs)
+
+    changed = True
+    while changed:
+        changed = False
+        varying_branch_blocks = {a for a in blocks if branch_condition(blocks[a]) in varying}
+        for b in blocks:
+            if b not in divergent and (varying_branches(b) or deps[b] & divergent):
+                divergent.add(b)
+                changed = True
+        for b, ins in blocks.items():
+            for result, op, operands in ins:
+                if op == "OpStore":
+                    base = root(operands[0])
+                    if module.storage.get(base) in ("Function", "Private") and \
+                            base not in varying_vars and \
+                            (operands[1] in varying or operands[0] in varying or b in divergent or
+                             leaves_divergence(operands[1], b)):
+                        varying_vars.add(base)
+                        changed = True
+                elif result and result not in varying and result_varies(b, result, op, operands):
+                    varying.add(result)
+                    changed = True
+    found = []
+    for b in sorted(divergent):
+        for result, op, operands in blocks[b]:
+            if op == "OpControlBarrier" and module.constants.get(operands[0]) == level:
+                found.append((b, op))
+            elif op in MATRIX_OPS:
+                value = operands[1] if "Store" in op else result
+                if module.matrix_scope.get(types.get(value)) == level:
+                    found.append((b, op))
+    return found
+
+
+def value_types(module):
+    """value -> its type id."""
+    return {result: operands[0] for result, op, operands in module.ins
+            if result and operands and not op.startswith("OpType") and
+            op not in ("OpLabel", "OpString", "OpExtInstImport")}
+
+
+def run(*command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"FAIL: {' '.join(map(str, command))}:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def check_module(tools, path, work):
+    optimized = work / (path.stem + ".opt.spv")
+    run(tools["opt"], "-O", path, "-o", optimized)
+    module = Module(run(tools["dis"], optimized))
+    found = []
+    for blocks in functions(module):
+        for level in (WORKGROUP, SUBGROUP):
+            found += [(level, b, op) for b, op in check_function(module, blocks, level)]
+    return found
+
+
+# Modules written for the purpose: their main()'s body, and whether the check
+# must find a barrier or matrix operation in divergent control flow.
+PLANTED_HEAD = """#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+layout(local_size_x = 64) in;
+layout(binding = 0) buffer B { float data[]; };
+shared float tile[64];
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    tile[i] = data[i];
+"""
+PLANTED = [
+    ("a barrier under a branch on the invocation index", True,
+     "if (i < 32u) { barrier(); data[i] = tile[63u - i]; }"),
+    ("a barrier under a branch on the workgroup id", False,
+     "if (gl_WorkGroupID.x < 32u) { barrier(); data[i] = tile[63u - i]; }"),
+    ("a barrier in a loop run a number of times each invocation reads", True,
+     "for (uint k = 0u; k < uint(data[i]); k++) { barrier(); data[i] += tile[k & 63u]; }"),
+    ("a barrier after that loop", False,
+     "for (uint k = 0u; k < uint(data[i]); k++) data[i] += 1.0; barrier(); data[i] += tile[0];"),
+    ("a barrier under a branch on a value read at the invocation's address", True,
+     "if (tile[i] > 0.0) barrier(); data[i] = tile[0];"),
+    ("a barrier under a branch on a value read at one address", False,
+     "barrier(); if (tile[5] > 0.0) barrier(); data[i] = tile[0];"),
+    ("a subgroup barrier under a branch on a subgroup vote", False,
+     "if (subgroupAny(tile[i] > 0.0)) subgroupBarrier(); data[i] = tile[i];"),
+    ("a subgroup barrier under a branch on a shuffle", True,
+     "if (subgroupShuffleXor(tile[i], 1u) > 0.0) subgroupBarrier(); data[i] = tile[i];"),
+    ("a matrix store under a branch on one of the matrix's elements", True,
+     "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc; coopMatLoadNV(acc, data, 0, 16, false);"
+     "if (acc[0] > 0.0) coopMatStoreNV(acc, data, 256, 16, false);"),
+    ("a matrix store under a branch on the subgroup id", False,
+     "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc; coopMatLoadNV(acc, data, 0, 16, false);"
+     "if (gl_SubgroupID == 0u) coopMatStoreNV(acc, data, 256, 16, false);"),
+]
+
+
+def check_planted(glslang, tools, work):
+    """The number of planted modules the check judged wrongly."""
+    wrong = 0
+    for what, divergent, body in PLANTED:
+        source = work / "planted.comp"
+        source.write_text(PLANTED_HEAD + body + "\n}\n")
+        run(glslang, "-V", "--target-env", "vulkan1.1", "-o", work / "planted.spv", source)
+        found = check_module(tools, work / "planted.spv", work)
+        if bool(found) != divergent:
+            print(f"FAIL: {what}: {'not ' if divergent else ''}found in divergent control flow")
+            wrong += 1
+    return wrong
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    glslang, spirv_opt, spirv_dis, spirv_dir = sys.argv[1:5]
+    tools = {"opt": spirv_opt, "dis": spirv_dis}
+    failures = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        work = pathlib.Path(scratch)
+        failures += check_planted(glslang, tools, work)
+        modules = sorted(p for p in pathlib.Path(spirv_dir).glob("*.spv") if not SKIP.search(p.name))
+        if not modules:
+            sys.exit(f"FAIL: no SPIR-V modules in {spirv_dir}")
+        for path in modules:
+            found = check_module(tools, path, work)
+            print(f"{'FAIL' if found else 'ok'}: {path.name}")
+            for level, block, op in found[:10]:
+                scope = "workgroup" if level == WORKGROUP else "subgroup"
+                print(f"    {op} of {scope} scope in block {block}, under a branch that "
+                      f"differs within the {scope}")
+            failures += bool(found)
+    if failures:
+        sys.exit(f"{failures} failed")
+    print(f"all {len(modules)} modules, and the {len(PLANTED)} planted modules judged right")
+
+
+if __name__ == "__main__":
+    main()
