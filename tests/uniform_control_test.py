@@ -25,6 +25,11 @@ function, values in SSA form):
 - a block is in divergent control flow when it is control dependent (by
   post-dominance) on a branch whose condition is such a value, or on a branch
   in divergent control flow;
+- besides barriers and matrix operations, no subgroup operation (shuffle,
+  reduction, vote, broadcast) may run in control flow divergent within its
+  subgroup: the kernels' butterflies and reductions assume every lane takes
+  part, and a shuffle from a lane that is not running reads an undefined
+  value;
 - a load from shared or buffer memory at a uniform address is uniform (every
   invocation reads the same word: the barriers around it are the kernel's
   business, checked by the validation layer's synchronization checks).
@@ -264,6 +269,9 @@ def check_function(module, blocks, level):
         for result, op, operands in blocks[b]:
             if op == "OpControlBarrier" and module.constants.get(operands[0]) == level:
                 found.append((b, op))
+            elif level == SUBGROUP and op.startswith("OpGroupNonUniform") and \
+                    op != "OpGroupNonUniformElect":
+                found.append((b, op))  # reads lanes that may not be running
             elif op in MATRIX_OPS:
                 value = operands[1] if "Store" in op else result
                 if module.matrix_scope.get(types.get(value)) == level:
@@ -332,6 +340,9 @@ PLANTED = [
     ("a matrix store under a branch on one of the matrix's elements", True,
      "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc; coopMatLoadNV(acc, data, 0, 16, false);"
      "if (acc[0] > 0.0) coopMatStoreNV(acc, data, 256, 16, false);"),
+    ("a shuffle under a branch on the lane", True,
+     "float x = tile[i]; if (gl_SubgroupInvocationID < 3u) x = subgroupShuffleXor(x, 1u);"
+     "data[i] = x;"),
     ("a matrix store under a branch on the subgroup id", False,
      "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc; coopMatLoadNV(acc, data, 0, 16, false);"
      "if (gl_SubgroupID == 0u) coopMatStoreNV(acc, data, 256, 16, false);"),
