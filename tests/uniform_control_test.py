@@ -31,8 +31,8 @@ function, values in SSA form):
   part, and a shuffle from a lane that is not running reads an undefined
   value;
 - a load from shared or buffer memory at a uniform address is uniform (every
-  invocation reads the same word: the barriers around it are the kernel's
-  business, checked by the validation layer's synchronization checks).
+  invocation reads the same word; whether a barrier orders it after the
+  store it needs is not checked here).
 
 Specialization constants are uniform, so each module is checked as it is, for
 every specialization at once. Modules written for the purpose (PLANTED) must
@@ -298,7 +298,10 @@ def check_module(tools, path, work):
     run(tools["opt"], "-O", path, "-o", optimized)
     module = Module(run(tools["dis"], optimized))
     found = []
-    for blocks in functions(module):
+    bodies = list(functions(module))
+    if len(bodies) != 1:  # calls would hide their callees' control flow
+        sys.exit(f"FAIL: {path.name}: {len(bodies)} functions after inlining, not one")
+    for blocks in bodies:
         for level in (WORKGROUP, SUBGROUP):
             found += [(level, b, op) for b, op in check_function(module, blocks, level)]
     return found
