@@ -36,6 +36,11 @@ import time
 
 # What some tests need beyond the build and a Vulkan device. A test whose needs
 # are not met is skipped, with the reason.
+SPIRV_TOOLS = [
+    ("glslangValidator (glslang-tools)", lambda: shutil.which("glslangValidator")),
+    ("spirv-opt and spirv-dis (spirv-tools)",
+     lambda: shutil.which("spirv-opt") and shutil.which("spirv-dis")),
+]
 REQUIREMENTS = {
     "test_install": [
         ("cmake", lambda: shutil.which("cmake")),
@@ -51,6 +56,11 @@ REQUIREMENTS = {
     "coopmat_khr": [
         ("spirv-val (spirv-tools)", lambda: shutil.which("spirv-val")),
     ],
+    # Checks of the build's SPIR-V (coopmat_indexing_test.py,
+    # uniform_control_test.py), likewise: they compile planted modules and
+    # optimize and disassemble the kernels.
+    "coopmat_indexing": SPIRV_TOOLS,
+    "uniform_control": SPIRV_TOOLS,
 }
 
 
