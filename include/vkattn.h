@@ -235,7 +235,11 @@ typedef struct vkattn_device_info {
     bool cooperative_matrix;           /* vkattn's matrix-unit kernels can run here:
                                           VK_NV_cooperative_matrix or
                                           VK_KHR_cooperative_matrix with f16 shapes,
-                                          shaderFloat16 and the Vulkan memory model */
+                                          shaderFloat16 and the Vulkan memory model
+                                          (the attention kernel also needs subgroup
+                                          shuffles and votes and a required subgroup
+                                          size, which every such GPU known has; it
+                                          says why where one lacks them) */
     bool timestamps;                   /* compute queue has GPU timestamps */
     double timestamp_period_ns;
     bool host_visible_device_memory;   /* tensors are mapped, not staged */

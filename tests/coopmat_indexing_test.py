@@ -78,6 +78,7 @@ CASES = [
       "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
     ("attention_coopmat", "default, packed and paged sequences, every score variant",
      {**ATTENTION_F16_D128, "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
+    ("attention_coopmat_khr_nv", "the KHR build, default, f16 D=128", ATTENTION_F16_D128),
     ("matmul_coopmat", "revision 3, 4096^3",
      dict(WORKGROUP=256, BM=128, BN=128, BK=32, TRANSPOSE_B=False, HAS_BIAS=False,
           BIAS_DTYPE=0, MM=16, MN=16, MK=16, A_ALIGNED8=True, B_ALIGNED8=True, SUBGROUPS=8,
@@ -192,8 +193,9 @@ def check_frozen(frozen, constants, values):
     ignores a value it cannot parse)."""
     problems = []
     for name, value in values.items():
-        want = (f"OpConstantTrue" if value else "OpConstantFalse") if isinstance(value, bool) \
-            else f"OpConstant %uint {value}"
+        want = ("OpConstantTrue" if value else "OpConstantFalse") if isinstance(value, bool) \
+            else rf"OpConstant %\w+ {value}"
+        # (WORKGROUP, the local_size_x_id, has no constant of its name)
         if name == "WORKGROUP" or re.search(rf"%{name} = {want}\b", frozen):
             continue
         problems.append(f"{name} is not {value} once frozen")

@@ -17,14 +17,18 @@ function, values in SSA form):
 - values that differ between the invocations of a workgroup (or of a
   subgroup): the invocation's ids (LocalInvocationId, LocalInvocationIndex,
   GlobalInvocationId, SubgroupLocalInvocationId; SubgroupId too at workgroup
-  level), the results of atomics, a matrix's elements, subgroup shuffles and
-  scans (at workgroup level any subgroup operation on such a value), and
+  level; the lane masks), the results of atomics, a matrix's elements,
+  subgroup shuffles, scans, elections and inverse ballots (and at workgroup
+  level any subgroup operation on such a value), and
   everything computed from them: loads at such addresses, variables stored
   such values or stored under such a branch, and phis that join the paths of
   such a branch;
 - a block is in divergent control flow when it is control dependent (by
   post-dominance) on a branch whose condition is such a value, or on a branch
   in divergent control flow;
+- a matrix load's or store's pointer, stride and layout must be the same in
+  every invocation of the matrix's scope ("all operands must be dynamically
+  uniform within every instance of the scope"), wherever it runs;
 - besides barriers and matrix operations, no subgroup operation (shuffle,
   reduction, vote, broadcast) may run in control flow divergent within its
   subgroup: the kernels' butterflies and reductions assume every lane takes
@@ -48,17 +52,25 @@ import sys
 import tempfile
 
 WORKGROUP, SUBGROUP = 2, 3  # SPIR-V scopes
+LANE_MASKS = {f"Subgroup{m}Mask{khr}" for m in ("Eq", "Ge", "Gt", "Le", "Lt")
+              for khr in ("", "KHR")}
 VARYING = {
     WORKGROUP: {"LocalInvocationId", "LocalInvocationIndex", "GlobalInvocationId",
-                "SubgroupLocalInvocationId", "SubgroupId"},
+                "SubgroupLocalInvocationId", "SubgroupId"} | LANE_MASKS,
     SUBGROUP: {"LocalInvocationId", "LocalInvocationIndex", "GlobalInvocationId",
-               "SubgroupLocalInvocationId"},
+               "SubgroupLocalInvocationId"} | LANE_MASKS,
 }
 # Subgroup operations whose result is the same in every invocation of the
 # subgroup (when the operation is a reduction: GroupOperation Reduce).
 SUBGROUP_UNIFORM = {"OpGroupNonUniformBroadcast", "OpGroupNonUniformBroadcastFirst",
                     "OpGroupNonUniformAll", "OpGroupNonUniformAny",
                     "OpGroupNonUniformAllEqual", "OpGroupNonUniformBallot"}
+# Subgroup operations whose result differs between the lanes of a subgroup
+# whatever their inputs (and so between the invocations of a workgroup too).
+LANE_VARYING = ("OpGroupNonUniformShuffle", "OpGroupNonUniformQuad",
+                "OpGroupNonUniformRotate", "OpGroupNonUniformElect",
+                "OpGroupNonUniformInverseBallot")
+LANE_VARYING_GROUP_OPERATIONS = {"InclusiveScan", "ExclusiveScan", "ClusteredReduce"}
 MATRIX_OPS = ("OpCooperativeMatrixLoadNV", "OpCooperativeMatrixStoreNV",
               "OpCooperativeMatrixMulAddNV", "OpCooperativeMatrixLoadKHR",
               "OpCooperativeMatrixStoreKHR", "OpCooperativeMatrixMulAddKHR")
@@ -102,7 +114,7 @@ def functions(module):
     current, label = None, None
     for result, op, operands in module.ins:
         if op == "OpFunction":
-            current = {}
+            current, label = {}, None
         elif op == "OpFunctionEnd":
             yield current
             current = None
@@ -228,14 +240,12 @@ def check_function(module, blocks, level):
             return any(v in varying or leaves_divergence(v, p) or ({p} | deps[p]) & joined
                        for v, p in zip(operands[1::2], operands[2::2]))
         if op.startswith("OpGroupNonUniform"):
-            if op == "OpGroupNonUniformElect":
+            if op.startswith(LANE_VARYING) or \
+                    (len(operands) > 2 and operands[2] in LANE_VARYING_GROUP_OPERATIONS):
                 return True
-            if level == SUBGROUP:
-                if op.startswith("OpGroupNonUniformShuffle") or \
-                        (len(operands) > 2 and operands[2] in ("InclusiveScan", "ExclusiveScan")):
-                    return True
-                if op in SUBGROUP_UNIFORM or (len(operands) > 2 and operands[2] == "Reduce"):
-                    return False
+            if level == SUBGROUP and \
+                    (op in SUBGROUP_UNIFORM or (len(operands) > 2 and operands[2] == "Reduce")):
+                return False
         if op in ("OpCompositeExtract", "OpVectorExtractDynamic") and \
                 types.get(operands[1]) in module.matrix_scope:
             return True  # a matrix's elements differ between its invocations
@@ -264,18 +274,29 @@ def check_function(module, blocks, level):
                 elif result and result not in varying and result_varies(b, result, op, operands):
                     varying.add(result)
                     changed = True
+    def matrix_of_level(value):
+        return module.matrix_scope.get(types.get(value), -1) == level
+
     found = []
-    for b in sorted(divergent):
-        for result, op, operands in blocks[b]:
-            if op == "OpControlBarrier" and module.constants.get(operands[0]) == level:
-                found.append((b, op))
-            elif level == SUBGROUP and op.startswith("OpGroupNonUniform") and \
-                    op != "OpGroupNonUniformElect":
-                found.append((b, op))  # reads lanes that may not be running
-            elif op in MATRIX_OPS:
-                value = operands[1] if "Store" in op else result
-                if module.matrix_scope.get(types.get(value)) == level:
+    for b, ins in sorted(blocks.items()):
+        for result, op, operands in ins:
+            if b in divergent:
+                if op == "OpControlBarrier" and module.constants.get(operands[0]) == level:
                     found.append((b, op))
+                elif level == SUBGROUP and op.startswith("OpGroupNonUniform") and \
+                        op != "OpGroupNonUniformElect":
+                    found.append((b, op))  # reads lanes that may not be running
+                elif op in MATRIX_OPS and \
+                        matrix_of_level(operands[1] if "Store" in op else result):
+                    found.append((b, op))
+            if op in MATRIX_OPS and matrix_of_level(operands[1] if "Store" in op else result):
+                # "All operands must be dynamically uniform within every
+                # instance of the scope": a load's or store's pointer, stride
+                # and layout (a matrix operand holds each invocation's own
+                # elements)
+                ids = [o for o in operands[0 if "Store" in op else 1:] if o.startswith("%")]
+                if any(i in varying for i in ids if not matrix_of_level(i)):
+                    found.append((b, op + " (with operands that differ)"))
     return found
 
 
@@ -313,6 +334,8 @@ PLANTED_HEAD = """#version 450
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -346,6 +369,37 @@ PLANTED = [
     ("a shuffle under a branch on the lane", True,
      "float x = tile[i]; if (gl_SubgroupInvocationID < 3u) x = subgroupShuffleXor(x, 1u);"
      "data[i] = x;"),
+    ("a barrier under a branch on a loop's count, the loop run a number of times each "
+     "invocation reads", True,
+     "uint k = 0u; while (k < uint(data[i])) { k++; data[i + 64u] += 1.0; }"
+     "if (k > 3u) { barrier(); data[i] = tile[0]; }"),
+    ("a barrier under a branch on a value set under a branch on the invocation", True,
+     "float x = 0.0; if (tile[i] > 0.0) x = data[0];"
+     "if (x > 1.0) { barrier(); data[i] = tile[0]; }"),
+    ("a barrier under a uniform branch inside one on the invocation", True,
+     "if (i < 32u) { if (gl_WorkGroupID.x == 0u) { barrier(); data[i] = tile[0]; } }"),
+    ("a barrier under a branch on an array stored to under a branch on the invocation",
+     True,
+     "float a[4] = float[4](0.0, 0.0, 0.0, 0.0); if (i < 32u) a[uint(data[0]) & 3u] = 1.0;"
+     "if (a[uint(data[1]) & 3u] > 0.0) barrier(); data[i] = tile[0];"),
+    ("a barrier in one case of a switch on the invocation", True,
+     "switch (i & 3u) { case 0u: barrier(); break; default: break; } data[i] = tile[0];"),
+    ("a barrier after an early return of some invocations", True,
+     "if (i < 32u) return; barrier(); data[i] = tile[0];"),
+    ("a barrier under a branch on a subgroup scan", True,
+     "if (subgroupExclusiveAdd(1u) == 0u) barrier(); data[i] = tile[0];"),
+    ("a barrier under a branch on the lane's mask", True,
+     "if (gl_SubgroupEqMask.x == 1u) barrier(); data[i] = tile[0];"),
+    ("a matrix load at an offset that differs within the subgroup", True,
+     "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc;"
+     "coopMatLoadNV(acc, data, gl_SubgroupInvocationID * 256u, 16, false);"
+     "coopMatStoreNV(acc, data, 0, 16, false);"),
+    ("a workgroup-scope matrix store under a branch on the subgroup id", True,
+     "fcoopmatNV<32, gl_ScopeWorkgroup, 16, 16> w; coopMatLoadNV(w, data, 0, 16, false);"
+     "if (gl_SubgroupID == 0u) coopMatStoreNV(w, data, 256, 16, false);"),
+    ("a workgroup-scope matrix store under a branch on the workgroup id", False,
+     "fcoopmatNV<32, gl_ScopeWorkgroup, 16, 16> w; coopMatLoadNV(w, data, 0, 16, false);"
+     "if (gl_WorkGroupID.x == 0u) coopMatStoreNV(w, data, 256, 16, false);"),
     ("a matrix store under a branch on the subgroup id", False,
      "fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc; coopMatLoadNV(acc, data, 0, 16, false);"
      "if (gl_SubgroupID == 0u) coopMatStoreNV(acc, data, 256, 16, false);"),
