@@ -33,9 +33,10 @@ usage: coopmat_indexing_test.py GLSLANG SPIRV_OPT SPIRV_DIS SHADER_DIR SPIRV_DIR
 """
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
+
+from spirv_text import Module, run
 
 # The H200's plans (pipeline statistics in fourth-check/gpu-check.log, and the
 # settings sweep's tune.md), by spec constant name. WORKGROUP is the
@@ -109,8 +110,6 @@ void main() {
 
 CONSTANT_ID = re.compile(r"layout\(constant_id\s*=\s*(\d+)\)\s*const\s+(\w+)\s+(\w+)")
 INCLUDE = re.compile(r'^#include\s+"([^"]+)"', re.M)
-INSTRUCTION = re.compile(r"\s*(%\S+) = (Op\w+)\s*(.*)")
-ACCESS = re.compile(r"\s*%\S+ = Op(?:InBounds)?AccessChain \S+ (\S+)(.*)")
 
 
 def spec_constants(shader_dir, source, seen=None):
@@ -128,13 +127,6 @@ def spec_constants(shader_dir, source, seen=None):
     return found
 
 
-def run(*command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"FAIL: {' '.join(map(str, command))}:\n{done.stdout}{done.stderr}")
-    return done.stdout
-
-
 def specialized(tools, module, spec, work):
     """The module's disassembly with its spec constants set, frozen, folded and
     its loops unrolled, as a driver would compile it for this plan."""
@@ -149,42 +141,20 @@ def specialized(tools, module, spec, work):
 
 
 def dynamic_accesses(disassembly):
-    """(element accesses, matrix accesses) into arrays of cooperative matrices
+    """(element accesses, matrix accesses) into matrices or arrays of them
     whose indices are not all constants; each a list of lines."""
-    constants, matrices, arrays, pointee, variables = set(), set(), {}, {}, {}
-    lines = disassembly.splitlines()
-    for line in lines:
-        m = INSTRUCTION.match(line)
-        if not m:
-            continue
-        result, op, operands = m.group(1), m.group(2), m.group(3).split()
-        if op.startswith("OpConstant") or op.startswith("OpSpecConstant"):
-            constants.add(result)
-        elif op.startswith("OpTypeCooperativeMatrix"):
-            matrices.add(result)
-        elif op == "OpTypeArray":
-            arrays[result] = operands[0]
-        elif op == "OpTypePointer":
-            pointee[result] = operands[1]
-        elif op == "OpVariable":
-            variables[result] = operands[0]
-
-    def array_depth(kind):
-        depth = 0
-        while kind in arrays:
-            kind, depth = arrays[kind], depth + 1
-        return depth if kind in matrices else None
-
+    module = Module(disassembly)
     elements, whole = [], []
-    for line in lines:
-        m = ACCESS.match(line)
-        if not m or m.group(1) not in variables:
+    for result, op, operands in module.ins:
+        if op not in ("OpAccessChain", "OpInBoundsAccessChain") or \
+                operands[1] not in module.storage:
             continue
-        depth = array_depth(pointee[variables[m.group(1)]])
-        indices = m.group(2).split()
-        if depth is None or all(i in constants for i in indices):
+        depth = module.matrix_depth(module.pointee(operands[1]))
+        indices = operands[2:]
+        if depth is None or all(i in module.constant_ids for i in indices):
             continue
-        (elements if len(indices) > depth else whole).append(line.strip())
+        line = f"{result} = {op} {' '.join(operands)}"
+        (elements if len(indices) > depth else whole).append(line)
     return elements, whole
 
 

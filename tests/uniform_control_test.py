@@ -47,9 +47,10 @@ usage: uniform_control_test.py GLSLANG SPIRV_OPT SPIRV_DIS SPIRV_DIR
 """
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
+
+from spirv_text import Module, run
 
 WORKGROUP, SUBGROUP = 2, 3  # SPIR-V scopes
 LANE_MASKS = {f"Subgroup{m}Mask{khr}" for m in ("Eq", "Ge", "Gt", "Le", "Lt")
@@ -74,39 +75,9 @@ LANE_VARYING_GROUP_OPERATIONS = {"InclusiveScan", "ExclusiveScan", "ClusteredRed
 MATRIX_OPS = ("OpCooperativeMatrixLoadNV", "OpCooperativeMatrixStoreNV",
               "OpCooperativeMatrixMulAddNV", "OpCooperativeMatrixLoadKHR",
               "OpCooperativeMatrixStoreKHR", "OpCooperativeMatrixMulAddKHR")
-INSTRUCTION = re.compile(r"\s*(?:(%\S+) = )?(Op\w+)\s*(.*)")
-
 # The modules a GPU runs (the KHR builds are checked in their NV form, which
 # SPIRV-Tools reads; the rewrite keeps control flow as it is).
 SKIP = re.compile(r"_khr\.spv$")
-
-
-class Module:
-    def __init__(self, text):
-        self.ins = []
-        self.constants, self.types, self.builtins, self.storage = {}, {}, {}, {}
-        decorations = {}
-        for line in text.splitlines():
-            m = INSTRUCTION.match(line)
-            if not m:
-                continue
-            result, op, rest = m.groups()
-            operands = rest.split()
-            self.ins.append((result, op, operands))
-            if op == "OpDecorate" and len(operands) >= 3 and operands[1] == "BuiltIn":
-                decorations[operands[0]] = operands[2]
-            elif op in ("OpConstant", "OpSpecConstant") and operands[1].lstrip("-").isdigit():
-                self.constants[result] = int(operands[1])
-            elif op.startswith("OpType"):
-                self.types[result] = (op, operands)
-            elif op == "OpVariable":
-                self.storage[result] = operands[1]
-                if result in decorations:
-                    self.builtins[result] = decorations[result]
-        self.matrix_scope = {}
-        for result, (op, operands) in self.types.items():
-            if op.startswith("OpTypeCooperativeMatrix"):
-                self.matrix_scope[result] = self.constants.get(operands[1])
 
 
 def functions(module):
@@ -187,7 +158,7 @@ def check_function(module, blocks, level):
     control flow: a list of (label, op)."""
     succ = {b: successors(ins) for b, ins in blocks.items()}
     deps = control_dependences(blocks, succ)
-    types = value_types(module)
+    types = module.type_of
     where, chains = {}, {}
     for b, ins in blocks.items():
         for result, op, operands in ins:
@@ -200,14 +171,6 @@ def check_function(module, blocks, level):
         while pointer in chains:
             pointer = chains[pointer]
         return pointer
-
-    def holds_matrices(variable):
-        """Whether a variable is a matrix or an array of them."""
-        pointer = module.types.get(types.get(variable))
-        kind = pointer[1][1] if pointer and pointer[0] == "OpTypePointer" else None
-        while kind in module.types and module.types[kind][0] == "OpTypeArray":
-            kind = module.types[kind][1][0]
-        return kind in module.matrix_scope
 
     varying, varying_vars, divergent = set(), set(), set()
     varying_branch_blocks = set()
@@ -228,7 +191,7 @@ def check_function(module, blocks, level):
         inputs = ids[1:]  # past the result type
         if op == "OpLoad":
             base = root(operands[1])
-            element = holds_matrices(base) and operands[0] not in module.matrix_scope
+            element = module.matrix_depth(module.pointee(base)) is not None and operands[0] not in module.matrix_scope
             return (module.builtins.get(base) in VARYING[level] or operands[1] in varying or
                     base in varying_vars or element)
         if op.startswith("OpAtomic"):
@@ -298,20 +261,6 @@ def check_function(module, blocks, level):
                 if any(i in varying for i in ids if not matrix_of_level(i)):
                     found.append((b, op + " (with operands that differ)"))
     return found
-
-
-def value_types(module):
-    """value -> its type id."""
-    return {result: operands[0] for result, op, operands in module.ins
-            if result and operands and not op.startswith("OpType") and
-            op not in ("OpLabel", "OpString", "OpExtInstImport")}
-
-
-def run(*command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"FAIL: {' '.join(map(str, command))}:\n{done.stdout}{done.stderr}")
-    return done.stdout
 
 
 def check_module(tools, path, work):
