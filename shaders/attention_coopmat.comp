@@ -14,7 +14,8 @@
 //      block's last key and in the padding of the head dimensions to the matrix
 //      shape): the step's workgroup barriers (two; three with bf16 inputs,
 //      whose exponents come first); with STAGES = 2 from registers loaded
-//      while the previous tile computed;
+//      while the previous tile computed; with BUFFERS = 2 into one of two
+//      buffers, while the other computes, behind the step's one barrier;
 //   2. each subgroup whose rows may see a key of the tile computes its RS x BC
 //      scores S = Q K^T (K read column-major; each block of K loaded once for
 //      its ROW_TILES row blocks) and stores them to its slice of s_tile;
@@ -34,10 +35,11 @@
 // Q, K and V are f16 or bf16 (bound as 32-bit words, or as uvec4 where rows are
 // 8-element aligned). bf16 has no matrix type in VK_NV_cooperative_matrix: it
 // is converted to f16 while staged, exactly (see BF16_INPUTS). Shared memory,
-// in bytes: 2 BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
+// in bytes: 2 BUFFERS BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
 // below; with the softmax in registers, 4 S_SLICE + 2 P_SLICE a subgroup in
 // place of the S and P tiles), 2 BR KS for Q_SHARED's tile (else 16), the
-// exponents of bf16 inputs (8 BC or 32 for K, 4 BR or 16 for Q, and 16), and
+// exponents of bf16 inputs (4 (BUFFERS == 2 ? 3 : 1) BC + 4 BUFFERS BC or 32
+// for K, 4 BR or 16 for Q, and 16), and
 // in the emulated build, which keeps its matrices there, 2 BR (DP + BC) (MK
 // for DP with Q_SHARED) + 4 BR (BC + DVP) more.
 //
@@ -133,6 +135,16 @@ layout(constant_id = 20) const bool Q_SHARED = false;
 // GPU): lavapipe compiles the unrolled copies of the scores' code 30-50 %
 // slower, which its small tiles need not pay.
 layout(constant_id = 21) const bool SCORES_HELD = true;
+// 2: the K and V tiles double-buffered, so that a step needs one workgroup
+// barrier, not two: after it, the next tile is stored into the buffer the
+// previous step read (from the registers its loads landed in, STAGES = 2; or
+// straight from memory, STAGES = 1, f16 only) while this one computes from
+// the other. Twice the K and V tiles' shared memory. bf16 inputs need two
+// stages: the next tile's exponents are reduced from its registers before the
+// barrier, into one of three slots (a slot is read in the step after it is
+// filled and cleared in the step after that, each apart by a barrier from
+// the slot's next filling).
+layout(constant_id = 22) const uint BUFFERS = 1;
 
 #include "coopmat.glsl"
 
@@ -214,8 +226,8 @@ layout(set = 0, binding = 3) writeonly buffer O32 { float o32[]; };   // O, or t
 // shifted and computed garbage).
 // The f16 tiles are packed (coopmat.glsl), written 16 bytes at a time: one
 // store where half-sized elements would take eight, four-way bank conflicted.
-shared uvec4 k_tile[BC * KS / PACK];
-shared uvec4 v_tile[BC * VS / PACK];
+shared uvec4 k_tile[BUFFERS * BC * KS / PACK];
+shared uvec4 v_tile[BUFFERS * BC * VS / PACK];
 // A subgroup's slices of s_tile and p_tile: RS rows of S and of P, or with
 // the softmax in registers, where S and P stay in registers, one block of
 // each (the accumulators' cell map, O's blocks as they are written, and, for
@@ -229,17 +241,19 @@ shared float s_tile[SUBGROUPS * S_SLICE];
 shared uvec4 p_tile[SUBGROUPS * P_SLICE / PACK];
 shared uvec4 q_tile[Q_SHARED ? BR * KS / PACK : 1];   // Q_SHARED: the block's Q rows
 shared float row_factor[BR];        // a row's O rescaling, then its output scale
-// t0 + 1 of the last tile whose V held an Inf or NaN (grows with t0: never
-// reset), kept in four words, each staging lane flagging into word tid & 3 and
-// nonfinite_tile() taking their maximum: four words for the alignment above,
-// all indexed at run time so that no compiler can shrink the array to the
-// one word a constant index would leave.
-shared uint v_nonfinite_tile[4];
+// t0 + 1 of the last tile of a buffer whose V held an Inf or NaN (grows with
+// t0: never reset), kept in four words a buffer, each staging lane flagging
+// into word tid & 3 and nonfinite_tile() taking their maximum: four words for
+// the alignment above, all indexed at run time so that no compiler can shrink
+// the array to the one word a constant index would leave.
+shared uint v_nonfinite_tile[4 * BUFFERS];
 // bf16 inputs: the largest exponent of each Q row of the block, of each key of
-// the K tile, of the V tile (word 0); the K tile's powers of 2 (k_factor).
+// the K tile, of the V tile (word 0; with two buffers a slot each, K's too);
+// the K tile's powers of 2 (k_factor, a buffer each).
+const uint EXPONENT_SLOTS = BUFFERS == 2 ? 3 : 1;
 shared uint q_exponent[Q_BF16 ? BR : 4];
-shared uint k_exponent[K_BF16 ? BC : 4];
-shared float k_factor[K_BF16 ? BC : 4];
+shared uint k_exponent[K_BF16 ? EXPONENT_SLOTS * BC : 4];
+shared float k_factor[K_BF16 ? BUFFERS * BC : 4];
 shared uint v_exponent[4];
 
 // Row block m's matrix i of each is at m * (its count per block) + i.
@@ -253,10 +267,11 @@ MATRIX_ACC(where_acc, 1, SUBGROUPS)  // ROW_CLUSTER: each element's cell index r
 #include "coopmat_tile_staging.glsl"
 #include "coopmat_bf16.glsl"
 
-uint nonfinite_tile()
+uint nonfinite_tile(uint kv_buffer)
 {
-    return max(max(v_nonfinite_tile[0], v_nonfinite_tile[1]),
-               max(v_nonfinite_tile[2], v_nonfinite_tile[3]));
+    uint at = 4 * kv_buffer;
+    return max(max(v_nonfinite_tile[at], v_nonfinite_tile[at + 1]),
+               max(v_nonfinite_tile[at + 2], v_nonfinite_tile[at + 3]));
 }
 
 // Multiplies row r of each O accumulator by row_factor[r] (the subgroup's rows),
@@ -275,15 +290,16 @@ void rescale_output(uint slice, uint row0)
         }
 }
 
-// Score s of key t0 + c for held row w (bf16 factors undone), scaled to the
-// exp2 domain and adjusted by the variants; -inf where the row may not see the
-// key (and for rows past the problem). Not `ranged`: the caller knows the row
-// sees every key of the tile (every_key), and no key is checked.
-float tile_score(float s, Row w, uint b, uint t0, uint c, bool ranged)
+// Score s of key t0 + c for held row w (bf16 factors undone, the K tile's
+// from its buffer), scaled to the exp2 domain and adjusted by the variants;
+// -inf where the row may not see the key (and for rows past the problem). Not
+// `ranged`: the caller knows the row sees every key of the tile (every_key),
+// and no key is checked.
+float tile_score(float s, Row w, uint b, uint t0, uint kv_buffer, uint c, bool ranged)
 {
     uint j = t0 + c;
     if (Q_BF16 || K_BF16)
-        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[c] : 1.0);
+        s = unscaled_score(s, w.q_factor, K_BF16 ? k_factor[kv_buffer * BC + c] : 1.0);
     s *= p.scale_log2e;
     return !ranged || (j >= w.lo && j < w.limit)
                ? adjust_score(s, w.slope, b, w.h, w.i, j, w.origin)
@@ -292,15 +308,16 @@ float tile_score(float s, Row w, uint b, uint t0, uint c, bool ranged)
 
 // acc plus P V over the tile's keys c0 .. c0 + count - 1 that a row may see
 // (`keys`) for output column d, in plain code, the row's weights of those
-// keys from p_tile at half p_at on. A tile whose V holds an Inf or NaN is
-// summed so (see the caller).
-float plain_pv(float acc, uint t0, uvec2 keys, uint d, uint p_at, uint c0, uint count)
+// keys from p_tile at half p_at on, V from its buffer. A tile whose V holds
+// an Inf or NaN is summed so (see the caller).
+float plain_pv(float acc, uint t0, uint kv_buffer, uvec2 keys, uint d, uint p_at, uint c0,
+               uint count)
 {
     for (uint c = c0; c < c0 + count; c++) {
         float weight = float(PACKED_HALF(p_tile, p_at + c - c0));
         bool used = t0 + c >= keys.x && t0 + c < keys.y && (!KEYWISE_MASK || weight != 0.0);
         if (used)
-            acc += weight * float(PACKED_HALF(v_tile, c * VS + d));
+            acc += weight * float(PACKED_HALF(v_tile, (kv_buffer * BC + c) * VS + d));
     }
     return acc;
 }
@@ -321,13 +338,13 @@ float lane_scores[SCORES_HELD ? LANE_CHUNKS * PACK : 1];
 // The same for row r of s_tile, this lane's columns of it (chunks of PACK,
 // one packed element of P, every LPR-th from row_part), each kept in
 // lane_scores (SCORES_HELD) or stored back.
-float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
+float shared_scores(uint r, Row w, uint b, uint t0, uint kv_buffer, bool ranged)
 {
     float step_max = NEG_INF;
     if (!SCORES_HELD) {
         for (uint q = row_part(); q < BC / PACK; q += LPR)
             for (uint c = q * PACK; c < q * PACK + PACK; c++) {
-                float s = tile_score(s_tile[r * SS + c], w, b, t0, c, ranged);
+                float s = tile_score(s_tile[r * SS + c], w, b, t0, kv_buffer, c, ranged);
                 s_tile[r * SS + c] = s;
                 step_max = max(step_max, s);
             }
@@ -338,8 +355,9 @@ float shared_scores(uint r, Row w, uint b, uint t0, bool ranged)
         [[unroll]] for (uint e = 0; e < PACK; e++) {
             uint c = q * PACK + e;
             // (a lane past the row's chunks keeps -inf: never read)
-            float s = q < BC / PACK ? tile_score(s_tile[r * SS + c], w, b, t0, c, ranged)
-                                    : NEG_INF;
+            float s = q < BC / PACK
+                          ? tile_score(s_tile[r * SS + c], w, b, t0, kv_buffer, c, ranged)
+                          : NEG_INF;
             lane_scores[min(i * PACK + e, lane_scores.length() - 1)] = s;
             step_max = max(step_max, s);
         }
@@ -485,12 +503,12 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
     Sequence seq = job.seq;
     barrier();  // every subgroup is done with the previous tile (and with Q)
     if (!REGISTER_STAGING && ANY_BF16) {   // as they are; bf16 converted below
-        STAGE_TILE(k_tile, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
-        STAGE_TILE(v_tile, VS, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, !V_BF16)
+        STAGE_TILE(k_tile, KS, 0u, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        STAGE_TILE(v_tile, VS, 0u, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, !V_BF16)
     }
     if (ANY_BF16) {     // the tile's exponents, then its powers of 2
         if (K_BF16 && REGISTER_STAGING)
-            KEY_EXPONENTS(k_exponent, k_next, K_LOADS, DP)
+            KEY_EXPONENTS(k_exponent, 0u, k_next, K_LOADS, DP)
         else if (K_BF16)
             TILE_KEY_EXPONENTS(k_exponent, k_tile, KS, DP)
         if (V_BF16) {
@@ -503,7 +521,7 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
                     uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
                     top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
                 }
-            raise_v_exponent(top);
+            raise_v_exponent(top, 0u);
         }
         barrier();
         if (V_BF16) {
@@ -514,16 +532,16 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
                 k_factor[c] = pow2(bf16_shift(k_exponent[c]));
     }
     if (REGISTER_STAGING) {
-        STORE_TILE(k_tile, KS, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
-        STORE_TILE(v_tile, VS, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
+        STORE_TILE(k_tile, KS, 0u, k_next, K_LOADS, DP, false, K_BF16, bf16_shift(k_exponent[c]))
+        STORE_TILE(v_tile, VS, 0u, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
     } else if (ANY_BF16) {
         if (K_BF16)
             CONVERT_TILE(k_tile, KS, DP, false, bf16_shift(k_exponent[c]))
         if (V_BF16)
             CONVERT_TILE(v_tile, VS, DVP, true, v_unit)
     } else {
-        STAGE_TILE(k_tile, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
-        STAGE_TILE(v_tile, VS, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, true)
+        STAGE_TILE(k_tile, KS, 0u, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        STAGE_TILE(v_tile, VS, 0u, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8, true)
     }
     barrier();
     if (K_BF16)     // read above; raised again after the next tile's first barrier
@@ -535,8 +553,62 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
         load_next_tile(job, t0 + BC, block_limit);
 }
 
-// 2. S = Q K^T for the subgroup's rows, in the score accumulators.
-void compute_scores(uint row0)
+// 1. With two buffers, the step of the n-th tile (from stage_tile's for the
+// first, into buffer 0): its one workgroup barrier (every subgroup is done
+// with the previous tile's buffer, and the tile n is in the other), then tile
+// n + 1, from t0, into the buffer n + 1 is given, stored from registers
+// (bf16: converted by its exponents, which were reduced from them before the
+// barrier; v_unit and v_top follow its V) and the loads of tile n + 2 issued,
+// or, with one stage, staged straight from memory.
+void stage_ahead(Job job, uint n, uint t0, uint block_limit, inout int v_unit, inout int v_top)
+{
+    uint tid = gl_LocalInvocationIndex, b = job.b;
+    Sequence seq = job.seq;
+    bool ahead = t0 < block_limit;  // alike in the workgroup
+    uint kv_buffer = (n + 1) & 1u, slot = (n + 1) % EXPONENT_SLOTS;
+    if (ANY_BF16 && ahead) {    // (two stages: the planner sees to it)
+        if (K_BF16)
+            KEY_EXPONENTS(k_exponent, slot * BC, k_next, K_LOADS, DP)
+        if (V_BF16) {
+            uint top = 0;
+            [[unroll]] for (uint i = 0; i < V_LOADS; i++)
+                top = max(top, bf16_max_exponent(v_next[i]));
+            raise_v_exponent(top, slot);
+        }
+    }
+    barrier();
+    if (!ahead)
+        return;
+    if (ANY_BF16) {
+        uint spent = n % EXPONENT_SLOTS;    // tile n's: read in the step before
+        if (K_BF16)
+            for (uint c = tid; c < BC; c += WG) {
+                k_factor[kv_buffer * BC + c] = pow2(bf16_shift(k_exponent[slot * BC + c]));
+                k_exponent[spent * BC + c] = 0;
+            }
+        if (V_BF16) {
+            next_v_unit(v_exponent[slot], v_unit, v_top);
+            if (tid == 0)
+                v_exponent[spent] = 0;
+        }
+    }
+    if (REGISTER_STAGING) {
+        STORE_TILE(k_tile, KS, kv_buffer, k_next, K_LOADS, DP, false, K_BF16,
+                   bf16_shift(k_exponent[slot * BC + c]))
+        STORE_TILE(v_tile, VS, kv_buffer, v_next, V_LOADS, DVP, true, V_BF16, v_unit)
+        if (t0 + BC < block_limit)
+            load_next_tile(job, t0 + BC, block_limit);
+    } else {
+        STAGE_TILE(k_tile, KS, kv_buffer, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8,
+                   false)
+        STAGE_TILE(v_tile, VS, kv_buffer, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8,
+                   true)
+    }
+}
+
+// 2. S = Q K^T for the subgroup's rows, in the score accumulators (K from
+// its buffer).
+void compute_scores(uint row0, uint kv_buffer)
 {
     MATRIX_UNROLL for (uint c = 0; c < SA * ROW_TILES; c++)
         ACC_ZERO(s_acc, c);
@@ -547,7 +619,7 @@ void compute_scores(uint row0)
                     A_LOAD(q_a, m, q_tile, (row0 + m * MM) * KS + k * MK, KS);
             MATRIX_UNROLL for (uint c = 0; c < SA; c++)
                 ACC_MMA_ROWS(s_acc, c, SA, q_a, Q_SHARED ? 0 : k, Q_SHARED ? 1 : QA, ROW_TILES,
-                             k_tile, c * MN * KS + k * MK, KS, true)
+                             k_tile, (kv_buffer * BC + c * MN) * KS + k * MK, KS, true)
         }
 }
 
@@ -561,13 +633,13 @@ uint held_of(uint m, uint k)
 // each left in its element, and each held row's largest (step_max). Called
 // with a constant `ranged` (each call inlined with it), so that a tile inside
 // every row's keys runs no key checks.
-void register_scores(uint b, uint t0, bool ranged, inout float step_max[HELD])
+void register_scores(uint b, uint t0, uint kv_buffer, bool ranged, inout float step_max[HELD])
 {
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
         MATRIX_UNROLL for (uint c = 0; c < SA; c++)
             EDIT_ELEMENTS(s_acc, m * SA + c, k,
                 uint pass = held_of(m, k);
-                float x = tile_score(COPY_ELEMENT(s_acc, k), held[pass], b, t0,
+                float x = tile_score(COPY_ELEMENT(s_acc, k), held[pass], b, t0, kv_buffer,
                                      c * MN + element_cell(k).y, ranged);
                 COPY_ELEMENT(s_acc, k) = x;
                 step_max[pass] = max(step_max[pass], x);)
@@ -584,7 +656,7 @@ void register_scores(uint b, uint t0, bool ranged, inout float step_max[HELD])
 // about O's, S's and P's matrices, even at 186 registers, while the code did
 // those three things otherwise; which of them cost it, the next check's
 // local-memory column says.
-void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
+void softmax_in_registers(uint b, uint t0, uint kv_buffer, bool every_key, float unit_factor)
 {
     if (!ABLATE_SOFTMAX) {
         float step_max[HELD], shift[HELD], alpha[HELD], new_max[HELD], sum[HELD];
@@ -593,9 +665,9 @@ void softmax_in_registers(uint b, uint t0, bool every_key, float unit_factor)
             sum[pass] = 0.0;
         }
         if (every_key)
-            register_scores(b, t0, false, step_max);
+            register_scores(b, t0, kv_buffer, false, step_max);
         else
-            register_scores(b, t0, true, step_max);
+            register_scores(b, t0, kv_buffer, true, step_max);
         [[unroll]] for (uint pass = 0; pass < HELD; pass++)
             shift[pass] = next_max(held[pass], lanes_max(step_max[pass], 1, ROW_CLUSTER),
                                    alpha[pass], new_max[pass]);
@@ -641,7 +713,7 @@ float chunk_weights(uint r, uint q, float scores[PACK], float shift)
 
 // 3. The same through the subgroup's slices of s_tile and p_tile (LPR lanes a
 // row), O rescaled through shared memory, P loaded from p_tile as operands.
-void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
+void softmax_in_shared(Job job, uint t0, uint kv_buffer, bool every_key, float unit_factor)
 {
     uint lane = gl_SubgroupInvocationID;
     MATRIX_UNROLL for (uint m = 0; m < ROW_TILES; m++)
@@ -652,8 +724,8 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : ROW_PASSES); pass++) {
         uint r = job.row0 + lane % ROW_LANES + pass * ROW_LANES;
         Row w = held[pass];
-        float step_max = every_key ? shared_scores(r, w, job.b, t0, false)
-                                   : shared_scores(r, w, job.b, t0, true);
+        float step_max = every_key ? shared_scores(r, w, job.b, t0, kv_buffer, false)
+                                   : shared_scores(r, w, job.b, t0, kv_buffer, true);
         float alpha, m;
         float shift = next_max(w, lanes_max(step_max, ROW_LANES, SG_SIZE), alpha, m);
         float sum = 0.0;
@@ -700,19 +772,20 @@ void softmax_in_shared(Job job, uint t0, bool every_key, float unit_factor)
             A_LOAD(p_a, m * PA + k, p_tile, job.p_slice + m * MM * PS + k * MK, PS);
 }
 
-// 4. O += P V from the subgroup's P operands and the shared V tile.
-void add_pv(Job job, uint t0)
+// 4. O += P V from the subgroup's P operands and the shared V tile (in its
+// buffer).
+void add_pv(Job job, uint t0, uint kv_buffer)
 {
     if (ABLATE_PV) {
         // the timing diagnostic: no products
-    } else if (nonfinite_tile() != t0 + 1) {
+    } else if (nonfinite_tile(kv_buffer) != t0 + 1) {
         // Key blocks outer: consecutive products go to different O
         // accumulators, so that none waits for the one before it (each O
         // block still sums its key blocks in order).
         MATRIX_UNROLL for (uint k = 0; k < PA; k++)
             MATRIX_UNROLL for (uint j = 0; j < OA; j++)
                 ACC_MMA_ROWS(o_acc, j, OA, p_a, k, PA, ROW_TILES, v_tile,
-                             k * MK * VS + j * MN, VS, false)
+                             (kv_buffer * BC + k * MK) * VS + j * MN, VS, false)
     } else {
         // An Inf or NaN in this V tile: the block product would multiply it by
         // the zero weights of rows that may not see its key (0 * NaN = NaN).
@@ -736,9 +809,9 @@ void add_pv(Job job, uint t0)
                                           job.key_begin, job.key_end);
                     s_tile[job.slice + e] =
                         REG_SOFTMAX
-                            ? plain_pv(s_tile[job.slice + e], t0, keys, d,
+                            ? plain_pv(s_tile[job.slice + e], t0, kv_buffer, keys, d,
                                        job.p_slice + e / MN * PBS, k * MK, MK)
-                            : plain_pv(s_tile[job.slice + e], t0, keys, d,
+                            : plain_pv(s_tile[job.slice + e], t0, kv_buffer, keys, d,
                                        job.p_slice + r * PS, 0, BC);
                 }
                 subgroup_shared_sync();
@@ -867,33 +940,44 @@ void main()
     uint tid = gl_LocalInvocationIndex;
     MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
         ACC_ZERO(o_acc, j);
-    if (tid < 4) {
-        v_nonfinite_tile[tid] = 0;
+    for (uint w = tid; w < 4 * BUFFERS; w += WG)
+        v_nonfinite_tile[w] = 0;
+    if (tid < 4)
         v_exponent[tid] = 0;
-    }
     if (K_BF16)
-        for (uint c = tid; c < BC; c += WG)
+        for (uint c = tid; c < EXPONENT_SLOTS * BC; c += WG)
             k_exponent[c] = 0;
     load_q(job);
 
     // bf16 V: the V tiles are staged in units of 2^v_unit (all subgroups
-    // alike; v_top: the largest tile's), this subgroup's O is in units of
-    // 2^o_unit (moved to v_unit before its next P V).
+    // alike; v_top: the largest tile's; with two buffers, the unit of the
+    // last tile staged, the one after tile_unit's), this subgroup's O is in
+    // units of 2^o_unit (moved to the tile's before its next P V).
     int v_unit = -SHIFT_LIMIT, v_top = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
     if (STAGES == 2 && block_keys.x < block_limit)
         load_next_tile(job, block_keys.x, block_limit);
-    for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC) {
-        stage_tile(job, t0, block_limit, v_unit, v_top);
+    if (BUFFERS == 2 && block_keys.x < block_limit)
+        stage_tile(job, block_keys.x, block_limit, v_unit, v_top);  // into buffer 0
+    uint n = 0;
+    for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC, n++) {
+        int tile_unit = v_unit;
+        if (BUFFERS == 2)
+            stage_ahead(job, n, t0 + BC, block_limit, v_unit, v_top);
+        else
+            stage_tile(job, t0, block_limit, v_unit, v_top);
+        if (BUFFERS == 1)
+            tile_unit = v_unit;
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
+        uint kv_buffer = BUFFERS == 2 ? n & 1u : 0u;
         bool every_key = t0 >= all_keys.x && t0 + BC <= all_keys.y;  // the subgroup's alike
-        float unit_factor = V_BF16 ? o_unit_factor(o_unit, v_unit) : 1.0;
-        compute_scores(job.row0);
+        float unit_factor = V_BF16 ? o_unit_factor(o_unit, tile_unit) : 1.0;
+        compute_scores(job.row0, kv_buffer);
         if (REG_SOFTMAX)
-            softmax_in_registers(job.b, t0, every_key, unit_factor);
+            softmax_in_registers(job.b, t0, kv_buffer, every_key, unit_factor);
         else
-            softmax_in_shared(job, t0, every_key, unit_factor);
-        add_pv(job, t0);
+            softmax_in_shared(job, t0, kv_buffer, every_key, unit_factor);
+        add_pv(job, t0, kv_buffer);
     }
     if (has_rows)
         write_output(job, o_unit);

@@ -291,7 +291,7 @@ void scan_v_exponent(Job job, uint t0, uint block_limit)
             top = max(top, bf16_max_exponent(words));
         }
     }
-    raise_v_exponent(top);
+    raise_v_exponent(top, 0u);
 }
 
 // Whether the V rows of the tile's keys hold an Inf or a NaN, read straight
@@ -337,7 +337,7 @@ void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan,
         WG_LOAD(k_b, DP, BC, k16x8, job.k_base + key_row(b, seq, src) * p.k_ss, p.k_ss, true);
     } else {
         barrier();  // scratch's last readers are done
-        STAGE_TILE(scratch, KS, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
+        STAGE_TILE(scratch, KS, 0u, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8, false)
         if (K_BF16 || V_BF16) {
             if (K_BF16)
                 TILE_KEY_EXPONENTS(k_exponent, scratch, KS, DP)
@@ -484,8 +484,8 @@ float plain_pv(Job job, uint t0, uint r, uint d, float acc, int v_unit)
                     false);                                                                     \
         } else {                                                                                \
             barrier();                                                                          \
-            STAGE_TILE(scratch, VS, v16, v16x8, job.v_base + d0, p.v_ss, DV - min(DV, d0), ON,  \
-                       job.v_aligned8, !V_BF16)                                                 \
+            STAGE_TILE(scratch, VS, 0u, v16, v16x8, job.v_base + d0, p.v_ss, DV - min(DV, d0),  \
+                       ON, job.v_aligned8, !V_BF16)                                             \
             if (V_BF16)                                                                         \
                 CONVERT_TILE(scratch, VS, ON, true, v_unit)                                     \
             barrier();                                                                          \

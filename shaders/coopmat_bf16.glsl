@@ -65,15 +65,15 @@ float unscaled_score(float s, float q_factor, float k_factor)
     return s * min(q_factor, k_factor) * max(q_factor, k_factor);
 }
 
-// Raises the V tile's largest exponent, v_exponent[0] (the kernel's shared
-// word), to `top`, this invocation's part: its subgroup's largest, one atomic
-// a subgroup.
-void raise_v_exponent(uint top)
+// Raises the V tile's largest exponent, v_exponent[slot] (the kernel's shared
+// words: 0, or a double-buffered kernel's slot of the tile), to `top`, this
+// invocation's part: its subgroup's largest, one atomic a subgroup.
+void raise_v_exponent(uint top, uint slot)
 {
     for (uint offset = 1; offset < SG_SIZE; offset *= 2)
         top = max(top, subgroupShuffleXor(top, offset));
     if (gl_SubgroupInvocationID == 0)
-        atomicMax(v_exponent[0], top);
+        atomicMax(v_exponent[slot], top);
 }
 
 // The unit V tiles are staged in (2^v_unit) once a tile whose largest biased

@@ -3,6 +3,9 @@
 // previous tile is done with (two stages), bf16 converted to f16 on the way
 // (coopmat_bf16.glsl). Macros over the kernel's own names (t0, block_limit,
 // b, seq, tid, key_row, v_nonfinite_tile), expanded in its staging functions.
+// A kernel that double-buffers its tiles (attention_coopmat.comp's BUFFERS)
+// names the BUFFER to stage into: BUFFER tiles of BC keys into TILE, and four
+// words of v_nonfinite_tile a buffer; others pass 0.
 
 // Nonzero where any of the eight halves is an Inf or a NaN (exponent all
 // ones): a half's exponent plus one carries into its top bit only then, and
@@ -15,12 +18,13 @@ uint nonfinite_bits(uvec4 words)
 }
 
 // Stages WIDTH (padded to WIDTH_P, a multiple of PACK) elements of each key of
-// the tile into the packed TILE, rows TILE_STRIDE halves apart, PACK at a time:
+// the tile into the packed TILE's BUFFER, rows TILE_STRIDE halves apart, PACK at a time:
 // one 16-byte load where every row starts 8-element aligned (ALIGNED8) and
 // WIDTH is a multiple of 8, else gathered; zeros past `limit` and past WIDTH.
 // With NONFINITE, a key of the tile holding an Inf or NaN is flagged in
-// v_nonfinite_tile.
-#define STAGE_TILE(TILE, TILE_STRIDE, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8, NONFINITE) \
+// the buffer's words of v_nonfinite_tile.
+#define STAGE_TILE(TILE, TILE_STRIDE, BUFFER, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8,  \
+                   NONFINITE)                                                                    \
     for (uint e = tid; e < BC * (WIDTH_P) / PACK; e += WG) {                                     \
         uint c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK, key = t0 + c;        \
         uvec4 words = uvec4(0);                                                                  \
@@ -31,17 +35,18 @@ uint nonfinite_bits(uvec4 words)
             else                                                                                 \
                 GATHER_HALVES(words, BUF, first_, min(PACK, (WIDTH) - d));                       \
         }                                                                                        \
-        TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                            \
+        TILE[(((BUFFER) * BC + c) * (TILE_STRIDE) + d) / PACK] = words;                          \
         if (NONFINITE && nonfinite_bits(words) != 0u)                                            \
-            atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
+            atomicMax(v_nonfinite_tile[4u * (BUFFER) + (tid & 3u)], t0 + 1);                     \
     }
 
 // Two stages (or bf16 inputs): LOAD_TILE reads this thread's LOADS packed
 // elements of the tile of keys from T into the registers WORDS (as STAGE_TILE
 // would stage them), STORE_TILE writes them to the packed TILE once the
 // previous tile is done with, converted from bf16 (BF16) divided by 2^SHIFT
-// (an expression of the element's key c). KEY_EXPONENTS raises each key's
-// entry of EXPONENTS to its elements' largest bf16 exponent.
+// (an expression of the element's key c), into TILE's BUFFER. KEY_EXPONENTS
+// raises each key's entry of EXPONENTS (from AT) to its elements' largest bf16
+// exponent.
 #define LOAD_TILE(WORDS, LOADS, T, BUF, BUF8, BASE, STRIDE, WIDTH, WIDTH_P, ALIGNED8)              \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
         uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK;   \
@@ -55,26 +60,26 @@ uint nonfinite_bits(uvec4 words)
                 GATHER_HALVES(WORDS[i_], BUF, first_, min(PACK, (WIDTH) - d));                   \
         }                                                                                        \
     }
-#define STORE_TILE(TILE, TILE_STRIDE, WORDS, LOADS, WIDTH_P, NONFINITE, BF16, SHIFT)             \
+#define STORE_TILE(TILE, TILE_STRIDE, BUFFER, WORDS, LOADS, WIDTH_P, NONFINITE, BF16, SHIFT)    \
     {                                                                                            \
         uint nonfinite_ = 0u;                                                                    \
         [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                       \
             uint e = tid + i_ * WG, c = e / ((WIDTH_P) / PACK), d = e % ((WIDTH_P) / PACK) * PACK; \
             if (e < BC * (WIDTH_P) / PACK) {                                                     \
                 uvec4 words = (BF16) ? bf16_to_f16(WORDS[i_], (SHIFT)) : WORDS[i_];              \
-                TILE[(c * (TILE_STRIDE) + d) / PACK] = words;                                    \
+                TILE[(((BUFFER) * BC + c) * (TILE_STRIDE) + d) / PACK] = words;                  \
                 if (NONFINITE)                                                                   \
                     nonfinite_ |= nonfinite_bits(words);                                         \
             }                                                                                    \
         }                                                                                        \
         if (nonfinite_ != 0u)                                                                    \
-            atomicMax(v_nonfinite_tile[tid & 3u], t0 + 1);                                       \
+            atomicMax(v_nonfinite_tile[4u * (BUFFER) + (tid & 3u)], t0 + 1);                     \
     }
-#define KEY_EXPONENTS(EXPONENTS, WORDS, LOADS, WIDTH_P)                                          \
+#define KEY_EXPONENTS(EXPONENTS, AT, WORDS, LOADS, WIDTH_P)                                      \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                           \
         uint e = tid + i_ * WG;                                                                  \
         if (e < BC * (WIDTH_P) / PACK)                                                           \
-            atomicMax(EXPONENTS[e / ((WIDTH_P) / PACK)], bf16_max_exponent(WORDS[i_]));          \
+            atomicMax(EXPONENTS[(AT) + e / ((WIDTH_P) / PACK)], bf16_max_exponent(WORDS[i_]));   \
     }
 
 // One stage, bf16: the same over the packed elements this thread staged into

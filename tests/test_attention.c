@@ -565,6 +565,21 @@ static void test_coopmat_two_stages(void **state)
     run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", true, 29);
 }
 
+/* Two buffers (the tuning knob coopmat.buffers=2: each tile staged into one
+ * while the other computes, one workgroup barrier a tile): f16 in one stage
+ * (staged straight from memory) and bf16 in two (their exponents reduced from
+ * the registers before the barrier, in rotating slots), 16-row matrices on
+ * one subgroup; then two stages with the softmax in registers on 4-row
+ * matrices, several subgroups sharing the buffers. */
+static void test_coopmat_two_buffers(void **state)
+{
+    (void)state;
+    run_tuned_coopmat_cases("coopmat_emulated.buffers=2,coopmat.buffers=2", "16x16x16", true, 71);
+    run_tuned_coopmat_cases("coopmat_emulated.buffers=2,coopmat_emulated.stages=2,"
+                            "coopmat_emulated.softmax=2,coopmat.buffers=2,coopmat.softmax=2",
+                            "4x16x16", true, 73);
+}
+
 /* Two row blocks a subgroup (the tuning knob coopmat.rows=2: each K and V
  * block loaded from shared memory feeds both): 32 rows on lavapipe's 8 lanes
  * (four rows a lane in the softmax), and with 4-row matrices 8 rows (a lane a
@@ -642,11 +657,14 @@ static void run_range_paths(test_env *env, const at_path *paths, int npaths, con
     }
 }
 
-/* One context (its tuning from the environment): every pattern, causal or
- * not, each tiling. */
-static void run_range_cases(bool two_stages)
+/* One context, tuned (`tuning`, "" for the planners' own choices): every
+ * pattern, causal or not, each tiling (a tuned context only the coopmat
+ * kernel's small tiling and its real build: lavapipe takes minutes to compile
+ * two stages tiled as on a GPU). */
+static void run_range_cases(const char *tuning)
 {
-    test_env *env = test_env_tuned(two_stages ? "coopmat_emulated.stages=2,coopmat.stages=2" : "");
+    bool tuned = tuning[0] != '\0';
+    test_env *env = test_env_tuned(tuning);
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
@@ -705,18 +723,19 @@ static void run_range_cases(bool two_stages)
              * 2: the real one; 3, 4: the workgroup-scope kernel's emulated
              * and real builds (which have one stage) */
             for (int tiling = 0; tiling < 5; tiling++) {
-                if ((tiling == 1 && two_stages) || (tiling == 2 && !info.cooperative_matrix) ||
-                    (tiling >= 3 && two_stages) || (tiling == 4 && !workgroup_scope))
+                if ((tiling == 1 && tuned) || (tiling == 2 && !info.cooperative_matrix) ||
+                    (tiling >= 3 && tuned) || (tiling == 4 && !workgroup_scope))
                     continue;
                 if (tiling == 1) {
                     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
                     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x16x16", 1), 0);
                 }
                 char what[128];
-                snprintf(what, sizeof what, "bf16 past f16's range, V pattern %c%s, %s tiling%s",
+                snprintf(what, sizeof what, "bf16 past f16's range, V pattern %c%s, %s tiling%s%s",
                          "ab"[pattern], causal ? ", causal" : "",
-                         tiling == 1 ? "gpu 4x16x16" : "default", two_stages ? ", two stages" : "");
-                int alternate = (pattern + causal + tiling + two_stages) % 2;
+                         tiling == 1 ? "gpu 4x16x16" : "default", tuned ? ", tuned " : "",
+                         tuning);
+                int alternate = (pattern + causal + tiling + tuned) % 2;
                 const at_path *paths = tiling == 2   ? coopmat_device_paths
                                        : tiling == 3 ? &workgroup_emulated_paths[alternate]
                                        : tiling == 4 ? workgroup_device_paths
@@ -739,8 +758,11 @@ static void run_range_cases(bool two_stages)
 static void test_coopmat_bf16_range(void **state)
 {
     (void)state;
-    run_range_cases(false);
-    run_range_cases(true);
+    run_range_cases("");
+    run_range_cases("coopmat_emulated.stages=2,coopmat.stages=2");
+    /* two buffers: two stages, the exponents in rotating slots, each tile's
+     * V unit computed a step before the tile's P V uses it */
+    run_range_cases("coopmat_emulated.buffers=2,coopmat.buffers=2");
 }
 
 /* The real cooperative-matrix kernel on the same shapes, where the device has
@@ -1113,6 +1135,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
+        cmocka_unit_test(test_coopmat_two_buffers),
         cmocka_unit_test(test_coopmat_row_tiles),
         cmocka_unit_test(test_coopmat_register_softmax),
         cmocka_unit_test(test_coopmat_shared_q),

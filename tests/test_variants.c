@@ -797,6 +797,57 @@ static void expect_paths(test_env *env, const var_path *paths, int path_count,
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count);
 static void nonfinite_workgroup(void);
 
+/* The coopmat kernel with two buffers (coopmat.buffers=2) on tiles of 8 keys
+ * and 4-row matrices, one stage for f16 and two for bf16, then two for both:
+ * each buffer's V tiles are flagged in words of their own, set while the
+ * other buffer's tile computes. An Inf or NaN in V at key 9 (the second tile,
+ * buffer 1) or 17 (the third, buffer 0 again) of 24, causal with 16 rows, so
+ * that rows 0-1 and 0-8 may not see it: a flag read from the wrong buffer's
+ * words sends the tile to the block product, whose zero weights turn it into
+ * NaN for them. */
+static void nonfinite_buffers(const var_path *paths, int path_count)
+{
+    static const char *tunings[] = {
+        "coopmat_emulated.buffers=2,coopmat_emulated.keys=8",
+        "coopmat_emulated.buffers=2,coopmat_emulated.keys=8,coopmat_emulated.stages=2"};
+    static const vkattn_dtype dtypes[] = {F16, BF16};
+    const float values[2] = {INFINITY, NAN};
+    static const int64_t keys[2] = {9, 17};
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", "4x8x8", 1), 0);
+    for (int ti = 0; ti < 2; ti++) {
+        test_env *env = test_env_tuned(tunings[ti]);
+        vkattn_device_info info;
+        if (!test_has_float16(env, &info)) {
+            test_env_destroy(env);
+            continue;
+        }
+        for (int t = 0; t < 2; t++)
+            for (int ki = 0; ki < 2; ki++)
+                for (int vi = 0; vi < 2; vi++) {
+                    rng r = {(uint64_t)(70 + 4 * ki + vi)};
+                    int64_t qs[4] = {1, 1, 16, 16}, ks[4] = {1, 1, 24, 16};
+                    pair q = pair_random(env, dtypes[t], 4, qs, &r, -1, 1);
+                    pair k = pair_random(env, dtypes[t], 4, ks, &r, -1, 1);
+                    pair v = pair_random(env, dtypes[t], 4, ks, &r, -1, 1);
+                    pair o = pair_output(env, 4, qs);
+                    v.host[keys[ki] * 16 + 5] = values[vi];
+                    assert_int_equal(vkattn_tensor_upload(v.gpu, v.host, F32), VKATTN_OK);
+                    assert_int_equal(vkattn_tensor_upload(v.cpu, v.host, F32), VKATTN_OK);
+                    vkattn_attention_desc d = {.causal = true};
+                    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu),
+                                     VKATTN_OK);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s in V at key %lld of 24, %s, %s",
+                             vi ? "NaN" : "Inf", (long long)keys[ki], t ? "bf16" : "f16",
+                             tunings[ti]);
+                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dtypes[t], what);
+                    pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
+                }
+        test_env_destroy(env);
+    }
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+}
+
 static void test_nonfinite(void **state)
 {
     test_env *env = *state;
@@ -827,6 +878,7 @@ static void test_nonfinite(void **state)
     test_env *staged = test_env_create();
     nonfinite_sweep(staged, coopmat, NPATHS(coopmat));
     test_env_destroy(staged);
+    nonfinite_buffers(coopmat, NPATHS(coopmat));
     assert_int_equal(setenv("VKATTN_TUNE", "coopmat_emulated.softmax=2", 1), 0);
     test_env *in_registers = test_env_create();
     if (!test_register_softmax_refused(in_registers))

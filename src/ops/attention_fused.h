@@ -18,7 +18,7 @@
  * one bit set in specialization constant 15 (shaders/attention_variants.glsl);
  * their own constants come first (the coopmat kernel's also after it). */
 #define ATTENTION_VARIANTS_SPEC_ID 15
-#define ATTENTION_SPEC_COUNT 22
+#define ATTENTION_SPEC_COUNT 23
 enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.glsl */
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
@@ -75,6 +75,7 @@ typedef struct fused_plan {
     coopmat_shape shape;          /* the matrix-unit shape the kernel is built on */
     shader_id build;              /* the kernel's build: emulated, NV or KHR extension */
     uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
+    uint32_t buffers;             /* 2: K and V tiles double-buffered, one barrier a tile */
     uint32_t row_tiles;           /* matrix-height row blocks per subgroup */
     /* softmax in registers (0: through shared memory): the lanes that share
      * a row, the rows a lane holds, each element's row slot (2 bits each) */

@@ -37,9 +37,9 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
     /* 15: ATTENTION_VARIANTS_SPEC_ID */
     AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE,
-    AM_SPEC_Q_SHARED, AM_SPEC_SCORES_HELD
+    AM_SPEC_Q_SHARED, AM_SPEC_SCORES_HELD, AM_SPEC_BUFFERS
 };
-_Static_assert(AM_SPEC_SCORES_HELD < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
+_Static_assert(AM_SPEC_BUFFERS < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -73,13 +73,16 @@ typedef struct tile_fit {
     uint32_t held_rows;    /* rows a lane keeps the softmax state of */
     bool register_softmax; /* ROW_CLUSTER: an index matrix beside the others */
     bool q_shared;         /* Q_SHARED: Q in a shared tile, one operand a row block */
+    uint32_t buffers;      /* BUFFERS: K and V tiles (and bf16 K's factors) each */
 } tile_fit;
 
 /* attention_coopmat.comp's shared memory: K, V, S and P tiles whose rows are
- * padded by 16 bytes (its KS, VS, SS and PS; with the softmax in registers
- * one block of S and of P a subgroup: its S_SLICE and P_SLICE), Q's tile
- * (Q_SHARED), the row factors, a flag, and the exponents and factors of bf16
- * inputs (16-byte stubs without). */
+ * padded by 16 bytes (its KS, VS, SS and PS; K and V once a buffer; with the
+ * softmax in registers one block of S and of P a subgroup: its S_SLICE and
+ * P_SLICE), Q's tile (Q_SHARED), the row factors, the flags (four words a
+ * buffer), and the exponents and factors of bf16 inputs (16-byte stubs
+ * without; K's exponents in three slots with two buffers, its factors a
+ * buffer each). */
 static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
 {
     uint32_t dp = f->dp, dvp = f->dvp;
@@ -87,9 +90,11 @@ static uint64_t shared_bytes(const tile_fit *f, uint32_t br, uint32_t bc)
                            ? (uint64_t)(br / f->rs) * (4ull * round_up(f->s.m * f->s.n, 4) +
                                                        2ull * f->s.m * round_up(f->s.k, COOPMAT_PACK))
                            : 4ull * br * (bc + 4) + 2ull * br * (bc + 8);
-    uint64_t bytes = 2ull * bc * (dp + 8 + dvp + 8) + s_and_p + 4ull * br + 16 +
-                     (f->q_shared ? 2ull * br * (dp + 8) : 16);
-    bytes += (f->bf16 & 1 ? 4ull * br : 16) + (f->bf16 & 2 ? 8ull * bc : 32) + 16;
+    uint32_t slots = f->buffers == 2 ? 3 : 1;
+    uint64_t bytes = 2ull * f->buffers * bc * (dp + 8 + dvp + 8) + s_and_p + 4ull * br +
+                     16ull * f->buffers + (f->q_shared ? 2ull * br * (dp + 8) : 16);
+    bytes += (f->bf16 & 1 ? 4ull * br : 16) +
+             (f->bf16 & 2 ? 4ull * bc * (slots + f->buffers) : 32) + 16;
     if (!f->emulated)
         return bytes;
     /* The emulated build keeps its matrices there: Q, P, S, O and a subgroup's
@@ -274,18 +279,31 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
      * whose compile of GPU-sized tiles with two stages takes minutes
      * (test_coopmat_two_stages runs two on small tiles). */
     uint32_t tuned_stages = tuning_value(ctx, self, KNOB_STAGES, 0);
+    /* Two buffers (untimed on a GPU; tuned for now): bf16 K or V tiles with
+     * them take two stages, their exponents reduced from the registers the
+     * next tile is loaded into before the step's one barrier. */
+    uint32_t buffers = tuning_value(ctx, self, KNOB_BUFFERS, 1);
+    bool bf16_tiles = (bf16 & 6u) != 0;
+    if (buffers == 2 && bf16_tiles && tuned_stages == 1) {
+        snprintf(why, why_size, "tuning %s.buffers=2 with %s.stages=1: %s takes bf16 K or V "
+                 "with two buffers only in two stages", vkattn_fused_variant_name(self),
+                 vkattn_fused_variant_name(self), name);
+        return false;
+    }
+    uint32_t fixed_stages = tuned_stages ? tuned_stages : buffers == 2 && bf16_tiles ? 2 : 0;
     tile_fit fit = {
         .info = info, .s = s, .sg = sg, .rs = rs, .dp = dp, .dvp = dvp, .bf16 = bf16,
         .emulated = emulated,
         .held_rows = plan->row_cluster ? row_tiles * plan->lane_rows : rs > sg ? rs / sg : 1,
         .register_softmax = plan->row_cluster != 0,
         .q_shared = plan->q_shared,
+        .buffers = buffers,
     };
     for (;;) {
         uint32_t br_try = subgroups * rs;
-        if (tuned_stages) {
-            plan->stages = tuned_stages;
-            plan->bc = largest_tile(&fit, br_try, max_tile, tuned_stages);
+        if (fixed_stages) {
+            plan->stages = fixed_stages;
+            plan->bc = largest_tile(&fit, br_try, max_tile, fixed_stages);
         } else {
             uint32_t one = largest_tile(&fit, br_try, max_tile, 1);
             uint32_t two = emulated ? 0 : largest_tile(&fit, br_try, max_tile, 2);
@@ -300,9 +318,10 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
     if (!plan->bc) {
         char setting[128] = "";
         if (tuned_subgroups || tuning_value(ctx, self, KNOB_KEYS, 0) || tuned_stages > 1 ||
-            row_tiles > 1 || plan->row_cluster || plan->q_shared)
-            snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s%s: "
+            row_tiles > 1 || plan->row_cluster || plan->q_shared || buffers > 1)
+            snprintf(setting, sizeof setting, " (%u subgroups of %u rows, at most %u keys%s%s%s: "
                      "the tuning)", subgroups, rs, max_tile, plan->stages > 1 ? ", two stages" : "",
+                     buffers > 1 ? ", two buffers" : "",
                      plan->q_shared ? ", Q in shared memory" : "");
         snprintf(why, why_size, "%s: tiles for head sizes %lld and %lld with %ux%ux%u matrices "
                  "do not fit in %u bytes of shared memory and %d registers%s", name,
@@ -316,6 +335,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
                  name, wg, info->max_workgroup_invocations);
         return false;
     }
+    plan->buffers = buffers;
     plan->rows_per_workgroup = br;
     plan->workgroup = wg;
     plan->step = plan->bc;
@@ -407,6 +427,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_ABLATE] = plan->ablate;
     spec[AM_SPEC_Q_SHARED] = plan->q_shared;
     spec[AM_SPEC_SCORES_HELD] = plan->scores_held;
+    spec[AM_SPEC_BUFFERS] = plan->buffers;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

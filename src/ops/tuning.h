@@ -49,6 +49,9 @@ typedef enum tuning_knob {
     KNOB_GRID_COLUMNS, /* matmul_coopmat: subgroups side by side along N (the
                        others stack along M) */
     KNOB_DEPTH,     /* matmul_coopmat: K per staged slab */
+    KNOB_BUFFERS,   /* coopmat: 1 stages each tile into the one K and V buffer
+                       between two barriers; 2 into one of two buffers while
+                       the other computes, one barrier a tile */
     KNOB_COUNT
 } tuning_knob;
 _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "kernel_tuning has too few knobs");
