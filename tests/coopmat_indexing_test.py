@@ -45,7 +45,7 @@ ATTENTION_F16_D128 = dict(WORKGROUP=128, BR=64, BC=48, D=128, DV=128, CAUSAL=Tru
                           MM=16, MN=16, MK=16, SG_SIZE=32, STAGES=2, BF16_INPUTS=0,
                           HEAVY_FIRST=True, ROW_TILES=1, VARIANTS=0, ROW_CLUSTER=0,
                           LANE_ROWS=1, SLOT_TABLE=0, ABLATE=0, Q_SHARED=False,
-                          SCORES_HELD=True)
+                          SCORES_HELD=True, BUFFERS=1)
 # The H200's accumulator layout: a row in 4 neighbouring invocations, 2 rows
 # each, elements 4-7 on the second (coopmat layout line of devices.txt).
 REGISTER_SOFTMAX = dict(ROW_CLUSTER=4, LANE_ROWS=2, SLOT_TABLE=0x5500)
@@ -77,6 +77,10 @@ CASES = [
     ("attention_coopmat", "softmax=2, packed and paged sequences, every score variant",
      {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 64, "STAGES": 1,
       "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
+    ("attention_coopmat", "softmax=2,buffers=2: 64 x 32, two stages, two buffers",
+     {**ATTENTION_F16_D128, **REGISTER_SOFTMAX, "BC": 32, "BUFFERS": 2}),
+    ("attention_coopmat", "buffers=2, bf16, D=64: 64 x 48, two stages, two buffers",
+     {**ATTENTION_F16_D128, "BC": 48, "D": 64, "DV": 64, "BUFFERS": 2, "BF16_INPUTS": 7}),
     ("attention_coopmat", "default, packed and paged sequences, every score variant",
      {**ATTENTION_F16_D128, "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
     ("attention_coopmat_khr_nv", "the KHR build, default, f16 D=128", ATTENTION_F16_D128),
