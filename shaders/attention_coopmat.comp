@@ -35,7 +35,7 @@
 // Q, K and V are f16 or bf16 (bound as 32-bit words, or as uvec4 where rows are
 // 8-element aligned). bf16 has no matrix type in VK_NV_cooperative_matrix: it
 // is converted to f16 while staged, exactly (see BF16_INPUTS). Shared memory,
-// in bytes: 2 BUFFERS BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 (the strides
+// in bytes: 2 BUFFERS BC (KS + VS) + 4 BR SS + 2 BR PS + 4 BR + 16 BUFFERS (the strides
 // below; with the softmax in registers, 4 S_SLICE + 2 P_SLICE a subgroup in
 // place of the S and P tiles), 2 BR KS for Q_SHARED's tile (else 16), the
 // exponents of bf16 inputs (4 (BUFFERS == 2 ? 3 : 1) BC + 4 BUFFERS BC or 32

@@ -566,11 +566,12 @@ static void test_coopmat_two_stages(void **state)
 }
 
 /* Two buffers (the tuning knob coopmat.buffers=2: each tile staged into one
- * while the other computes, one workgroup barrier a tile): f16 in one stage
- * (staged straight from memory) and bf16 in two (their exponents reduced from
- * the registers before the barrier, in rotating slots), 16-row matrices on
- * one subgroup; then two stages with the softmax in registers on 4-row
- * matrices, several subgroups sharing the buffers. */
+ * while the other computes, one workgroup barrier a tile), tiled as on a GPU
+ * (several subgroups sharing the buffers): f16 in one stage (staged straight
+ * from memory) on 16x16x16 matrices, then in two stages with the softmax in
+ * registers on 4x16x16. The many tiles of "rescaled O" and "two rows odd D
+ * GQA" go through both buffers; bf16's rotating exponent slots over many
+ * tiles are test_coopmat_bf16_range's (here its one case is one tile). */
 static void test_coopmat_two_buffers(void **state)
 {
     (void)state;

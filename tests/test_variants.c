@@ -802,7 +802,7 @@ static void nonfinite_workgroup(void);
  * each buffer's V tiles are flagged in words of their own, set while the
  * other buffer's tile computes. An Inf or NaN in V at key 9 (the second tile,
  * buffer 1) or 17 (the third, buffer 0 again) of 24, causal with 16 rows, so
- * that rows 0-1 and 0-8 may not see it: a flag read from the wrong buffer's
+ * that row 0, or rows 0-8, may not see it: a flag read from the wrong buffer's
  * words sends the tile to the block product, whose zero weights turn it into
  * NaN for them. */
 static void nonfinite_buffers(const var_path *paths, int path_count)
