@@ -950,9 +950,8 @@ void main()
     load_q(job);
 
     // bf16 V: the V tiles are staged in units of 2^v_unit (all subgroups
-    // alike; v_top: the largest tile's; with two buffers, the unit of the
-    // last tile staged, the one after tile_unit's), this subgroup's O is in
-    // units of 2^o_unit (moved to the tile's before its next P V).
+    // alike; v_top: the largest tile's), this subgroup's O is in units of
+    // 2^o_unit (moved to the tile's before its next P V).
     int v_unit = -SHIFT_LIMIT, v_top = -SHIFT_LIMIT, o_unit = O_UNIT_NONE;
     if (STAGES == 2 && block_keys.x < block_limit)
         load_next_tile(job, block_keys.x, block_limit);
@@ -960,13 +959,16 @@ void main()
         stage_tile(job, block_keys.x, block_limit, v_unit, v_top);  // into buffer 0
     uint n = 0;
     for (uint t0 = block_keys.x; t0 < block_limit; t0 += BC, n++) {
+        // The unit this tile's V was staged in: with two buffers, the one
+        // reached a step before (stage_ahead moves v_unit on to the next
+        // tile's); with one, the one stage_tile reaches now.
         int tile_unit = v_unit;
-        if (BUFFERS == 2)
+        if (BUFFERS == 2) {
             stage_ahead(job, n, t0 + BC, block_limit, v_unit, v_top);
-        else
+        } else {
             stage_tile(job, t0, block_limit, v_unit, v_top);
-        if (BUFFERS == 1)
             tile_unit = v_unit;
+        }
         if (t0 >= sub_keys.y || t0 + BC <= sub_keys.x)
             continue;   // no row of this subgroup sees a key of the tile
         uint kv_buffer = BUFFERS == 2 ? n & 1u : 0u;
