@@ -93,6 +93,9 @@ CASES = [
         ("coopmat", "coopmat.keys=32"),
         ("coopmat", "coopmat.subgroups=8"),
         ("coopmat", "coopmat.buffers=2"),
+        # 48 rows: two buffers of 32 keys beside the shared-memory softmax's
+        # S and P tiles (45,872 B; 64 rows would need 49,520)
+        ("coopmat", "coopmat.buffers=2,coopmat.subgroups=3"),
         ("coopmat", "coopmat.softmax=2,coopmat.q=2"),
     ]),
     ("prefill f16 D=64, more settings", PREFILL_64, "f16", True, 5, [
