@@ -553,13 +553,14 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
         load_next_tile(job, t0 + BC, block_limit);
 }
 
-// 1. With two buffers, the step of the n-th tile (from stage_tile's for the
-// first, into buffer 0): its one workgroup barrier (every subgroup is done
-// with the previous tile's buffer, and the tile n is in the other), then tile
-// n + 1, from t0, into the buffer n + 1 is given, stored from registers
-// (bf16: converted by its exponents, which were reduced from them before the
-// barrier; v_unit and v_top follow its V) and the loads of tile n + 2 issued,
-// or, with one stage, staged straight from memory.
+// 1. With two buffers, the step of the n-th tile (the first was staged into
+// buffer 0 by stage_tile): the step's one workgroup barrier, after which
+// every subgroup is done with the previous tile's buffer and tile n lies
+// whole in the other; then tile n + 1 (from t0), if there is one, into
+// buffer (n + 1) & 1: stored from the registers its loads landed in (bf16
+// converted by its exponents, reduced from those registers before the
+// barrier; v_unit and v_top move on to its V) and tile n + 2's loads issued,
+// or with one stage staged straight from memory.
 void stage_ahead(Job job, uint n, uint t0, uint block_limit, inout int v_unit, inout int v_top)
 {
     uint tid = gl_LocalInvocationIndex, b = job.b;
