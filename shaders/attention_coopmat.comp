@@ -484,6 +484,16 @@ void load_q(Job job)
             held[pass].q_factor = pow2(bf16_shift(q_exponent[held_rows[pass]]));
 }
 
+// Two stages, bf16 V: the largest exponent among this thread's elements of the
+// next V tile, loaded into v_next.
+uint v_next_exponent()
+{
+    uint top = 0;
+    [[unroll]] for (uint i = 0; i < V_LOADS; i++)
+        top = max(top, bf16_max_exponent(v_next[i]));
+    return top;
+}
+
 // Two stages: the tile of keys from t into k_next and v_next.
 void load_next_tile(Job job, uint t, uint block_limit)
 {
@@ -512,11 +522,8 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
         else if (K_BF16)
             TILE_KEY_EXPONENTS(k_exponent, k_tile, KS, DP)
         if (V_BF16) {
-            uint top = 0;
-            if (REGISTER_STAGING)
-                [[unroll]] for (uint i = 0; i < V_LOADS; i++)
-                    top = max(top, bf16_max_exponent(v_next[i]));
-            else
+            uint top = REGISTER_STAGING ? v_next_exponent() : 0u;
+            if (!REGISTER_STAGING)
                 for (uint e = tid; e < BC * DVP / PACK; e += WG) {
                     uint c = e / (DVP / PACK), d = e % (DVP / PACK) * PACK;
                     top = max(top, bf16_max_exponent(v_tile[(c * VS + d) / PACK]));
@@ -570,12 +577,8 @@ void stage_ahead(Job job, uint n, uint t0, uint block_limit, inout int v_unit, i
     if (ANY_BF16 && ahead) {    // (two stages: the planner sees to it)
         if (K_BF16)
             KEY_EXPONENTS(k_exponent, slot * BC, k_next, K_LOADS, DP)
-        if (V_BF16) {
-            uint top = 0;
-            [[unroll]] for (uint i = 0; i < V_LOADS; i++)
-                top = max(top, bf16_max_exponent(v_next[i]));
-            raise_v_exponent(top, slot);
-        }
+        if (V_BF16)
+            raise_v_exponent(v_next_exponent(), slot);
     }
     barrier();
     if (!ahead)
