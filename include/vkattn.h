@@ -262,6 +262,12 @@ typedef struct vkattn_device_info {
     bool cooperative_matrix_khr;       /* with cooperative_matrix: the kernels go through
                                           VK_KHR_cooperative_matrix (devices without the
                                           NV extension, or VKATTN_COOPMAT_KHR=1) */
+    bool bf16_cooperative_matrix;      /* the device lists VK_KHR_shader_bfloat16's
+                                          bf16 x bf16 + f32 -> f32 subgroup products
+                                          (reported only: the coopmat kernels convert
+                                          bf16 inputs to f16; false where an active
+                                          validation layer is older than the extension,
+                                          which keeps it from being queried) */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),

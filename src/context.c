@@ -77,6 +77,11 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
                 device_caps_coopmat2_describe(&ctx->vk.caps, coopmat2, sizeof coopmat2);
                 ctx_log(ctx, VKATTN_LOG_INFO, "cooperative matrix 2: %s", coopmat2);
             }
+            if (ctx->vk.caps.bf16_listed) {
+                char bf16[256];
+                device_caps_bf16_describe(&ctx->vk.caps, bf16, sizeof bf16);
+                ctx_log(ctx, VKATTN_LOG_INFO, "bf16 matrices: %s", bf16);
+            }
             coopmat_layout_report(ctx);
             coopmat_peak_report(ctx);
             coopmat_register_layout_init(ctx);

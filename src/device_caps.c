@@ -38,6 +38,16 @@ static void add_coopmat_shape(device_caps *caps, bool f16_operands, bool f32_res
         caps->coopmat_shapes[caps->coopmat_shape_count++] = (coopmat_shape){m, n, k};
 }
 
+/* One bf16 x bf16 + f32 -> f32 subgroup shape (VK_KHR_shader_bfloat16). */
+static void add_bf16_shape(device_caps *caps, const VkCooperativeMatrixPropertiesKHR *p)
+{
+    if (p->AType == VK_COMPONENT_TYPE_BFLOAT16_KHR && p->BType == VK_COMPONENT_TYPE_BFLOAT16_KHR &&
+        p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR && p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+        !p->saturatingAccumulation && p->scope == VK_SCOPE_SUBGROUP_KHR &&
+        caps->bf16_shape_count < VKATTN_MAX_COOPMAT_SHAPES)
+        caps->bf16_shapes[caps->bf16_shape_count++] = (coopmat_shape){p->MSize, p->NSize, p->KSize};
+}
+
 /* The shapes of VK_NV_cooperative_matrix. */
 static void query_coopmat_shapes_nv(const vk_instance_table *vki, VkPhysicalDevice pd,
                                     device_caps *caps)
@@ -64,9 +74,11 @@ static void query_coopmat_shapes_nv(const vk_instance_table *vki, VkPhysicalDevi
 }
 
 /* The shapes of VK_KHR_cooperative_matrix (without saturating accumulation,
- * which the kernels' products do not ask for). */
+ * which the kernels' products do not ask for): the f16 ones where the kernels
+ * take the KHR extension (F16), the bf16 ones where the device has
+ * VK_KHR_shader_bfloat16's matrices (BF16). */
 static void query_coopmat_shapes_khr(const vk_instance_table *vki, VkPhysicalDevice pd,
-                                     device_caps *caps)
+                                     bool f16, bool bf16, device_caps *caps)
 {
     uint32_t n = 0;
     if (!vki->GetPhysicalDeviceCooperativeMatrixPropertiesKHR ||
@@ -80,6 +92,10 @@ static void query_coopmat_shapes_khr(const vk_instance_table *vki, VkPhysicalDev
     if (vki->GetPhysicalDeviceCooperativeMatrixPropertiesKHR(pd, &n, props) == VK_SUCCESS)
         for (uint32_t i = 0; i < n; i++) {
             const VkCooperativeMatrixPropertiesKHR *p = &props[i];
+            if (bf16)
+                add_bf16_shape(caps, p);
+            if (!f16)
+                continue;
             add_coopmat_shape(caps, p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
                                         p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR,
                               p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
@@ -207,6 +223,12 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         caps->coopmat2 && !layer_older_than(vki, pd, VKATTN_COOPMAT2_NV_HEADER_VERSION,
                                             caps->coopmat2_unqueried_why,
                                             sizeof caps->coopmat2_unqueried_why);
+    /* bf16 matrices are the KHR extension's (NV's has no bf16 type). */
+    caps->bf16_listed = has_khr && has_ext(exts, ext_count, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+    bool query_bf16 =
+        caps->bf16_listed && !layer_older_than(vki, pd, VKATTN_BFLOAT16_KHR_HEADER_VERSION,
+                                               caps->bf16_unqueried_why,
+                                               sizeof caps->bf16_unqueried_why);
 
     /* Each structure goes into the chain only where the device knows it. The
      * NV and KHR structures have the same members; sType says which. */
@@ -239,8 +261,11 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+    VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     chain_link(&features, &coopmat2, query_coopmat2);
+    chain_link(&features, &bf16, query_bf16);
     chain_link(&features, &f16, has_float16);
     chain_link(&features, &executable_info, has_executable_info);
     chain_link(&features, &size_control, has_size_control);
@@ -268,9 +293,11 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
                          memory_model.vulkanMemoryModelDeviceScope;
     caps->coopmat = has_coopmat && coopmat.cooperativeMatrix && caps->float16 && caps->memory_model &&
                     (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
-    if (caps->coopmat && caps->coopmat_khr)
-        query_coopmat_shapes_khr(vki, pd, caps);
-    else if (caps->coopmat)
+    bool bf16_matrices = caps->coopmat && query_bf16 && bf16.shaderBFloat16Type &&
+                         bf16.shaderBFloat16CooperativeMatrix;
+    if (caps->coopmat && (caps->coopmat_khr || bf16_matrices))
+        query_coopmat_shapes_khr(vki, pd, caps->coopmat_khr, bf16_matrices, caps);
+    if (caps->coopmat && !caps->coopmat_khr)
         query_coopmat_shapes_nv(vki, pd, caps);
     caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
     const VkBool32 coopmat2_bits[] = {
@@ -324,6 +351,28 @@ void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t si
     if (at < size)
         snprintf(out + at, size - at, "; no kernel uses it (the rate probe measures its "
                  "workgroup scope: VKATTN_COOPMAT_PEAK=1 with the KHR extension)");
+}
+
+void device_caps_bf16_describe(const device_caps *caps, char *out, size_t size)
+{
+    if (!caps->bf16_listed) {
+        snprintf(out, size, "VK_KHR_shader_bfloat16 with VK_KHR_cooperative_matrix not listed");
+        return;
+    }
+    if (caps->bf16_unqueried_why[0]) {
+        snprintf(out, size, "VK_KHR_shader_bfloat16 listed; not queried: %s",
+                 caps->bf16_unqueried_why);
+        return;
+    }
+    size_t at = (size_t)snprintf(out, size, "VK_KHR_shader_bfloat16's bf16 x bf16 + f32 "
+                                 "subgroup products:");
+    for (uint32_t i = 0; i < caps->bf16_shape_count && at < size; i++)
+        at += (size_t)snprintf(out + at, size - at, "%s %ux%ux%u", i ? "," : "",
+                               caps->bf16_shapes[i].m, caps->bf16_shapes[i].n,
+                               caps->bf16_shapes[i].k);
+    if (at < size)
+        snprintf(out + at, size - at, "%s; no kernel takes them (the coopmat kernels convert "
+                 "bf16 to f16 as they stage it)", caps->bf16_shape_count ? "" : " none");
 }
 
 void device_caps_features(const device_caps *caps, vkattn_device_features *c)

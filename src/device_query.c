@@ -153,6 +153,7 @@ static void query_physical_device(const vk_instance_table *vki, VkPhysicalDevice
      * callers force those kernels where this says yes. */
     info->cooperative_matrix = vk->caps.coopmat;
     info->cooperative_matrix_khr = vk->caps.coopmat && vk->caps.coopmat_khr;
+    info->bf16_cooperative_matrix = vk->caps.bf16_shape_count > 0;
     info->float16_arithmetic = vk->caps.float16;
     info->subgroup_size_min = vk->caps.subgroup_min;
     info->subgroup_size_max = vk->caps.subgroup_max;

@@ -3,6 +3,7 @@
 #define VKATTN_INTERNAL_H
 
 #include "memory_types.h"
+#include "vk_bfloat16_khr.h"
 #include "vk_coopmat2_nv.h"
 #include "vk_coopmat_khr.h"
 #include "vkattn.h"
@@ -287,6 +288,16 @@ typedef struct device_caps {
      * use them (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1); no kernel
      * uses them yet. */
     bool coopmat2_workgroup;
+    /* VK_KHR_shader_bfloat16's cooperative matrices (shaderBFloat16Type and
+     * shaderBFloat16CooperativeMatrix), through VK_KHR_cooperative_matrix:
+     * the bf16 x bf16 + f32 -> f32 subgroup shapes the device lists. Reported
+     * (device_caps_bf16_describe, vkattn devices), not used: the coopmat
+     * kernels convert bf16 inputs to f16 as they stage them. bf16_unqueried_why
+     * as coopmat2_unqueried_why. */
+    bool bf16_listed;
+    char bf16_unqueried_why[VK_MAX_EXTENSION_NAME_SIZE + 96];
+    coopmat_shape bf16_shapes[VKATTN_MAX_COOPMAT_SHAPES];
+    uint32_t bf16_shape_count;
 } device_caps;
 enum { /* device_caps.coopmat2_features, in the extension's order */
     DEVICE_COOPMAT2_WORKGROUP_SCOPE = 1u << 0, DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS = 1u << 1,
@@ -300,6 +311,9 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
                        const VkExtensionProperties *exts, uint32_t ext_count, device_caps *caps);
 /* What the device offers of VK_NV_cooperative_matrix2, in words (one line). */
 void device_caps_coopmat2_describe(const device_caps *caps, char *out, size_t size);
+/* VK_KHR_shader_bfloat16's matrices on the device, in words (not listed, not
+ * queried and why, or the shapes). */
+void device_caps_bf16_describe(const device_caps *caps, char *out, size_t size);
 /* The extensions and the pNext chain that enable `caps` on vkCreateDevice. */
 void device_caps_features(const device_caps *caps, vkattn_device_features *out);
 /* Whether a device vkattn creates takes VK_NV_cooperative_matrix2's

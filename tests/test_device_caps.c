@@ -20,6 +20,9 @@ static struct {
     bool nv, khr;               /* the extensions it lists */
     bool coopmat2;              /* and VK_NV_cooperative_matrix2 */
     bool flexible;              /* with flexible dimensions too */
+    bool bf16;                  /* and VK_KHR_shader_bfloat16 */
+    VkBool32 bf16_matrices;     /* its shaderBFloat16CooperativeMatrix */
+    bool bf16_seen;             /* its feature structure was queried */
     uint32_t layer_version;     /* one active layer of this header version; 0: none */
     VkResult layers_result;     /* what listing them returns (VK_SUCCESS: as usual) */
     bool coopmat2_seen;         /* a VK_NV_cooperative_matrix2 structure was queried */
@@ -38,6 +41,13 @@ static const struct {
     {32, 32, 16, 0, 0, 1, 1, 1, 3}, /* saturating (KHR): no */
     {8, 8, 8, 0, 0, 1, 1, 0, 2},    /* workgroup scope: no */
     {16, 16, 16, 0, 0, 0, 0, 0, 3}, /* f16 accumulators: no */
+    /* VK_KHR_shader_bfloat16's (1000141000): bf16 x bf16 + f32 -> f32 at
+     * subgroup scope is the bf16 kind; none is an f16 one */
+    {16, 8, 16, 1000141000, 1000141000, 1, 1, 0, 3},       /* bf16: taken */
+    {16, 16, 16, 1000141000, 1000141000, 1, 1, 0, 2},      /* workgroup scope: no */
+    {16, 16, 16, 1000141000, 1000141000, 1000141000, 1000141000, 0, 3}, /* bf16 results: no */
+    {16, 16, 16, 1000141000, 0, 1, 1, 0, 3},               /* bf16 x f16: no */
+    {32, 8, 16, 1000141000, 1000141000, 1, 1, 0, 3},       /* bf16: taken */
 };
 #define REPORTED (sizeof reported / sizeof reported[0])
 
@@ -78,6 +88,12 @@ static void VKAPI_PTR get_features2(VkPhysicalDevice pd, VkPhysicalDeviceFeature
             s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR) {
             dev.features_type_seen = s->sType;
             ((VkPhysicalDeviceCooperativeMatrixFeaturesNV *)s)->cooperativeMatrix = VK_TRUE;
+        }
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR) {
+            dev.bf16_seen = true;
+            VkPhysicalDeviceShaderBfloat16FeaturesKHR *b = (void *)s;
+            b->shaderBFloat16Type = VK_TRUE;
+            b->shaderBFloat16CooperativeMatrix = dev.bf16_matrices;
         }
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV) {
             /* all but flexible dimensions, unless dev.flexible */
@@ -204,12 +220,12 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
 {
     dev.nv = nv, dev.khr = khr;
     dev.properties_type_seen = dev.features_type_seen = 0;
-    dev.coopmat2_seen = false;
+    dev.coopmat2_seen = dev.bf16_seen = false;
     if (khr_env)
         setenv("VKATTN_COOPMAT_KHR", khr_env, 1);
     else
         unsetenv("VKATTN_COOPMAT_KHR");
-    VkExtensionProperties exts[4] = {{"VK_KHR_shader_float16_int8", 1}};
+    VkExtensionProperties exts[5] = {{"VK_KHR_shader_float16_int8", 1}};
     uint32_t count = 1;
     if (nv)
         strcpy(exts[count++].extensionName, "VK_NV_cooperative_matrix");
@@ -217,6 +233,8 @@ static device_caps query(bool nv, bool khr, const char *khr_env)
         strcpy(exts[count++].extensionName, "VK_KHR_cooperative_matrix");
     if (dev.coopmat2)
         strcpy(exts[count++].extensionName, "VK_NV_cooperative_matrix2");
+    if (dev.bf16)
+        strcpy(exts[count++].extensionName, "VK_KHR_shader_bfloat16");
     vk_instance_table vki = {
         .GetPhysicalDeviceProperties2 = get_properties2,
         .GetPhysicalDeviceFeatures2 = get_features2,
@@ -465,6 +483,67 @@ static void test_coopmat2_reported(void **state)
     assert_string_equal(line, "not listed");
 }
 
+/* VK_KHR_shader_bfloat16's matrices are reported (vkattn devices, the log)
+ * where the device lists the extension with the KHR matrices, both features
+ * and bf16 x bf16 + f32 -> f32 subgroup shapes, whichever extension the
+ * kernels take; never enabled: no kernel takes them. */
+static void test_bf16_reported(void **state)
+{
+    (void)state;
+    dev.stages = VK_SHADER_STAGE_COMPUTE_BIT;
+    dev.bf16 = true;
+    dev.bf16_matrices = VK_TRUE;
+    char line[256];
+    for (int khr_taken = 0; khr_taken < 2; khr_taken++) {
+        /* NVIDIA: both extensions, the NV one taken unless asked; AMD/Intel: KHR */
+        device_caps caps = query(!khr_taken, true, NULL);
+        assert_true(dev.bf16_seen);
+        assert_true(caps.bf16_listed);
+        assert_int_equal(caps.coopmat_khr, khr_taken);
+        assert_int_equal(caps.bf16_shape_count, 2);
+        assert_int_equal(caps.bf16_shapes[0].m, 16);
+        assert_int_equal(caps.bf16_shapes[0].n, 8);
+        assert_int_equal(caps.bf16_shapes[1].m, 32);
+        expect_taken_shapes(&caps); /* the f16 ones as before, from either list */
+        device_caps_bf16_describe(&caps, line, sizeof line);
+        assert_string_equal(line, "VK_KHR_shader_bfloat16's bf16 x bf16 + f32 subgroup "
+                                  "products: 16x8x16, 32x8x16; no kernel takes them (the "
+                                  "coopmat kernels convert bf16 to f16 as they stage it)");
+        vkattn_device_features f;
+        device_caps_features(&caps, &f);
+        assert_false(lists(&f, "VK_KHR_shader_bfloat16"));
+    }
+    /* Without the matrices feature: no shapes. */
+    dev.bf16_matrices = VK_FALSE;
+    device_caps caps = query(false, true, NULL);
+    assert_int_equal(caps.bf16_shape_count, 0);
+    device_caps_bf16_describe(&caps, line, sizeof line);
+    assert_non_null(strstr(line, "products: none; no kernel"));
+    /* Under Debian 12's validation layer the structure stays out of the chain. */
+    dev.bf16_matrices = VK_TRUE;
+    dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 239);
+    caps = query(false, true, NULL);
+    dev.layer_version = 0;
+    assert_false(dev.bf16_seen);
+    assert_int_equal(caps.bf16_shape_count, 0);
+    assert_true(caps.coopmat);
+    device_caps_bf16_describe(&caps, line, sizeof line);
+    assert_string_equal(line, "VK_KHR_shader_bfloat16 listed; not queried: the active layer "
+                              "VK_LAYER_KHRONOS_validation 1.3.239 is older than the extension "
+                              "and would flag its structures");
+    /* Only with the KHR matrices: NV's have no bf16. */
+    caps = query(true, false, NULL);
+    assert_false(caps.bf16_listed);
+    assert_false(dev.bf16_seen);
+    dev.bf16 = false;
+    caps = query(false, true, NULL);
+    assert_false(caps.bf16_listed);
+    assert_false(dev.bf16_seen);
+    assert_int_equal(caps.bf16_shape_count, 0);
+    device_caps_bf16_describe(&caps, line, sizeof line);
+    assert_string_equal(line, "VK_KHR_shader_bfloat16 with VK_KHR_cooperative_matrix not listed");
+}
+
 /* Workgroup scope is enabled, for the probes that ask, only through the KHR
  * extension on a device with both features and f16 workgroup-scope products. */
 static void test_workgroup_scope_wanted(void **state)
@@ -625,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_no_compute_stage),
         cmocka_unit_test(test_whole_subgroups),
         cmocka_unit_test(test_coopmat2_reported),
+        cmocka_unit_test(test_bf16_reported),
         cmocka_unit_test(test_workgroup_scope_wanted),
         cmocka_unit_test(test_create_with_optional),
         cmocka_unit_test(test_coopmat_defaults),

@@ -51,14 +51,15 @@ int run_devices(int argc, char **argv)
                d->driver_name, d->driver_info, d->driver_version, VK_API_VERSION_MAJOR(d->api_version),
                VK_API_VERSION_MINOR(d->api_version), VK_API_VERSION_PATCH(d->api_version));
         printf("    subgroup %u (sizes %u-%u, %s)%s, shared memory %u B, max storage buffer "
-               "%llu B, 16-bit storage %s, fp16 %s, cooperative matrix %s, pipeline "
-               "statistics %s\n",
+               "%llu B, 16-bit storage %s, fp16 %s, cooperative matrix %s, bf16 matrices %s, "
+               "pipeline statistics %s\n",
                d->subgroup_size, d->subgroup_size_min, d->subgroup_size_max,
                d->subgroup_size_required ? "can be required" : "cannot be required",
                d->subgroup_arithmetic ? " (arithmetic)" : "",
                d->shared_memory_bytes, (unsigned long long)d->max_storage_buffer_range,
                d->storage_16bit ? "yes" : "no", d->float16_arithmetic ? "yes" : "no",
                !d->cooperative_matrix ? "no" : d->cooperative_matrix_khr ? "yes (KHR)" : "yes (NV)",
+               d->bf16_cooperative_matrix ? "yes" : "no",
                d->pipeline_statistics ? "yes" : "no");
     }
     if (count)
