@@ -17,6 +17,12 @@
 # form, and rewritten instruction for instruction by tools/coopmat_khr.c. This
 # SPIRV-Tools predates the KHR extension and cannot validate the result; the
 # ctest coopmat_khr checks the rewrite instead (tests/coopmat_khr_test.py).
+#
+#   vkattn_add_shader_khr_bf16(OUT_VAR a_khr a_khr_bf16)
+#
+# the KHR build a_khr again with its f16 A and B operands bf16 (SPV_KHR_bfloat16;
+# the tool's --bf16), made from the same NV form: for a kernel specialized to
+# keep bf16 bits in its operand arrays. Checked likewise (coopmat_khr).
 
 set(VKATTN_SPIRV_TARGET_ENV vulkan1.1)
 
@@ -63,6 +69,20 @@ function(vkattn_add_shader_khr out_var src name)
     COMMAND vkattn-coopmat-khr ${out_dir}/${nv_name}.spv ${spv}
     DEPENDS ${out_dir}/${nv_name}.spv vkattn-coopmat-khr
     COMMENT "Rewriting shader ${nv_name} for VK_KHR_cooperative_matrix"
+    VERBATIM)
+  vkattn_spirv_header(${spv} ${hdr} ${name})
+  set(${out_var} ${${out_var}} ${hdr} PARENT_SCOPE)
+endfunction()
+
+function(vkattn_add_shader_khr_bf16 out_var khr_name name)
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/shaders)
+  set(spv ${out_dir}/${name}.spv)
+  set(hdr ${out_dir}/${name}_spv.h)
+  add_custom_command(
+    OUTPUT ${spv}
+    COMMAND vkattn-coopmat-khr --bf16 ${out_dir}/${khr_name}_nv.spv ${spv}
+    DEPENDS ${out_dir}/${khr_name}_nv.spv vkattn-coopmat-khr
+    COMMENT "Rewriting shader ${khr_name}_nv for VK_KHR_cooperative_matrix with bf16 operands"
     VERBATIM)
   vkattn_spirv_header(${spv} ${hdr} ${name})
   set(${out_var} ${${out_var}} ${hdr} PARENT_SCOPE)

@@ -801,13 +801,17 @@ VKATTN_API vkattn_status vkattn_attention(vkattn_context *ctx, const vkattn_atte
 /* What vkattn_attention would run for these arguments on this context, without
  * recording anything: its path (FUSED or UNFUSED; AUTO on the CPU backend,
  * which has one), and for the fused path the variant and the number of key
- * splits. For benchmarks and logs: the coopmat variants round the softmax
- * weights to f16 (about 1e-3 of error), the others keep f32. Same arguments and
- * statuses as vkattn_attention, and `out` (not NULL). */
+ * splits, and what the softmax weights are rounded to before P V. For
+ * benchmarks and logs. Same arguments and statuses as vkattn_attention, and
+ * `out` (not NULL). */
 typedef struct vkattn_attention_choice {
     vkattn_attention_path path;
     vkattn_fused_variant fused_variant; /* when path is FUSED */
     uint32_t kv_splits;                 /* when path is FUSED: >= 1 */
+    /* F32: kept (the unfused path and the f32 kernels); F16: rounded to f16, half
+     * an ulp (2^-11) of error relative to sum_j P_j |V_j| (the coopmat variants);
+     * BF16: to bf16, 2^-9 (the coopmat kernel on bf16 matrices, coopmat.bf16=2). */
+    vkattn_dtype weights_dtype;
 } vkattn_attention_choice;
 
 VKATTN_API vkattn_status vkattn_attention_choose(vkattn_context *ctx,

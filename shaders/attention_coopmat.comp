@@ -145,6 +145,16 @@ layout(constant_id = 21) const bool SCORES_HELD = true;
 // filled and cleared in the step after that, each apart by a barrier from
 // the slot's next filling).
 layout(constant_id = 22) const uint BUFFERS = 1;
+// bf16 Q, K and V (BF16_INPUTS 7) on bf16 matrices (VK_KHR_shader_bfloat16;
+// the KHR build made with bf16 operand types, or the emulated build): staged
+// as they are, no powers of 2, and P rounded to bf16 (to nearest even) as
+// the P V products take it, as f16 inputs' P is rounded to f16. The scores
+// are each product's f32 sum, as with f16 inputs. Packed tiles and operands
+// then hold bf16 bits throughout (packed_f16.glsl's OPERANDS_BF16). Not with
+// the softmax in registers (the NV build, the only one converting
+// accumulators to operands, has no bf16).
+layout(constant_id = 23) const bool BF16_MATRICES = false;
+#define OPERANDS_BF16 BF16_MATRICES
 
 #include "coopmat.glsl"
 
@@ -198,10 +208,11 @@ const uint HELD = REG_SOFTMAX ? ROW_TILES * LANE_ROWS : ROW_PASSES;
 // With the softmax in registers: a lane's elements of an accumulator (the
 // host takes a layout that holds each element once).
 const uint LANE_ELEMENTS = MM * MN / SG_SIZE;
-const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u;
-const bool K_BF16 = (BF16_INPUTS & 2u) != 0u;
-const bool V_BF16 = (BF16_INPUTS & 4u) != 0u;
-const bool ANY_BF16 = BF16_INPUTS != 0u;
+// bf16 inputs converted to f16 as they are staged (not with bf16 matrices).
+const bool Q_BF16 = (BF16_INPUTS & 1u) != 0u && !BF16_MATRICES;
+const bool K_BF16 = (BF16_INPUTS & 2u) != 0u && !BF16_MATRICES;
+const bool V_BF16 = (BF16_INPUTS & 4u) != 0u && !BF16_MATRICES;
+const bool ANY_BF16 = Q_BF16 || K_BF16 || V_BF16;
 // Loads of K and V land in registers before a tile is written: two stages.
 // With one, bf16 tiles are staged as they are and converted in place once
 // their exponents are known (CONVERT_TILE): no registers held across the
@@ -314,10 +325,10 @@ float plain_pv(float acc, uint t0, uint kv_buffer, uvec2 keys, uint d, uint p_at
                uint count)
 {
     for (uint c = c0; c < c0 + count; c++) {
-        float weight = float(PACKED_HALF(p_tile, p_at + c - c0));
+        float weight = PACKED_OPERAND(p_tile, p_at + c - c0);
         bool used = t0 + c >= keys.x && t0 + c < keys.y && (!KEYWISE_MASK || weight != 0.0);
         if (used)
-            acc += weight * float(PACKED_HALF(v_tile, (kv_buffer * BC + c) * VS + d));
+            acc += weight * PACKED_OPERAND(v_tile, (kv_buffer * BC + c) * VS + d);
     }
     return acc;
 }
@@ -708,7 +719,7 @@ float chunk_weights(uint r, uint q, float scores[PACK], float shift)
     float sum = 0.0;
     [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++) {
         vec2 weights = exp2(vec2(scores[2 * w2], scores[2 * w2 + 1]) - shift);
-        words[w2] = packHalf2x16(weights);
+        words[w2] = pack_operands(weights);
         sum += weights.x + weights.y;
     }
     p_tile[r * PS / PACK + q] = words;
@@ -757,14 +768,14 @@ void softmax_in_shared(Job job, uint t0, uint kv_buffer, bool every_key, float u
         any_factor = any_factor || alpha * unit_factor != 1.0;
     }
     // The timing diagnostic without the arithmetic: S still read and P
-    // written (the raw scores as f16), so that only the arithmetic is left out.
+    // written (the raw scores as operands), so that only the arithmetic is left out.
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? ROW_PASSES : 0); pass++) {
         uint r = job.row0 + lane % ROW_LANES + pass * ROW_LANES;
         for (uint q = row_part(); q < BC / PACK; q += LPR) {
             uvec4 words;
             [[unroll]] for (uint w2 = 0; w2 < PACK / 2; w2++)
-                words[w2] = packHalf2x16(vec2(s_tile[r * SS + q * PACK + 2 * w2],
-                                              s_tile[r * SS + q * PACK + 2 * w2 + 1]));
+                words[w2] = pack_operands(vec2(s_tile[r * SS + q * PACK + 2 * w2],
+                                               s_tile[r * SS + q * PACK + 2 * w2 + 1]));
             p_tile[r * PS / PACK + q] = words;
         }
     }

@@ -125,6 +125,12 @@ void subgroup_shared_sync()
 }
 
 #ifdef COOPMAT_EMULATED
+// An emulated A operand's element holds the operand's bits (f16, or bf16 with
+// OPERANDS_BF16), as A_LOAD copies them: its value.
+float emulated_operand(float16_t x)
+{
+    return OPERANDS_BF16 ? operand_value(packFloat2x16(f16vec2(x, float16_t(0.0)))) : float(x);
+}
 #define MATRIX_A(NAME, COUNT, SUBGROUPS)                                                        \
     const uint NAME##_count = (COUNT);                                                          \
     shared float16_t NAME[(SUBGROUPS) * (COUNT) * MM * MK];
@@ -139,7 +145,8 @@ void subgroup_shared_sync()
     {                                                                                           \
         subgroup_shared_sync(); /* lanes may still be reading the operand it replaces */        \
         for (uint e_ = gl_SubgroupInvocationID; e_ < MM * MK; e_ += gl_SubgroupSize)            \
-            NAME[A_BASE_(NAME, I) + e_] = PACKED_HALF(SRC, (OFF) + e_ / MK * (STRIDE) + e_ % MK);\
+            NAME[A_BASE_(NAME, I) + e_] =                                                       \
+                unpackFloat2x16(PACKED_BITS(SRC, (OFF) + e_ / MK * (STRIDE) + e_ % MK)).x;      \
         subgroup_shared_sync();                                                                 \
     }
 // Which cell (row-major) of an emulated accumulator is this invocation's
@@ -180,7 +187,8 @@ uint acc_elements()
 #define A_FROM_ACC(A, AI, ACC, I)                                                               \
     {                                                                                           \
         subgroup_shared_sync(); /* lanes may still be reading the operand it replaces */        \
-        ACC_EACH_(A[A_BASE_(A, AI) + r_ * MK + n_] = float16_t(ACC[ACC_BASE_(ACC, I) + e_]);)   \
+        ACC_EACH_(A[A_BASE_(A, AI) + r_ * MK + n_] =                                           \
+                      unpackFloat2x16(pack_operands(vec2(ACC[ACC_BASE_(ACC, I) + e_], 0.0))).x;) \
         subgroup_shared_sync();                                                                 \
     }
 // Each lane writes whole words, two halves of a row, so that no two write the
@@ -200,9 +208,9 @@ uint acc_elements()
     [[unroll]] for (uint m_ = 0; m_ < (COUNT); m_++) {                                          \
         ACC_EACH_(float acc_ = NAME[ACC_BASE_(NAME, (I) + m_ * (I_STEP)) + e_];                 \
                   [[unroll]] for (uint k_ = 0; k_ < MK; k_++)                                   \
-                      acc_ = fma(float(A[A_BASE_(A, (AI) + m_ * (A_STEP)) + r_ * MK + k_]),     \
-                                 float(PACKED_HALF(B, (B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_ \
-                                                                 : (B_OFF) + k_ * (B_STRIDE) + n_)), \
+                      acc_ = fma(emulated_operand(A[A_BASE_(A, (AI) + m_ * (A_STEP)) + r_ * MK + k_]), \
+                                 PACKED_OPERAND(B, (B_COLUMNS) ? (B_OFF) + n_ * (B_STRIDE) + k_ \
+                                                               : (B_OFF) + k_ * (B_STRIDE) + n_), \
                                  acc_);                                                         \
                   NAME[ACC_BASE_(NAME, (I) + m_ * (I_STEP)) + e_] = acc_;)                      \
     }

@@ -7,13 +7,16 @@
 // names the BUFFER to stage into: BUFFER tiles of BC keys into TILE, and four
 // words of v_nonfinite_tile a buffer; others pass 0.
 
-// Nonzero where any of the eight halves is an Inf or a NaN (exponent all
-// ones): a half's exponent plus one carries into its top bit only then, and
-// the low half's sum stays below the high half. One add and two logic
-// operations a word, ORed over the loads of a tile before the one branch.
+// Nonzero where any of the eight halves (f16, or bf16 with OPERANDS_BF16) is
+// an Inf or a NaN (exponent all ones): a half's exponent plus one carries into
+// its top bit only then, and the low half's sum stays below the high half.
+// One add and two logic operations a word, ORed over the loads of a tile
+// before the one branch.
 uint nonfinite_bits(uvec4 words)
 {
-    uvec4 carried = (words & 0x7c007c00u) + 0x04000400u;
+    uint exponent = OPERANDS_BF16 ? 0x7f807f80u : 0x7c007c00u;
+    uint lowest = OPERANDS_BF16 ? 0x00800080u : 0x04000400u;
+    uvec4 carried = (words & exponent) + lowest;
     return (carried.x | carried.y | carried.z | carried.w) & 0x80008000u;
 }
 

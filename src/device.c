@@ -69,8 +69,9 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     };
     vkattn_device_features features;
     device_caps_features(&vk->caps, &features);
-    /* the features' extensions, pipeline statistics', one optional (device_create_with_optional) */
-    const char *extensions[sizeof features.extensions / sizeof features.extensions[0] + 2];
+    /* the features' extensions, pipeline statistics', bf16's, one optional
+     * (device_create_with_optional) */
+    const char *extensions[sizeof features.extensions / sizeof features.extensions[0] + 3];
     memcpy(extensions, features.extensions, features.extension_count * sizeof extensions[0]);
     uint32_t extension_count = features.extension_count;
     info.pNext = features.chain;
@@ -85,6 +86,21 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     if (statistics) {
         info.pNext = &executable_info;
         extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
+    }
+    /* VK_KHR_shader_bfloat16's matrices where the kernels take the KHR
+     * extension and the device lists bf16 shapes (queried only where no
+     * validation layer older than the extension would flag its structure):
+     * the coopmat kernel's bf16 build (coopmat.bf16=2) needs them. */
+    bool bf16 = vk->caps.coopmat_khr && vk->caps.bf16_shape_count > 0;
+    VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16_features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
+        .pNext = (void *)info.pNext,
+        .shaderBFloat16Type = VK_TRUE,
+        .shaderBFloat16CooperativeMatrix = VK_TRUE,
+    };
+    if (bf16) {
+        info.pNext = &bf16_features;
+        extensions[extension_count++] = VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME;
     }
     /* VK_NV_cooperative_matrix2's workgroup scope and flexible dimensions,
      * only where asked for until a GPU check has run them: the rate and
@@ -116,6 +132,8 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     vk->enabled = vk->caps;
     vk->enabled.pipeline_statistics = statistics;
     vk->enabled.coopmat2_workgroup = workgroup_scope;
+    if (!bf16)
+        vk->enabled.bf16_shape_count = 0;
     return VKATTN_OK;
 }
 

@@ -163,6 +163,7 @@ typedef enum shader_id {
     SHADER_COOPMAT_PEAK,
     SHADER_COOPMAT_PEAK_EMULATED,
     SHADER_ATTENTION_COOPMAT_KHR,
+    SHADER_ATTENTION_COOPMAT_KHR_BF16, /* KHR only: bf16 matrices (the NV extension has none) */
     SHADER_MATMUL_COOPMAT_KHR,
     SHADER_COOPMAT_PEAK_KHR,
     SHADER_COOPMAT_PEAK_WORKGROUP_KHR, /* KHR only: the NV extension has no workgroup scope */

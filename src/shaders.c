@@ -3,6 +3,7 @@
 
 #include "attention_combine_spv.h"
 #include "attention_coopmat_emulated_spv.h"
+#include "attention_coopmat_khr_bf16_spv.h"
 #include "attention_coopmat_khr_spv.h"
 #include "attention_coopmat_spv.h"
 #include "attention_coopmat_workgroup_emulated_spv.h"
@@ -63,6 +64,8 @@ static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_COOPMAT_PEAK, "coopmat_peak", coopmat_peak_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_EMULATED, "coopmat_peak_emulated", coopmat_peak_emulated_spv),
     ENTRY_(SHADER_ATTENTION_COOPMAT_KHR, "attention_coopmat_khr", attention_coopmat_khr_spv),
+    ENTRY_(SHADER_ATTENTION_COOPMAT_KHR_BF16, "attention_coopmat_khr_bf16",
+           attention_coopmat_khr_bf16_spv),
     ENTRY_(SHADER_MATMUL_COOPMAT_KHR, "matmul_coopmat_khr", matmul_coopmat_khr_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_KHR, "coopmat_peak_khr", coopmat_peak_khr_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_KHR, "coopmat_peak_workgroup_khr",

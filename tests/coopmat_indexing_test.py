@@ -84,6 +84,8 @@ CASES = [
     ("attention_coopmat", "default, packed and paged sequences, every score variant",
      {**ATTENTION_F16_D128, "VARIANTS": SCORE_VARIANTS | SEQUENCE_VARIANTS}),
     ("attention_coopmat_khr_nv", "the KHR build, default, f16 D=128", ATTENTION_F16_D128),
+    ("attention_coopmat_khr_nv", "the KHR build, bf16 matrices (bf16=2), two buffers, D=128",
+     {**ATTENTION_F16_D128, "BC": 32, "BUFFERS": 2, "BF16_INPUTS": 7, "BF16_MATRICES": True}),
     ("matmul_coopmat", "revision 3, 4096^3",
      dict(WORKGROUP=256, BM=128, BN=128, BK=32, TRANSPOSE_B=False, HAS_BIAS=False,
           BIAS_DTYPE=0, MM=16, MN=16, MK=16, A_ALIGNED8=True, B_ALIGNED8=True, SUBGROUPS=8,

@@ -19,7 +19,14 @@ modules the library embeds:
 - the rewrite undone (--reverse) gives back the NV module, which spirv-val
   accepts;
 - modules the extension cannot express (a conversion from an accumulator to an
-  A operand; a type used as both A and B) and malformed input are refused.
+  A operand; a type used as both A and B) and malformed input are refused;
+- the attention kernel's bf16 build (--bf16) is its KHR build but for bf16
+  A and B operands: one new OpTypeFloat 16 BFloat16KHR, SPV_KHR_bfloat16's two
+  capabilities and its extension, and the component type of every A and B
+  matrix type; accumulators keep f32. An operand made by anything but a load
+  is refused (bf16 has no arithmetic). This SPIRV-Tools predates
+  SPV_KHR_bfloat16 too: the module was validated by hand with SPIRV-Tools
+  2026.4 (README).
 
 usage: coopmat_khr_test.py TOOL SHADER_DIR
 """
@@ -31,6 +38,8 @@ import tempfile
 
 OP_EXTENSION, OP_CAPABILITY, OP_TYPE_INT, OP_CONSTANT = 10, 17, 21, 43
 OP_CONSTANT_TRUE, OP_CONSTANT_FALSE, OP_SPEC_CONSTANT_OP = 41, 42, 52
+OP_TYPE_FLOAT, OP_LOAD, OP_FNEGATE = 22, 61, 127
+CAP_BFLOAT16_TYPE, CAP_BFLOAT16_COOPMAT = 5116, 5118
 NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
@@ -209,6 +218,60 @@ def check_refusals(tool, folder, matmul_nv):
         check(not os.path.exists(out), "a refused rewrite left an output file")
 
 
+def check_bf16(tool, folder, name, bf16_name):
+    """bf16_name is name with bf16 A and B operands, nothing else changed."""
+    khr, bf16 = words_of(os.path.join(folder, name + ".spv")), words_of(
+        os.path.join(folder, bf16_name + ".spv"))
+    check(bf16[:3] == khr[:3] and bf16[4] == khr[4], f"{bf16_name}: header changed")
+    check(bf16[3] == khr[3] + 1, f"{bf16_name}: bound {bf16[3]}, not {khr[3]} + 1")
+    khr_ins, bf16_ins = instructions(khr), instructions(bf16)
+    new_type = khr[3]
+    half = next((i[1] for i in khr_ins if opcode(i) == OP_TYPE_FLOAT and i[2:] == [16]), None)
+    f32 = next((i[1] for i in khr_ins if opcode(i) == OP_TYPE_FLOAT and i[2:] == [32]), None)
+    constants = {i[2]: i[3] for i in khr_ins if opcode(i) == OP_CONSTANT and len(i) == 4}
+    want, typed = [], False
+    for i in khr_ins:
+        if opcode(i) == KHR["type"] and not typed:  # right before the first matrix type
+            want.append([4 << 16 | OP_TYPE_FLOAT, new_type, 16, 0])  # BFloat16KHR encoding 0
+            typed = True
+        if opcode(i) == KHR["type"] and constants.get(i[6]) in (0, 1):
+            check(i[2] == half, f"{name}: an A or B operand type not of f16: {i}")
+            want.append([i[0], i[1], new_type] + i[3:])
+            continue
+        want.append(i)
+        if opcode(i) == OP_CAPABILITY and i[1] == CAP_KHR:
+            want += [[2 << 16 | OP_CAPABILITY, CAP_BFLOAT16_TYPE],
+                     [2 << 16 | OP_CAPABILITY, CAP_BFLOAT16_COOPMAT]]
+        elif opcode(i) == OP_EXTENSION and string_of(i) == "SPV_KHR_cooperative_matrix":
+            name_words = array.array("I", b"SPV_KHR_bfloat16\0\0\0\0")
+            want.append([(1 + len(name_words)) << 16 | OP_EXTENSION] + list(name_words))
+    check(bf16_ins == want, f"{bf16_name}: not {name} with bf16 A and B operands "
+                            f"({len(bf16_ins)} instructions, {len(want)} expected)")
+    types = [i for i in bf16_ins if opcode(i) == KHR["type"]]
+    check(any(i[2] == new_type for i in types) and
+          all(i[2] == new_type or (constants.get(i[6]) == 2 and i[2] == f32) for i in types),
+          f"{bf16_name}: matrix types {types}")
+    # An A operand made by arithmetic (a load of one made an OpFNegate) is refused.
+    nv = words_of(os.path.join(folder, name + "_nv.spv"))
+    ins = instructions(nv)
+    a_type = next(i[1] for i in ins if opcode(i) == NV["type"] and
+                  any(p[3] in (j[2] for j in ins if opcode(j) == OP_LOAD and j[1] == i[1])
+                      for p in ins if opcode(p) == NV["muladd"]))
+    words, at = list(nv), 5
+    while at < len(words) and not ((words[at] & 0xFFFF) == OP_LOAD and words[at + 1] == a_type):
+        at += words[at] >> 16
+    check(at < len(words), f"{name}: no OpLoad of an A operand to turn into arithmetic")
+    words[at] = 4 << 16 | OP_FNEGATE
+    with tempfile.TemporaryDirectory() as tmp:
+        bad, out = os.path.join(tmp, "bad.spv"), os.path.join(tmp, "out.spv")
+        with open(bad, "wb") as f:
+            array.array("I", words).tofile(f)
+        r = run_tool(tool, "--bf16", bad, out)
+        check(r.returncode == 1 and "bf16 operand made by something other than a load" in r.stderr,
+              f"a bf16 operand made by arithmetic was not refused: {r.returncode} {r.stderr}")
+        check(not os.path.exists(out), "a refused bf16 rewrite left an output file")
+
+
 # Scope ids as the modules give them: Workgroup 2, Subgroup 3.
 WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
                      "attention_coopmat_workgroup_khr"}
@@ -232,6 +295,7 @@ def main():
     for name in KERNELS:
         check_scopes(folder, name)
     check_refusals(tool, folder, modules["matmul_coopmat_khr"])
+    check_bf16(tool, folder, "attention_coopmat_khr", "attention_coopmat_khr_bf16")
     for f in failures:
         print("FAIL:", f)
     print(f"coopmat_khr: {len(KERNELS)} kernels, {len(failures)} failures")

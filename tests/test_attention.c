@@ -28,15 +28,21 @@ typedef struct at_path {
 } at_path;
 
 /* Added to the tolerance of the coopmat kernels: they round P to f16 before
- * P V (half an ulp of f16 at 1 is 4.9e-4, times sum_j P_j |V_j| <= 1). */
+ * P V (half an ulp of f16 at 1 is 4.9e-4, times sum_j P_j |V_j| <= 1), or
+ * on bf16 matrices to bf16 (half an ulp 2^-9 = 2.0e-3), each twice over. */
 #define COOPMAT_P_ROUNDING 1e-3
+#define COOPMAT_BF16_P_ROUNDING 4e-3
+
+/* The coopmat kernels' P rounding while a test runs them on bf16 matrices
+ * (run_bf16_matrix_cases sets it around its cases); else f16's. */
+static double coopmat_p_rounding = COOPMAT_P_ROUNDING;
 
 static double extra_tolerance(const at_path *p)
 {
     return p->variant == VKATTN_FUSED_COOPMAT || p->variant == VKATTN_FUSED_COOPMAT_EMULATED ||
                    p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP ||
                    p->variant == VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED
-               ? COOPMAT_P_ROUNDING
+               ? coopmat_p_rounding
                : 0.0;
 }
 
@@ -608,6 +614,144 @@ static void test_coopmat_register_softmax(void **state)
                             "coopmat.rows=2", "16x16x16", true, 53);
 }
 
+/* bf16 Q, K and V on bf16 matrices (the tuning knob coopmat.bf16=2): staged
+ * as they are, P rounded to bf16 (COOPMAT_BF16_P_ROUNDING). */
+/* That P V takes P rounded to bf16, which the tolerance alone would not tell
+ * from f16's rounding (or from the tuning left unapplied): one query, two
+ * keys, V = (0, 1), scores 0 and x = -1.203125 (a bf16), so O = P1 / (1 + P1)
+ * with P1 = e^x = 0.300263 rounded to bf16 (0.30078125) in P V but not in the
+ * sum; f16's 0.30029297 would give 3.8e-4 less. */
+static void expect_bf16_p(test_env *env, vkattn_fused_variant variant)
+{
+    const double x = -1.203125, p1 = exp(x), p1_bf16 = 0.30078125, p1_f16 = 0.30029296875;
+    /* p1 lies where bf16 and f16 round it to those (their midpoints around it) */
+    assert_true(p1 > 0.2998046875 && p1 < 0.3017578125);
+    assert_true(p1 > 0.3001708984375 && p1 < 0.3004150390625);
+    rng r = {7};
+    int64_t qs[4] = {1, 1, 1, 1}, ks[4] = {1, 1, 2, 1}, os[4] = {1, 1, 1, 1};
+    pair q = pair_random(env, BF16, 4, qs, &r, 1.f, 1.f);
+    pair k = pair_random(env, BF16, 4, ks, &r, 0.f, 0.f);
+    pair v = pair_random(env, BF16, 4, ks, &r, 0.f, 0.f);
+    pair o = pair_output(env, 4, os);
+    k.host[1] = (float)x;
+    v.host[1] = 1.f;
+    assert_int_equal(vkattn_tensor_upload(k.gpu, k.host, F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_upload(v.gpu, v.host, F32), VKATTN_OK);
+    vkattn_attention_desc d = {.scale = 1.f, .path = VKATTN_PATH_FUSED, .fused_variant = variant};
+    vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
+    if (s != VKATTN_OK)
+        fail_msg("P rounded to bf16: %s: %s", vkattn_status_string(s), vkattn_last_error(env->gpu));
+    float got;
+    assert_int_equal(vkattn_tensor_download(o.gpu, &got, F32), VKATTN_OK);
+    double want = p1_bf16 / (1 + p1), not_this = p1_f16 / (1 + p1);
+    if (fabs(got - want) > 3e-5)
+        fail_msg("P rounded to bf16 (%s): O = %.7f, not %.7f (f16's P would give %.7f)",
+                 vkattn_fused_variant_name(variant), got, want, not_this);
+    pair_destroy(&q);
+    pair_destroy(&k);
+    pair_destroy(&v);
+    pair_destroy(&o);
+}
+
+/* Every fixed bf16 case (awkward shapes; |q|, |k| to 1e5 and 30) and the
+ * awkward f16 ones as bf16, then O rescaled, under `tuning`, tiled as on a
+ * GPU with the emulated build's matrices of `shape`; the real kernel (the
+ * KHR build with bf16 operands) where the context has bf16 matrices
+ * (VKATTN_COOPMAT_KHR=1 on a device with VK_KHR_shader_bfloat16's, created
+ * without a validation layer older than it). */
+static void run_bf16_matrix_cases(const char *tuning, const char *shape, uint64_t seed)
+{
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
+    assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
+    test_env *env = test_env_tuned(tuning);
+    vkattn_device_info info;
+    coopmat_p_rounding = COOPMAT_BF16_P_ROUNDING;
+    if (test_has_float16(env, &info)) {
+        bool real = info.cooperative_matrix_khr && info.bf16_cooperative_matrix;
+        rng r = {seed};
+        static const char *const awkward[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
+                                              "GQA", "odd D=13 bshd", "kv_len causal GQA",
+                                              "two rows odd D GQA"};
+        for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+            at_case c = fixed_cases[i];
+            bool take = c.dtype == BF16;
+            for (size_t n = 0; n < sizeof awkward / sizeof awkward[0]; n++)
+                take = take || !strcmp(c.name, awkward[n]);
+            if (!take)
+                continue;
+            c.dtype = BF16;
+            run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
+            if (real)
+                run_case(env, &c, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
+        }
+        static const at_case rescaled = {"rescaled O", 1, 3, 1, 40, 300, 24, 20, BHSD, true, false,
+                                         0, false, 0.f, BF16, 8.f};
+        run_case(env, &rescaled, coopmat_paths, NPATHS(coopmat_paths), &r);
+        expect_bf16_p(env, VKATTN_FUSED_COOPMAT_EMULATED);
+        if (real) {
+            run_case(env, &rescaled, coopmat_device_paths, NPATHS(coopmat_device_paths), &r);
+            expect_bf16_p(env, VKATTN_FUSED_COOPMAT);
+        } else if (info.cooperative_matrix)
+            print_message("the real kernel not run: %s has no bf16 matrices in this context\n",
+                          info.name);
+    }
+    coopmat_p_rounding = COOPMAT_P_ROUNDING;
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
+    assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
+    test_env_destroy(env);
+}
+
+/* Under `tuning`, `variant` forced on Q = K = V of `dtype` is refused as
+ * unsupported, with a message that contains `what`. */
+static void expect_bf16_matrices_refused(const char *tuning, vkattn_dtype dtype,
+                                         vkattn_fused_variant variant, const char *what)
+{
+    test_env *env = test_env_tuned(tuning);
+    rng r = {29};
+    int64_t shape[4] = {1, 2, 9, 16};
+    pair q = pair_random(env, dtype, 4, shape, &r, -1.f, 1.f);
+    pair o = pair_output(env, 4, shape);
+    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .fused_variant = variant};
+    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    const char *why = vkattn_last_error(env->gpu);
+    if (!strstr(why, what))
+        fail_msg("%s: refused with \"%s\"; expected it to say \"%s\"", tuning, why, what);
+    pair_destroy(&q);
+    pair_destroy(&o);
+    test_env_destroy(env);
+}
+
+/* bf16 matrices: with one stage and one buffer, 16x16x16 matrices; with two
+ * stages, two buffers and 4x16x16 (two lanes a row on lavapipe's 8). Refused,
+ * naming the setting: other inputs than bf16 Q, K and V, the softmax in
+ * registers, and the real kernel where the context has no bf16 matrices. */
+static void test_coopmat_bf16_matrices(void **state)
+{
+    test_env *env = *state;
+    vkattn_device_info info;
+    assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    if (info.float16_arithmetic) {
+        expect_bf16_matrices_refused("coopmat_emulated.bf16=2", F16,
+                                     VKATTN_FUSED_COOPMAT_EMULATED,
+                                     "tuning coopmat_emulated.bf16=2: the emulated coopmat kernel "
+                                     "takes bf16 matrices for bf16 Q, K and V only (got f16, f16, "
+                                     "f16)");
+        expect_bf16_matrices_refused("coopmat_emulated.bf16=2,coopmat_emulated.softmax=2", BF16,
+                                     VKATTN_FUSED_COOPMAT_EMULATED,
+                                     "tuning coopmat_emulated.bf16=2 with the softmax in "
+                                     "registers: the emulated coopmat kernel converts no "
+                                     "accumulators to bf16 operands");
+    }
+    if (info.cooperative_matrix && !(info.cooperative_matrix_khr && info.bf16_cooperative_matrix))
+        expect_bf16_matrices_refused("coopmat.bf16=2", BF16, VKATTN_FUSED_COOPMAT,
+                                     "needs VK_KHR_shader_bfloat16's cooperative matrices");
+    run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat.bf16=2", "16x16x16", 79);
+    run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat_emulated.stages=2,"
+                          "coopmat_emulated.buffers=2,coopmat.bf16=2,coopmat.buffers=2",
+                          "4x16x16", 83);
+}
+
 /* Q read from a shared tile by each product (the tuning knob coopmat.q=2)
  * instead of kept in registers: one row block a subgroup, and two with the
  * softmax in registers (4-row matrices: several subgroups, each its own rows
@@ -654,7 +798,9 @@ static void run_range_paths(test_env *env, const at_path *paths, int npaths, con
         vkattn_status s = vkattn_attention(env->gpu, &d, q->gpu, k->gpu, v->gpu, o->gpu);
         if (s != VKATTN_OK)
             fail_msg("%s: %s: %s", name, vkattn_status_string(s), vkattn_last_error(env->gpu));
-        expect_close(name, o, 0.0, 2e-3, row_scale);
+        /* half an ulp of P's rounding twice over: f16's 2^-11, bf16's 2^-9 */
+        expect_close(name, o, 0.0, coopmat_p_rounding == COOPMAT_BF16_P_ROUNDING ? 4e-3 : 2e-3,
+                     row_scale);
     }
 }
 
@@ -664,13 +810,16 @@ static void run_range_paths(test_env *env, const at_path *paths, int npaths, con
  * two stages tiled as on a GPU). */
 static void run_range_cases(const char *tuning)
 {
-    bool tuned = tuning[0] != '\0';
+    bool tuned = tuning[0] != '\0', bf16_matrices = strstr(tuning, "bf16=2") != NULL;
     test_env *env = test_env_tuned(tuning);
     vkattn_device_info info;
     if (!test_has_float16(env, &info)) {
         test_env_destroy(env);
         return;
     }
+    bool real = info.cooperative_matrix &&
+                (!bf16_matrices || (info.cooperative_matrix_khr && info.bf16_cooperative_matrix));
+    coopmat_p_rounding = bf16_matrices ? COOPMAT_BF16_P_ROUNDING : COOPMAT_P_ROUNDING;
     bool workgroup_scope = test_workgroup_scope(env);
     enum { H = RANGE_H, T = RANGE_T, D = RANGE_D, DV = RANGE_DV };
     rng r = {31};
@@ -724,7 +873,7 @@ static void run_range_cases(const char *tuning)
              * 2: the real one; 3, 4: the workgroup-scope kernel's emulated
              * and real builds (which have one stage) */
             for (int tiling = 0; tiling < 5; tiling++) {
-                if ((tiling == 1 && tuned) || (tiling == 2 && !info.cooperative_matrix) ||
+                if ((tiling == 1 && tuned) || (tiling == 2 && !real) ||
                     (tiling >= 3 && tuned) || (tiling == 4 && !workgroup_scope))
                     continue;
                 if (tiling == 1) {
@@ -754,6 +903,7 @@ static void run_range_cases(const char *tuning)
     for (int i = 0; i < 5; i++)
         pair_destroy(all[i]);
     test_env_destroy(env);
+    coopmat_p_rounding = COOPMAT_P_ROUNDING;
 }
 
 static void test_coopmat_bf16_range(void **state)
@@ -764,6 +914,9 @@ static void test_coopmat_bf16_range(void **state)
     /* two buffers: two stages, the exponents in rotating slots, each tile's
      * V unit computed a step before the tile's P V uses it */
     run_range_cases("coopmat_emulated.buffers=2,coopmat.buffers=2");
+    /* bf16 matrices: nothing converted, so V far past f16's range must reach
+     * the products as it is; P rounded to bf16 */
+    run_range_cases("coopmat_emulated.bf16=2,coopmat.bf16=2");
 }
 
 /* The real cooperative-matrix kernel on the same shapes, where the device has
@@ -1137,6 +1290,7 @@ int main(void)
         cmocka_unit_test(test_coopmat_device),
         cmocka_unit_test(test_coopmat_two_stages),
         cmocka_unit_test(test_coopmat_two_buffers),
+        cmocka_unit_test(test_coopmat_bf16_matrices),
         cmocka_unit_test(test_coopmat_row_tiles),
         cmocka_unit_test(test_coopmat_register_softmax),
         cmocka_unit_test(test_coopmat_shared_q),

@@ -75,9 +75,9 @@ LANE_VARYING_GROUP_OPERATIONS = {"InclusiveScan", "ExclusiveScan", "ClusteredRed
 MATRIX_OPS = ("OpCooperativeMatrixLoadNV", "OpCooperativeMatrixStoreNV",
               "OpCooperativeMatrixMulAddNV", "OpCooperativeMatrixLoadKHR",
               "OpCooperativeMatrixStoreKHR", "OpCooperativeMatrixMulAddKHR")
-# The modules a GPU runs (the KHR builds are checked in their NV form, which
-# SPIRV-Tools reads; the rewrite keeps control flow as it is).
-SKIP = re.compile(r"_khr\.spv$")
+# The modules a GPU runs (the KHR builds, bf16 ones too, are checked in their
+# NV form, which SPIRV-Tools reads; the rewrite keeps control flow as it is).
+SKIP = re.compile(r"_khr(_bf16)?\.spv$")
 
 
 def functions(module):

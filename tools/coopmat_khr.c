@@ -27,6 +27,12 @@
  * ColumnMajor must be OpConstantTrue or OpConstantFalse.
  *
  *   vkattn-coopmat-khr IN.spv OUT.spv            NV -> KHR
+ *   vkattn-coopmat-khr --bf16 IN.spv OUT.spv     NV -> KHR, the f16 A and B
+ *       operands bf16 (SPV_KHR_bfloat16: OpTypeFloat 16 BFloat16KHR, its two
+ *       capabilities and the extension): a kernel whose packed arrays hold
+ *       bf16 bits where it is specialized so (attention_coopmat.comp's
+ *       BF16_MATRICES). bf16 has no arithmetic, so an operand made by anything
+ *       but a load (or OpPhi, OpCopyObject, OpUndef) is refused.
  *   vkattn-coopmat-khr --reverse IN.spv OUT.spv  KHR -> NV (for the test that
  *       checks a round trip gives back the module spirv-val accepted)
  *
@@ -40,7 +46,9 @@
 enum {
     OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_CONSTANT_TRUE = 41,
     OP_CONSTANT_FALSE = 42, OP_CONSTANT = 43, OP_NAME = 5, OP_MEMBER_NAME = 6, OP_DECORATE = 71,
-    OP_MEMBER_DECORATE = 72, OP_FCONVERT = 115, OP_SPEC_CONSTANT_OP = 52,
+    OP_MEMBER_DECORATE = 72, OP_FCONVERT = 115, OP_SPEC_CONSTANT_OP = 52, OP_TYPE_FLOAT = 22,
+    OP_UNDEF = 1, OP_LOAD = 61, OP_COPY_OBJECT = 83, OP_PHI = 245,
+    CAP_BFLOAT16_TYPE = 5116, CAP_BFLOAT16_COOPMAT = 5118, FP_ENCODING_BFLOAT16 = 0,
     OP_TYPE_KHR = 4456, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR,
     OP_TYPE_NV = 5358, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV,
     CAP_NV = 5357, CAP_KHR = 6022,
@@ -124,6 +132,7 @@ typedef struct analysis {
     uint32_t *type_of;   /* per id: the matrix type of a value, 0 otherwise */
     uint32_t *uint_value; /* per id: 1 + the value of a 32-bit unsigned constant, 0 otherwise */
     uint32_t bool_true, bool_false, uint_type;
+    uint32_t half_type;  /* OpTypeFloat 16 (IEEE), 0 if none */
 } analysis;
 
 static void analysis_free(analysis *a)
@@ -172,6 +181,8 @@ static int analyze(const module *m, uint32_t type_op, uint32_t muladd_op, analys
             a->bool_false = w2;
         else if (op == OP_TYPE_INT && count == 4 && m->w[i + 2] == 32 && m->w[i + 3] == 0)
             a->uint_type = w1;
+        else if (op == OP_TYPE_FLOAT && count == 3 && m->w[i + 2] == 16)
+            a->half_type = w1;
         else if (op == OP_CONSTANT && count == 4 && w1 == a->uint_type && a->uint_type &&
                  w2 < a->bound)
             a->uint_value[w2] = m->w[i + 3] + 1;
@@ -210,23 +221,28 @@ static int analyze(const module *m, uint32_t type_op, uint32_t muladd_op, analys
 }
 
 /* One direction of the rewrite: the opcodes, capability and extension it
- * reads and the ones it writes. */
+ * reads and the ones it writes; bf16: A and B operands of f16 made bf16. */
 typedef struct direction {
-    bool to_khr;
+    bool to_khr, bf16;
     uint32_t from_type, from_load, from_store, from_muladd, from_length, from_cap;
     uint32_t to_type, to_load, to_store, to_muladd, to_length, to_cap;
     const char *from_extension, *to_extension;
 } direction;
 
 static const direction nv_to_khr = {
-    true, OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
+    true, false, OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
     OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
     "SPV_NV_cooperative_matrix", "SPV_KHR_cooperative_matrix",
 };
 /* The inverse, for the round-trip test: KHR types lose their use, layouts
  * become the module's boolean constants again. The added constants stay. */
+static const direction nv_to_khr_bf16 = {
+    true, true, OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
+    OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
+    "SPV_NV_cooperative_matrix", "SPV_KHR_cooperative_matrix",
+};
 static const direction khr_to_nv = {
-    false, OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
+    false, false, OP_TYPE_KHR, OP_LOAD_KHR, OP_STORE_KHR, OP_MULADD_KHR, OP_LENGTH_KHR, CAP_KHR,
     OP_TYPE_NV, OP_LOAD_NV, OP_STORE_NV, OP_MULADD_NV, OP_LENGTH_NV, CAP_NV,
     "SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix",
 };
@@ -259,26 +275,48 @@ static int move_layout(const direction *d, const analysis *a, const uint32_t con
     return 0;
 }
 
+/* With d->bf16: whether the matrix type `type` becomes a bf16 operand's. */
+static bool bf16_operand(const direction *d, const analysis *a, const module *m, uint32_t type)
+{
+    if (!d->bf16 || type >= a->bound || !a->is_matrix[type] || a->use[type] == USE_ACC)
+        return false;
+    for (size_t i = 5; i < m->n; i += m->w[i] >> 16)
+        if ((m->w[i] & 0xffff) == d->from_type && m->w[i + 1] == type)
+            return a->half_type && m->w[i + 2] == a->half_type;
+    return false;
+}
+
 static int rewrite(const module *m, writer *o, const direction *d)
 {
     analysis a = {0};
     int r = analyze(m, d->from_type, d->from_muladd, &a);
     uint32_t header[5];
     memcpy(header, m->w, sizeof header);
-    /* NV to KHR: three new unsigned constants 0, 1, 2 (uses and layouts). */
-    uint32_t constant[3] = {header[3], header[3] + 1, header[3] + 2};
+    /* NV to KHR: three new unsigned constants 0, 1, 2 (uses and layouts),
+     * and with bf16 the bf16 type. */
+    uint32_t constant[3] = {header[3], header[3] + 1, header[3] + 2}, bf16_type = header[3] + 3;
     if (d->to_khr)
-        header[3] += 3;
+        header[3] += d->bf16 ? 4 : 3;
+    if (!r && d->bf16 && !a.half_type)
+        r = fail("word %zu: --bf16 on a module without a 16-bit float type", 5);
     bool ok = !r && emit(o, header, 5), constants_written = !d->to_khr, uint_declared = false;
     for (size_t i = 5; ok && !r && i < m->n; i += m->w[i] >> 16) {
         const uint32_t *in = &m->w[i];
         uint32_t op = in[0] & 0xffff, count = in[0] >> 16, w[16];
         uint_declared = uint_declared || (op == OP_TYPE_INT && count > 1 && in[1] == a.uint_type);
-        if (op == OP_CAPABILITY && in[1] == d->from_cap) {
-            uint32_t cap[2] = {2u << 16 | OP_CAPABILITY, d->to_cap};
-            ok = emit(o, cap, 2);
+        if (d->bf16 && count > 2 && !names_target(op) && op != d->from_type &&
+            bf16_operand(d, &a, m, in[1]) && op != OP_LOAD && op != d->from_load &&
+            op != OP_PHI && op != OP_COPY_OBJECT && op != OP_UNDEF) {
+            r = fail("word %zu: a bf16 operand made by something other than a load (bf16 "
+                     "has no arithmetic, conversions or constants of its own)", i);
+        } else if (op == OP_CAPABILITY && in[1] == d->from_cap) {
+            uint32_t cap[6] = {2u << 16 | OP_CAPABILITY, d->to_cap,
+                               2u << 16 | OP_CAPABILITY, CAP_BFLOAT16_TYPE,
+                               2u << 16 | OP_CAPABILITY, CAP_BFLOAT16_COOPMAT};
+            ok = emit(o, cap, d->bf16 ? 6 : 2);
         } else if (extension_is(m, i, d->from_extension)) {
-            ok = emit_extension(o, d->to_extension);
+            ok = emit_extension(o, d->to_extension) &&
+                 (!d->bf16 || emit_extension(o, "SPV_KHR_bfloat16"));
         } else if (op == d->from_type && count == (d->to_khr ? 6u : 7u)) {
             if (!constants_written) {
                 if (!uint_declared)
@@ -287,10 +325,13 @@ static int rewrite(const module *m, writer *o, const direction *d)
                     uint32_t c[4] = {4u << 16 | OP_CONSTANT, a.uint_type, constant[v], v};
                     ok = emit(o, c, 4);
                 }
+                uint32_t bf16[4] = {4u << 16 | OP_TYPE_FLOAT, bf16_type, 16, FP_ENCODING_BFLOAT16};
+                ok = ok && (!d->bf16 || emit(o, bf16, 4));
                 constants_written = true;
             }
-            uint32_t t[7] = {(d->to_khr ? 7u : 6u) << 16 | d->to_type, in[1], in[2], in[3], in[4],
-                             in[5], constant[a.use[in[1]]]};
+            uint32_t component = bf16_operand(d, &a, m, in[1]) ? bf16_type : in[2];
+            uint32_t t[7] = {(d->to_khr ? 7u : 6u) << 16 | d->to_type, in[1], component, in[3],
+                             in[4], in[5], constant[a.use[in[1]]]};
             ok = ok && emit(o, t, d->to_khr ? 7 : 6);
         } else if (op == d->from_load || op == d->from_store) {
             /* Load: T r P ...; store: P O ... */
@@ -329,8 +370,9 @@ static int rewrite(const module *m, writer *o, const direction *d)
 int main(int argc, char **argv)
 {
     bool reverse = argc == 4 && strcmp(argv[1], "--reverse") == 0;
-    if (argc != 3 && !reverse) {
-        fprintf(stderr, "usage: vkattn-coopmat-khr [--reverse] IN.spv OUT.spv\n");
+    bool bf16 = argc == 4 && strcmp(argv[1], "--bf16") == 0;
+    if (argc != 3 && !reverse && !bf16) {
+        fprintf(stderr, "usage: vkattn-coopmat-khr [--reverse | --bf16] IN.spv OUT.spv\n");
         return 2;
     }
     const char *in = argv[argc - 2], *out = argv[argc - 1];
@@ -340,7 +382,7 @@ int main(int argc, char **argv)
         return 1;
     }
     writer o = {0};
-    int r = rewrite(&m, &o, reverse ? &khr_to_nv : &nv_to_khr);
+    int r = rewrite(&m, &o, reverse ? &khr_to_nv : bf16 ? &nv_to_khr_bf16 : &nv_to_khr);
     free(m.w);
     if (r == 0) {
         FILE *f = fopen(out, "wb");

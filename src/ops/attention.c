@@ -14,8 +14,7 @@ static vkattn_attention_path resolved_path(vkattn_context *ctx, const attention_
     *runs = true;
     if (c->path == VKATTN_PATH_UNFUSED)
         return VKATTN_PATH_UNFUSED;
-    *runs = vk_attention_fused_choice(ctx, c, &choice->fused_variant, &choice->kv_splits, why,
-                                      why_size);
+    *runs = vk_attention_fused_choice(ctx, c, choice, why, why_size);
     if (c->path == VKATTN_PATH_AUTO && !*runs && !attention_has_layout_variants(&c->dims)) {
         ctx_log(ctx, VKATTN_LOG_DEBUG, "attention: %s; taking the unfused path", why);
         *runs = true;

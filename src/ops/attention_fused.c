@@ -220,14 +220,14 @@ static const fused_variant_row *choose(vkattn_context *ctx, const attention_call
 }
 
 bool vk_attention_fused_choice(vkattn_context *ctx, const attention_call *c,
-                               vkattn_fused_variant *variant, uint32_t *splits, char *why,
-                               size_t why_size)
+                               vkattn_attention_choice *choice, char *why, size_t why_size)
 {
     fused_plan plan;
     const fused_variant_row *row = choose(ctx, c, &plan, why, why_size);
     if (row) {
-        *variant = row->variant;
-        *splits = plan.splits;
+        choice->fused_variant = row->variant;
+        choice->kv_splits = plan.splits;
+        choice->weights_dtype = plan.weights_dtype;
     }
     return row != NULL;
 }

@@ -18,7 +18,7 @@
  * one bit set in specialization constant 15 (shaders/attention_variants.glsl);
  * their own constants come first (the coopmat kernel's also after it). */
 #define ATTENTION_VARIANTS_SPEC_ID 15
-#define ATTENTION_SPEC_COUNT 23
+#define ATTENTION_SPEC_COUNT 24
 enum attention_variant_bit { /* keep in sync with VAR_* in attention_variants.glsl */
     VAR_WINDOW = 1u << 0, VAR_SOFTCAP = 1u << 1, VAR_ALIBI = 1u << 2, VAR_MASK = 1u << 3,
     VAR_SINKS = 1u << 4, VAR_PACKED_Q = 1u << 5, VAR_PACKED_K = 1u << 6, VAR_PAGED = 1u << 7,
@@ -58,6 +58,9 @@ typedef struct fused_plan {
      * CPU_LOOP_BUDGET. */
     uint32_t max_keys_per_split;
     bool vec4;                    /* the combine pass moves vec4s (Dv % 4 == 0) */
+    /* What the softmax weights are rounded to before P V (vkattn_attention_choice's
+     * weights_dtype): F32 (zero, as planned) or the matrix kernels' operands. */
+    vkattn_dtype weights_dtype;
     uint32_t tm;                  /* query rows per invocation (rows, tiled; decode: per problem) */
     /* rows */
     uint32_t kb;                  /* keys per step */
@@ -76,6 +79,7 @@ typedef struct fused_plan {
     shader_id build;              /* the kernel's build: emulated, NV or KHR extension */
     uint32_t stages;              /* 2: the next K and V tiles' loads in flight during a tile */
     uint32_t buffers;             /* 2: K and V tiles double-buffered, one barrier a tile */
+    bool bf16_matrices;           /* bf16 Q, K, V on bf16 matrices, P rounded to bf16 */
     uint32_t row_tiles;           /* matrix-height row blocks per subgroup */
     /* softmax in registers (0: through shared memory): the lanes that share
      * a row, the rows a lane holds, each element's row slot (2 bits each) */

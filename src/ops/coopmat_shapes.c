@@ -22,6 +22,15 @@ bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out)
     return best > 0;
 }
 
+bool coopmat_bf16_shape(const device_caps *caps, coopmat_shape s)
+{
+    for (uint32_t i = 0; i < caps->bf16_shape_count; i++)
+        if (caps->bf16_shapes[i].m == s.m && caps->bf16_shapes[i].n == s.n &&
+            caps->bf16_shapes[i].k == s.k)
+            return true;
+    return false;
+}
+
 bool coopmat_emulated_shape(coopmat_shape *out)
 {
     *out = (coopmat_shape){16, 16, 16};

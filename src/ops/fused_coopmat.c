@@ -37,9 +37,9 @@ enum coopmat_spec { /* constant_id values in attention_coopmat.comp */
     AM_SPEC_BF16_INPUTS, AM_SPEC_HEAVY_FIRST, AM_SPEC_ROW_TILES,
     /* 15: ATTENTION_VARIANTS_SPEC_ID */
     AM_SPEC_ROW_CLUSTER = 16, AM_SPEC_LANE_ROWS, AM_SPEC_SLOT_TABLE, AM_SPEC_ABLATE,
-    AM_SPEC_Q_SHARED, AM_SPEC_SCORES_HELD, AM_SPEC_BUFFERS
+    AM_SPEC_Q_SHARED, AM_SPEC_SCORES_HELD, AM_SPEC_BUFFERS, AM_SPEC_BF16_MATRICES
 };
-_Static_assert(AM_SPEC_BUFFERS < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
+_Static_assert(AM_SPEC_BF16_MATRICES < ATTENTION_SPEC_COUNT, "ATTENTION_SPEC_COUNT too small");
 
 /* Subgroups per workgroup (each owns MM query rows, or MM times the tuning
  * coopmat.rows: the kernel's ROW_TILES) and the most keys per tile:
@@ -68,7 +68,7 @@ typedef struct tile_fit {
     coopmat_shape s;
     uint32_t sg, rs;       /* lanes and rows a subgroup */
     uint32_t dp, dvp;      /* head sizes padded to the matrices and the packing */
-    uint32_t bf16;         /* attention_bf16_inputs */
+    uint32_t bf16;         /* attention_bf16_inputs converted to f16 (none on bf16 matrices) */
     bool emulated;
     uint32_t held_rows;    /* rows a lane keeps the softmax state of */
     bool register_softmax; /* ROW_CLUSTER: an index matrix beside the others */
@@ -135,6 +135,38 @@ static uint32_t largest_tile(const tile_fit *f, uint32_t br, uint32_t max_tile, 
             (f->emulated || matrix_registers(f, bc, stages, wg) <= COOPMAT_MATRIX_REGISTERS))
             return bc;
     return 0;
+}
+
+/* Whether the tuning coopmat.bf16=2 (bf16 matrices) can take this call: bf16
+ * Q, K and V (a product's operands share one type, and P V's P takes V's), the
+ * softmax through shared memory (the NV build, the only one converting
+ * accumulators to operands, has no bf16), and for the real kernel a context
+ * with VK_KHR_shader_bfloat16's matrices of the plan's shape. */
+static bool bf16_matrices_fit(const vkattn_context *ctx, const attention_call *c, bool emulated,
+                              uint32_t softmax, coopmat_shape s, const char *name, char *why,
+                              size_t why_size)
+{
+    vkattn_fused_variant self = emulated ? VKATTN_FUSED_COOPMAT_EMULATED : VKATTN_FUSED_COOPMAT;
+    char setting[48];
+    tuning_describe(self, KNOB_BF16, 2, setting, sizeof setting);
+    if (attention_bf16_inputs(c) != 7) {
+        snprintf(why, why_size, "%s: %s takes bf16 matrices for bf16 Q, K and V only (got %s, "
+                 "%s, %s)", setting, name, dtype_name(c->q->dtype), dtype_name(c->k->dtype),
+                 dtype_name(c->v->dtype));
+        return false;
+    }
+    if (softmax == 2) {
+        snprintf(why, why_size, "%s with the softmax in registers: %s converts no accumulators "
+                 "to bf16 operands", setting, name);
+        return false;
+    }
+    if (!emulated && !coopmat_bf16_shape(&ctx->vk.enabled, s)) {
+        snprintf(why, why_size, "%s: %s needs VK_KHR_shader_bfloat16's cooperative matrices "
+                 "of its %ux%ux%u shape through VK_KHR_cooperative_matrix, which %s lacks or "
+                 "this context did not enable", setting, name, s.m, s.n, s.k, ctx->info.name);
+        return false;
+    }
+    return true;
 }
 
 static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bool emulated,
@@ -224,6 +256,16 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         snprintf(why, why_size, "%s: %s: the VK_KHR_cooperative_matrix build converts no "
                  "accumulators to operands", setting, name);
         return false;
+    }
+    /* bf16 inputs on bf16 matrices (tuned for now: untimed on a GPU), with
+     * nothing to convert. */
+    plan->bf16_matrices = tuning_value(ctx, self, KNOB_BF16, 1) == 2;
+    if (plan->bf16_matrices) {
+        if (!bf16_matrices_fit(ctx, c, emulated, softmax, s, name, why, why_size))
+            return false;
+        bf16 = 0;
+        if (!emulated)
+            plan->build = SHADER_ATTENTION_COOPMAT_KHR_BF16;
     }
     if (softmax == 2) {
         char because[240];
@@ -369,6 +411,7 @@ static bool coopmat_plan_common(vkattn_context *ctx, const attention_call *c, bo
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
+    plan->weights_dtype = plan->bf16_matrices ? VKATTN_DTYPE_BF16 : VKATTN_DTYPE_F16;
     plan->target_workgroups = COOPMAT_TARGET_WORKGROUPS;
     plan->heavy_first = fused_heavy_first(ctx, self, d);
     return true;
@@ -428,6 +471,7 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     spec[AM_SPEC_Q_SHARED] = plan->q_shared;
     spec[AM_SPEC_SCORES_HELD] = plan->scores_held;
     spec[AM_SPEC_BUFFERS] = plan->buffers;
+    spec[AM_SPEC_BF16_MATRICES] = plan->bf16_matrices;
     spec[ATTENTION_VARIANTS_SPEC_ID] = attention_variant_bits(c);
     dispatch->groups[0] = plan->blocks * plan->splits;
 }

@@ -257,6 +257,7 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
         plan->max_keys_per_split = (uint32_t)(CPU_LOOP_BUDGET / per_tile * bc);
     }
     plan->vec4 = d->Dv % 4 == 0;
+    plan->weights_dtype = VKATTN_DTYPE_F16;
     plan->target_workgroups = WORKGROUP_TARGET_WORKGROUPS;
     plan->heavy_first = fused_heavy_first(ctx, self, d);
     return true;

@@ -118,6 +118,9 @@ bool matmul_coopmat_wanted(const vkattn_context *ctx, const matmul_call *c);
  * VKATTN_COOPMAT_EMULATED_SHAPE=MxNxK (false: malformed, or a size over 64). */
 bool coopmat_device_shape(const device_caps *caps, coopmat_shape *out);
 bool coopmat_emulated_shape(coopmat_shape *out);
+/* Whether the device's bf16 x bf16 + f32 shapes (VK_KHR_shader_bfloat16's, in
+ * `caps` where they are enabled) include s. */
+bool coopmat_bf16_shape(const device_caps *caps, coopmat_shape s);
 /* The f32 accumulator layout of an s.m x s.n matrix on the device's matrix
  * units or in the emulated build (its accumulators in clusters of `cluster`
  * lanes, 0: its plain layout; coopmat.glsl's ACC_CLUSTER), read by a kernel
@@ -220,11 +223,11 @@ typedef struct attention_call {
 
 /* The unfused path: scores matmul, masked softmax, P @ V, transposes for BSHD. */
 vkattn_status vk_attention_unfused(vkattn_context *ctx, const attention_call *c);
-/* The fused variant and key splits the fused path would run for this call;
- * false, with why, where none can. */
+/* The fused variant, key splits and weights' rounding the fused path would run
+ * for this call (into `choice`, its path left as it is); false, with why,
+ * where none can. */
 bool vk_attention_fused_choice(vkattn_context *ctx, const attention_call *c,
-                               vkattn_fused_variant *variant, uint32_t *splits, char *why,
-                               size_t why_size);
+                               vkattn_attention_choice *choice, char *why, size_t why_size);
 /* The fused path; UNSUPPORTED (with the reason) where it does not apply. */
 vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c);
 /* Records attention by the path the call asks for (AUTO: fused where it applies). */

@@ -44,6 +44,7 @@ static const struct {
     [KNOB_GRID_COLUMNS] = {"grid_columns", MATMUL_BOTH, 1, 16},
     [KNOB_DEPTH] = {"depth", MATMUL_BOTH, 8, 256},
     [KNOB_BUFFERS] = {"buffers", COOPMAT_BOTH, 1, 2},
+    [KNOB_BF16] = {"bf16", COOPMAT_BOTH, 1, 2},
 };
 
 /* The name of a kernel in tuning strings: a fused variant's, or the matmul's. */

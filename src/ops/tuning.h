@@ -52,6 +52,9 @@ typedef enum tuning_knob {
     KNOB_BUFFERS,   /* coopmat: 1 stages each tile into the one K and V buffer
                        between two barriers; 2 into one of two buffers while
                        the other computes, one barrier a tile */
+    KNOB_BF16,      /* coopmat: bf16 Q, K and V 1 converted to f16 as they are
+                       staged (exactly: a power of 2 each group), 2 on bf16
+                       matrices (VK_KHR_shader_bfloat16), P rounded to bf16 */
     KNOB_COUNT
 } tuning_knob;
 _Static_assert(KNOB_COUNT <= TUNING_KNOBS, "kernel_tuning has too few knobs");
