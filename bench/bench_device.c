@@ -184,12 +184,12 @@ void bench_print_device(FILE *f, const vkattn_device_info *info, double peak, co
                 (unsigned long long)info->max_storage_buffer_range,
                 (double)info->max_storage_buffer_range / 1048576.0);
         fprintf(f, "features: 16-bit storage %s, fp16 arithmetic %s, cooperative matrix %s, "
-                "pipeline statistics %s\n", yes_no(info->storage_16bit),
+                "bf16 matrices %s, pipeline statistics %s\n", yes_no(info->storage_16bit),
                 yes_no(info->float16_arithmetic),
                 !info->cooperative_matrix ? "no"
                 : info->cooperative_matrix_khr ? "yes (VK_KHR_cooperative_matrix)"
                                                : "yes (VK_NV_cooperative_matrix)",
-                yes_no(info->pipeline_statistics));
+                yes_no(info->bf16_cooperative_matrix), yes_no(info->pipeline_statistics));
         fprintf(f, "memory:   %s\n",
                 info->host_visible_device_memory
                     ? "tensors mapped (host-visible device memory)"

@@ -264,10 +264,11 @@ typedef struct vkattn_device_info {
                                           NV extension, or VKATTN_COOPMAT_KHR=1) */
     bool bf16_cooperative_matrix;      /* the device lists VK_KHR_shader_bfloat16's
                                           bf16 x bf16 + f32 -> f32 subgroup products
-                                          (reported only: the coopmat kernels convert
-                                          bf16 inputs to f16; false where an active
-                                          validation layer is older than the extension,
-                                          which keeps it from being queried) */
+                                          (false where an active validation layer is
+                                          older than the extension, which keeps it
+                                          from being queried); a device vkattn creates
+                                          with cooperative_matrix_khr enables them for
+                                          the coopmat kernel's tuning coopmat.bf16=2 */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),

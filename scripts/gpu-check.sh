@@ -257,6 +257,52 @@ khr_probes() {
     cut -c1-1100
 }
 
+# The coopmat kernel on bf16 matrices (coopmat.bf16=2: VK_KHR_shader_bfloat16
+# through the KHR build; no driver has run it yet), where the device lists
+# them: the bf16 prefill with them and with the conversion to f16, each
+# verified against the CPU reference (bf16.txt), then the kernel's test on the
+# real build (bf16.log). Without validation, as the KHR tests (5e): the layer
+# carried from Debian 12 predates the extension, and under it the device is
+# created without bf16 matrices.
+bf16_step() {
+  local cap end left rc tuning
+  cap=$(step_budget 50 "$table_seconds")
+  bf16_summary="skipped: the --deadline is too near"
+  if [ "$cap" -eq 0 ]; then
+    say "bf16 matrices: $bf16_summary"
+    return 0
+  fi
+  end=$(( $(date +%s) + cap ))
+  say "bf16 matrices: VKATTN_COOPMAT_KHR=1 vkattn-bench --shape 4,16,16,4096,4096,128 --causal --dtype bf16 --variant coopmat --tune coopmat.bf16=2, then =1 (the conversion), then test_coopmat_bf16_matrices (at most $cap s)"
+  : > "$out/bf16.txt"
+  bf16_summary="bf16.txt (bench exit status"
+  for tuning in coopmat.bf16=2 coopmat.bf16=1; do
+    left=$(( end - $(date +%s) ))
+    [ "$left" -ge 5 ] || break
+    echo "# --tune $tuning" >> "$out/bf16.txt"
+    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=1 XDG_CACHE_HOME="$work/khr-cache" timeout "$left" \
+        "$build_abs/vkattn-bench" --op attention --shape 4,16,16,4096,4096,128 --causal \
+        --dtype bf16 --path fused --variant coopmat --reps 10 --profile --tune "$tuning" \
+        >> "$out/bf16.txt" 2>&1
+    rc=$?
+    bf16_summary+=" $rc with $tuning,"
+  done
+  left=$(( end - $(date +%s) ))
+  if [ "$left" -ge 5 ]; then
+    VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT=0 VKATTN_TEST_FILTER=test_coopmat_bf16_matrices \
+        VKATTN_VALIDATION=off VKATTN_TEST_ALLOW_NO_VALIDATION=1 VKATTN_POISON=1 \
+        XDG_CACHE_HOME="$work/khr-cache" timeout "$left" "$build_abs/tests/test_attention" \
+        > "$out/bf16.log" 2>&1
+    rc=$?
+    bf16_summary+=" test_coopmat_bf16_matrices $rc; bf16.log; 124: stopped by its time)"
+  else
+    bf16_summary+=" its test skipped: no time left)"
+  fi
+  grep -E '^(# --tune|attention)' "$out/bf16.txt" | cut -c1-200
+  grep -E '^vkattn: pipeline statistics: attention_coopmat' "$out/bf16.txt" | cut -c1-240
+  grep -E 'PASSED|FAILED|not run' "$out/bf16.log" 2>/dev/null | tail -3
+}
+
 check() {
   say "vkattn gpu-check, $date_utc, in $root (build $build_abs)"
   if ! [ -x "$build_abs/vkattn" ] || ! [ -x "$build_abs/vkattn-bench" ]; then
@@ -393,11 +439,13 @@ check() {
   # the extension (khr-peak.txt).
   local khr=0 workgroup_summary="not run: the device has no VK_KHR_cooperative_matrix"
   local khr_summary="not run: the device has no VK_KHR_cooperative_matrix" khr_rc khr_matmul_rc
-  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices 2>/dev/null |
-      grep -q "cooperative matrix yes (KHR)"; then
+  local bf16_summary="not run: the device lists no bf16 matrices (vkattn devices)"
+  if VKATTN_COOPMAT_KHR=1 "$build_abs/vkattn" devices > "$work/devices-khr.txt" 2>/dev/null &&
+      grep -q "cooperative matrix yes (KHR)" "$work/devices-khr.txt"; then
     khr=1
     workgroup_step
     khr_probes
+    grep -q "bf16 matrices yes" "$work/devices-khr.txt" && bf16_step
   fi
 
   # 5b. Where the coopmat kernel's time goes: the f16 prefill with parts of its
@@ -476,6 +524,7 @@ check() {
     fi
   fi
   say "workgroup-scope kernel: $workgroup_summary"
+  say "bf16 matrices: $bf16_summary"
   say "KHR build: $khr_summary"
 
   # 6. The table.
@@ -492,6 +541,7 @@ check() {
     "Tests (validation on, tests.log): $tests_summary"
     "Bench: exit status $bench_rc (0: every case ran and matched the CPU reference; vkattn.txt)"
     "Workgroup-scope attention kernel (VK_NV_cooperative_matrix2 through the KHR extension): $workgroup_summary"
+    "bf16 matrices (the coopmat kernel's coopmat.bf16=2, KHR build): $bf16_summary"
     "Ablation of the coopmat kernel: $ablation_summary"
     "Settings sweep (--tune): $tune_summary"
     "VK_KHR_cooperative_matrix build: $khr_summary"

@@ -1,7 +1,8 @@
 // bf16 inputs of attention_coopmat.comp and attention_coopmat_workgroup.comp,
 // converted to f16 exactly as they are staged: each group (a Q row, a key of K,
 // a tile of V) divided by a power of 2 that puts its largest element in
-// [2^15, 2^16) (see BF16_INPUTS there), undone in f32 on the scores and on O.
+// [2^15, 2^16) (see BF16_INPUTS there), undone in f32 on the scores and on O
+// (not with attention_coopmat.comp's BF16_MATRICES: staged as they are).
 // Included after the kernel's SG_SIZE and shared v_exponent.
 
 // The powers of 2 of bf16 groups stay within f32's normal range, and so do

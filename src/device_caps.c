@@ -371,8 +371,9 @@ void device_caps_bf16_describe(const device_caps *caps, char *out, size_t size)
                                caps->bf16_shapes[i].m, caps->bf16_shapes[i].n,
                                caps->bf16_shapes[i].k);
     if (at < size)
-        snprintf(out + at, size - at, "%s; no kernel takes them (the coopmat kernels convert "
-                 "bf16 to f16 as they stage it)", caps->bf16_shape_count ? "" : " none");
+        snprintf(out + at, size - at, "%s; the coopmat kernel takes them with the tuning "
+                 "coopmat.bf16=2 where it takes the KHR extension (else it converts bf16 to "
+                 "f16 as it stages it)", caps->bf16_shape_count ? "" : " none");
 }
 
 void device_caps_features(const device_caps *caps, vkattn_device_features *c)

@@ -291,10 +291,11 @@ typedef struct device_caps {
     bool coopmat2_workgroup;
     /* VK_KHR_shader_bfloat16's cooperative matrices (shaderBFloat16Type and
      * shaderBFloat16CooperativeMatrix), through VK_KHR_cooperative_matrix:
-     * the bf16 x bf16 + f32 -> f32 subgroup shapes the device lists. Reported
-     * (device_caps_bf16_describe, vkattn devices), not used: the coopmat
-     * kernels convert bf16 inputs to f16 as they stage them. bf16_unqueried_why
-     * as coopmat2_unqueried_why. */
+     * the bf16 x bf16 + f32 -> f32 subgroup shapes the device lists (reported
+     * by device_caps_bf16_describe and vkattn devices). Enabled on a device
+     * vkattn creates where its kernels take the KHR extension (device.c; the
+     * enabled caps keep the shapes only then): the coopmat kernel's bf16
+     * build (coopmat.bf16=2). bf16_unqueried_why as coopmat2_unqueried_why. */
     bool bf16_listed;
     char bf16_unqueried_why[VK_MAX_EXTENSION_NAME_SIZE + 96];
     coopmat_shape bf16_shapes[VKATTN_MAX_COOPMAT_SHAPES];

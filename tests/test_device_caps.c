@@ -486,7 +486,8 @@ static void test_coopmat2_reported(void **state)
 /* VK_KHR_shader_bfloat16's matrices are reported (vkattn devices, the log)
  * where the device lists the extension with the KHR matrices, both features
  * and bf16 x bf16 + f32 -> f32 subgroup shapes, whichever extension the
- * kernels take; never enabled: no kernel takes them. */
+ * kernels take. Never in the features an application enables for vkattn
+ * (a device vkattn creates enables them itself, device.c). */
 static void test_bf16_reported(void **state)
 {
     (void)state;
@@ -507,8 +508,9 @@ static void test_bf16_reported(void **state)
         expect_taken_shapes(&caps); /* the f16 ones as before, from either list */
         device_caps_bf16_describe(&caps, line, sizeof line);
         assert_string_equal(line, "VK_KHR_shader_bfloat16's bf16 x bf16 + f32 subgroup "
-                                  "products: 16x8x16, 32x8x16; no kernel takes them (the "
-                                  "coopmat kernels convert bf16 to f16 as they stage it)");
+                                  "products: 16x8x16, 32x8x16; the coopmat kernel takes them "
+                                  "with the tuning coopmat.bf16=2 where it takes the KHR "
+                                  "extension (else it converts bf16 to f16 as it stages it)");
         vkattn_device_features f;
         device_caps_features(&caps, &f);
         assert_false(lists(&f, "VK_KHR_shader_bfloat16"));
@@ -518,7 +520,7 @@ static void test_bf16_reported(void **state)
     device_caps caps = query(false, true, NULL);
     assert_int_equal(caps.bf16_shape_count, 0);
     device_caps_bf16_describe(&caps, line, sizeof line);
-    assert_non_null(strstr(line, "products: none; no kernel"));
+    assert_non_null(strstr(line, "products: none; the coopmat kernel"));
     /* Under Debian 12's validation layer the structure stays out of the chain. */
     dev.bf16_matrices = VK_TRUE;
     dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 239);

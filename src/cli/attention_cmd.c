@@ -452,16 +452,22 @@ static int check_kernel_backend(vkattn_context *ctx, const attention_options *o)
                      "backend has no fused kernels", vkattn_fused_variant_name(o->desc.fused_variant));
 }
 
-/* --verbose: the path, fused variant and key splits the call took. */
+/* --verbose: the path, fused variant, key splits and the weights' rounding
+ * the call took. */
 static void log_choice(vkattn_context *ctx, const vkattn_attention_desc *desc,
                        const attention_files *f, const vkattn_tensor *out)
 {
     vkattn_attention_choice ch;
     if (vkattn_attention_choose(ctx, desc, f->q.tensor, f->k.tensor, f->v.tensor, out, &ch))
         return;
+    static const char *const rounded[] = {[VKATTN_DTYPE_F16] = ", P rounded to f16",
+                                          [VKATTN_DTYPE_BF16] = ", P rounded to bf16"};
     if (ch.path == VKATTN_PATH_FUSED)
-        fprintf(stderr, "vkattn: attention ran fused, variant %s, %u key split(s)\n",
-                vkattn_fused_variant_name(ch.fused_variant), ch.kv_splits);
+        fprintf(stderr, "vkattn: attention ran fused, variant %s, %u key split(s)%s\n",
+                vkattn_fused_variant_name(ch.fused_variant), ch.kv_splits,
+                ch.weights_dtype == VKATTN_DTYPE_F16 || ch.weights_dtype == VKATTN_DTYPE_BF16
+                    ? rounded[ch.weights_dtype]
+                    : "");
     else if (ch.path == VKATTN_PATH_UNFUSED)
         fprintf(stderr, "vkattn: attention ran unfused\n");
 }

@@ -5,7 +5,9 @@
  * whole key loop. Good at: f16 and bf16 attention
  * on GPUs with cooperative matrices, every variant. Needs: f16 or bf16 Q, K
  * and V (each its own; bf16 converted to f16 exactly as it is staged, each
- * group scaled by a power of 2: attention_coopmat.comp's BF16_INPUTS);
+ * group scaled by a power of 2: attention_coopmat.comp's BF16_INPUTS; or with
+ * the tuning coopmat.bf16=2, bf16 Q, K and V on bf16 matrices, P rounded to
+ * bf16: VK_KHR_shader_bfloat16's, the KHR build with bf16 operands);
  * VK_NV_cooperative_matrix with an f16 shape (the real kernel) or shaderFloat16
  * (the emulated build); full subgroups of a size the pipeline can require (the
  * real kernel: a matrix operation needs every lane of its subgroup) or one the
