@@ -701,24 +701,32 @@ static void run_bf16_matrix_cases(const char *tuning, const char *shape, uint64_
     test_env_destroy(env);
 }
 
-/* Under `tuning`, `variant` forced on Q = K = V of `dtype` is refused as
- * unsupported, with a message that contains `what`. */
-static void expect_bf16_matrices_refused(const char *tuning, vkattn_dtype dtype,
-                                         vkattn_fused_variant variant, const char *what)
+/* `variant` forced on Q = K = V of `dtype` and `shape` is refused as
+ * unsupported, with a message that contains `what` and `also` (unless NULL). */
+static void expect_refused(test_env *env, vkattn_fused_variant variant, vkattn_dtype dtype,
+                           int64_t shape[4], rng *r, const char *what, const char *also)
 {
-    test_env *env = test_env_tuned(tuning);
-    rng r = {29};
-    int64_t shape[4] = {1, 2, 9, 16};
-    pair q = pair_random(env, dtype, 4, shape, &r, -1.f, 1.f);
+    pair q = pair_random(env, dtype, 4, shape, r, -1.f, 1.f);
     pair o = pair_output(env, 4, shape);
     vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED, .fused_variant = variant};
     assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
                      VKATTN_ERROR_UNSUPPORTED);
     const char *why = vkattn_last_error(env->gpu);
-    if (!strstr(why, what))
-        fail_msg("%s: refused with \"%s\"; expected it to say \"%s\"", tuning, why, what);
+    if (!strstr(why, what) || (also && !strstr(why, also)))
+        fail_msg("refused with \"%s\"; expected it to say \"%s\"%s%s", why, what,
+                 also ? " and " : "", also ? also : "");
     pair_destroy(&q);
     pair_destroy(&o);
+}
+
+/* The same under `tuning`, on a shape of 9 rows of 16. */
+static void expect_tuned_refusal(const char *tuning, vkattn_fused_variant variant,
+                                 vkattn_dtype dtype, const char *what)
+{
+    test_env *env = test_env_tuned(tuning);
+    rng r = {29};
+    int64_t shape[4] = {1, 2, 9, 16};
+    expect_refused(env, variant, dtype, shape, &r, what, NULL);
     test_env_destroy(env);
 }
 
@@ -732,20 +740,17 @@ static void test_coopmat_bf16_matrices(void **state)
     vkattn_device_info info;
     assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
     if (info.float16_arithmetic) {
-        expect_bf16_matrices_refused("coopmat_emulated.bf16=2", F16,
-                                     VKATTN_FUSED_COOPMAT_EMULATED,
-                                     "tuning coopmat_emulated.bf16=2: the emulated coopmat kernel "
-                                     "takes bf16 matrices for bf16 Q, K and V only (got f16, f16, "
-                                     "f16)");
-        expect_bf16_matrices_refused("coopmat_emulated.bf16=2,coopmat_emulated.softmax=2", BF16,
-                                     VKATTN_FUSED_COOPMAT_EMULATED,
-                                     "tuning coopmat_emulated.bf16=2 with the softmax in "
-                                     "registers: the emulated coopmat kernel converts no "
-                                     "accumulators to bf16 operands");
+        expect_tuned_refusal("coopmat_emulated.bf16=2", VKATTN_FUSED_COOPMAT_EMULATED, F16,
+                             "tuning coopmat_emulated.bf16=2: the emulated coopmat kernel "
+                             "takes bf16 matrices for bf16 Q, K and V only (got f16, f16, f16)");
+        expect_tuned_refusal("coopmat_emulated.bf16=2,coopmat_emulated.softmax=2",
+                             VKATTN_FUSED_COOPMAT_EMULATED, BF16,
+                             "tuning coopmat_emulated.bf16=2 with the softmax in registers: the "
+                             "emulated coopmat kernel converts no accumulators to bf16 operands");
     }
     if (info.cooperative_matrix && !(info.cooperative_matrix_khr && info.bf16_cooperative_matrix))
-        expect_bf16_matrices_refused("coopmat.bf16=2", BF16, VKATTN_FUSED_COOPMAT,
-                                     "needs VK_KHR_shader_bfloat16's cooperative matrices");
+        expect_tuned_refusal("coopmat.bf16=2", VKATTN_FUSED_COOPMAT, BF16,
+                             "needs VK_KHR_shader_bfloat16's cooperative matrices");
     run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat.bf16=2", "16x16x16", 79);
     run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat_emulated.stages=2,"
                           "coopmat_emulated.buffers=2,coopmat.bf16=2,coopmat.buffers=2",
@@ -1167,25 +1172,6 @@ static void test_coopmat_ablation(void **state)
     assert_int_equal(unsetenv("VKATTN_DIAGNOSTICS"), 0);
 }
 
-/* The emulated coopmat kernel forced on Q = K = V of `shape` (f16) is refused
- * as unsupported, with a message that contains `what` and `also` (unless NULL). */
-static void expect_emulated_coopmat_refused(test_env *env, int64_t shape[4], rng *r,
-                                            const char *what, const char *also)
-{
-    pair q = pair_random(env, F16, 4, shape, r, -1.f, 1.f);
-    pair o = pair_output(env, 4, shape);
-    vkattn_attention_desc d = {.path = VKATTN_PATH_FUSED,
-                               .fused_variant = VKATTN_FUSED_COOPMAT_EMULATED};
-    assert_int_equal(vkattn_attention(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu),
-                     VKATTN_ERROR_UNSUPPORTED);
-    const char *why = vkattn_last_error(env->gpu);
-    if (!strstr(why, what) || (also && !strstr(why, also)))
-        fail_msg("refused with \"%s\"; expected it to say \"%s\"%s%s", why, what,
-                 also ? " and " : "", also ? also : "");
-    pair_destroy(&q);
-    pair_destroy(&o);
-}
-
 /* Tuned plans (vkattn_context_desc.tuning, VKATTN_TUNE: the knobs a sweep on
  * a GPU turns) give the reference's results on awkward shapes: tiles of 12
  * keys, four rows an invocation, two lanes a row, small workgroups; the decode
@@ -1251,8 +1237,8 @@ static void test_tuning(void **state)
          * 48 KiB of GPUs, even at 16 keys), and a tuned count is not shrunk to
          * fit. The most keys tried is 16 on CPU devices, 64 on GPUs. */
         int64_t shape[4] = {1, 1, 40, 256};
-        expect_emulated_coopmat_refused(env, shape, &r, "(2 subgroups of 16 rows, at most ",
-                                        " keys: the tuning)");
+        expect_refused(env, VKATTN_FUSED_COOPMAT_EMULATED, F16, shape, &r,
+                       "(2 subgroups of 16 rows, at most ", " keys: the tuning)");
     }
     test_env_destroy(env);
 
@@ -1268,9 +1254,9 @@ static void test_tuning(void **state)
             run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
         } else {
             int64_t shape[4] = {1, 2, 30, 24};
-            expect_emulated_coopmat_refused(env, shape, &r, "12 rows a subgroup (4-row matrices, "
-                                            "tuning coopmat_emulated.rows=3) and subgroups of ",
-                                            NULL);
+            expect_refused(env, VKATTN_FUSED_COOPMAT_EMULATED, F16, shape, &r,
+                           "12 rows a subgroup (4-row matrices, tuning coopmat_emulated.rows=3) "
+                           "and subgroups of ", NULL);
         }
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
     }
