@@ -638,6 +638,10 @@ static void expect_bf16_p(test_env *env, vkattn_fused_variant variant)
     assert_int_equal(vkattn_tensor_upload(k.gpu, k.host, F32), VKATTN_OK);
     assert_int_equal(vkattn_tensor_upload(v.gpu, v.host, F32), VKATTN_OK);
     vkattn_attention_desc d = {.scale = 1.f, .path = VKATTN_PATH_FUSED, .fused_variant = variant};
+    vkattn_attention_choice ch;
+    assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu, &ch),
+                     VKATTN_OK);
+    assert_int_equal(ch.weights_dtype, BF16);
     vkattn_status s = vkattn_attention(env->gpu, &d, q.gpu, k.gpu, v.gpu, o.gpu);
     if (s != VKATTN_OK)
         fail_msg("P rounded to bf16: %s: %s", vkattn_status_string(s), vkattn_last_error(env->gpu));
@@ -970,7 +974,9 @@ static void test_long_loops(void **state)
 
 /* vkattn_attention_choose names what vkattn_attention runs: the forced path,
  * variant and splits as given; AUTO's choice, which then runs and matches the
- * reference; the unfused path where asked; the CPU backend's one path; and the
+ * reference; the unfused path where asked; the CPU backend's one path; what
+ * the softmax weights are rounded to (f32 kernels: not at all; the coopmat
+ * kernels: f16; on bf16 matrices bf16, test_coopmat_bf16_matrices); and the
  * same argument errors as the call. */
 static void test_choice(void **state)
 {
@@ -987,6 +993,7 @@ static void test_choice(void **state)
     assert_int_equal(ch.path, VKATTN_PATH_FUSED);
     assert_int_equal(ch.fused_variant, VKATTN_FUSED_TILED);
     assert_int_equal(ch.kv_splits, 2);
+    assert_int_equal(ch.weights_dtype, F32);
 
     d = (vkattn_attention_desc){.causal = true};
     assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
@@ -1015,6 +1022,7 @@ static void test_choice(void **state)
                      VKATTN_OK);
     assert_int_equal(ch.path, VKATTN_PATH_UNFUSED);
     assert_int_equal(ch.kv_splits, 0);
+    assert_int_equal(ch.weights_dtype, F32);
     assert_int_equal(vkattn_attention_choose(env->cpu, &d, q.cpu, q.cpu, q.cpu, o.cpu, &ch),
                      VKATTN_OK);
     assert_int_equal(ch.path, VKATTN_PATH_AUTO);
@@ -1030,6 +1038,14 @@ static void test_choice(void **state)
     assert_int_equal(vkattn_attention_choose(env->gpu, &d, q.gpu, q.gpu, q.gpu, o.gpu, &ch),
                      VKATTN_ERROR_UNSUPPORTED); /* f32 inputs */
     assert_non_null(strstr(vkattn_last_error(env->gpu), "f16 Q, K and V"));
+    vkattn_device_info info;
+    if (test_has_float16(env, &info)) {
+        pair q16 = pair_random(env, F16, 4, shape, &r, -1.f, 1.f);
+        assert_int_equal(vkattn_attention_choose(env->gpu, &d, q16.gpu, q16.gpu, q16.gpu, o.gpu,
+                                                 &ch), VKATTN_OK);
+        assert_int_equal(ch.weights_dtype, F16);
+        pair_destroy(&q16);
+    }
     pair_destroy(&bad);
     pair_destroy(&q);
     pair_destroy(&o);
