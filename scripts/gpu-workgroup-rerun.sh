@@ -3,7 +3,8 @@
 # workgroup-scope attention kernel's time goes on the f16 causal prefill
 # (bench/ablate.py --workgroup: ablation-workgroup.md), that prefill under
 # other tiles of it (workgroup-tune.txt), at D=64 (workgroup-d64.txt) and in
-# bf16 (workgroup-bf16.txt) beside the coopmat kernel, each verified against
+# bf16 (workgroup-bf16.txt) beside the coopmat kernel, in bf16 also on bf16
+# matrices where the device lists them (coopmat.bf16=2), each verified against
 # the CPU reference. About 4 minutes. From the repository root, the build and .gl
 # carried as for the check:
 #
@@ -55,16 +56,24 @@ grep -E '^(# tuning|attention)' "$out/workgroup-tune.txt" | cut -c1-200
 # The issue's other reported cases, D=64 in f16 (workgroup-d64.txt) and D=128
 # in bf16 (workgroup-bf16.txt: bf16 converted to f16 as it is staged), on the
 # default tile beside the coopmat kernel's KHR build (the check's bench runs
-# them on AUTO's choice).
-for case in "64 f16 workgroup-d64" "128 bf16 workgroup-bf16"; do
-  read -r head dtype file <<< "$case"
+# them on AUTO's choice); bf16 also on bf16 matrices (the coopmat kernel's
+# coopmat.bf16=2, where `vkattn devices` shows them: the check's bf16 step
+# rarely gets time).
+bf16_matrices=""
+grep -q "bf16 matrices yes" "$out/rerun-devices.txt" && bf16_matrices="coopmat:coopmat.bf16=2"
+for case in "64 f16 workgroup-d64" "128 bf16 workgroup-bf16 $bf16_matrices"; do
+  read -r head dtype file extra <<< "$case"
   : > "$out/$file.txt"
-  for variant in coopmat_workgroup coopmat; do
-    say "D=$head $dtype: $variant"
+  for run in coopmat_workgroup coopmat $extra; do
+    variant=${run%%:*} tuning=${run#*:}
+    [ "$tuning" = "$run" ] && tuning=""
+    say "D=$head $dtype: $variant${tuning:+ $tuning}"
+    [ -n "$tuning" ] && echo "# tuning: $tuning" >> "$out/$file.txt"
     timeout 30 "$b/vkattn-bench" --op attention --shape "4,16,16,4096,4096,$head" --causal \
-        --dtype "$dtype" --path fused --variant "$variant" --reps 10 >> "$out/$file.txt" 2>&1 ||
-      say "D=$head $dtype $variant: exit status $?"
+        --dtype "$dtype" --path fused --variant "$variant" --reps 10 \
+        ${tuning:+--tune "$tuning"} >> "$out/$file.txt" 2>&1 ||
+      say "D=$head $dtype $variant${tuning:+ $tuning}: exit status $?"
   done
-  grep -E '^attention' "$out/$file.txt" | cut -c1-200
+  grep -E '^(# tuning|attention)' "$out/$file.txt" | cut -c1-200
 done
 say "done"
