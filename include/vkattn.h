@@ -268,7 +268,8 @@ typedef struct vkattn_device_info {
                                           older than the extension, which keeps it
                                           from being queried); a device vkattn creates
                                           with cooperative_matrix_khr enables them for
-                                          the coopmat kernel's tuning coopmat.bf16=2 */
+                                          the coopmat kernel's tuning coopmat.bf16=2;
+                                          false on adopted devices */
 } vkattn_device_info;
 
 /* Lists the Vulkan devices that can run vkattn (Vulkan >= 1.1, a compute queue),
@@ -811,7 +812,7 @@ typedef struct vkattn_attention_choice {
     uint32_t kv_splits;                 /* when path is FUSED: >= 1 */
     /* F32: kept (the unfused path and the f32 kernels); F16: rounded to f16, half
      * an ulp (2^-11) of error relative to sum_j P_j |V_j| (the coopmat variants);
-     * BF16: to bf16, 2^-9 (the coopmat kernel on bf16 matrices, coopmat.bf16=2). */
+     * BF16: to bf16, 2^-8 (the coopmat kernel on bf16 matrices, coopmat.bf16=2). */
     vkattn_dtype weights_dtype;
 } vkattn_attention_choice;
 
