@@ -91,7 +91,7 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
      * extension and the device lists bf16 shapes (queried only where no
      * validation layer older than the extension would flag its structure):
      * the coopmat kernel's bf16 build (coopmat.bf16=2) needs them. */
-    bool bf16 = vk->caps.coopmat_khr && vk->caps.bf16_shape_count > 0;
+    bool bf16 = vk->caps.coopmat && vk->caps.coopmat_khr && vk->caps.bf16_shape_count > 0;
     VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16_features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
         .pNext = (void *)info.pNext,
@@ -225,6 +225,9 @@ vkattn_status vk_device_adopt(vkattn_context *ctx, const vkattn_vulkan_handles *
     vk->enabled = device_caps_enabled(&vk->caps, h->enabled_features);
     ctx->info.subgroup_size_required = vk->enabled.subgroup_size_control;
     ctx->info.pipeline_statistics = false;
+    /* vkattn_device_features names no VK_KHR_shader_bfloat16 (the enabled
+     * caps keep no bf16 shapes): its matrices are never used here. */
+    ctx->info.bf16_cooperative_matrix = false;
     vk->timestamp_valid_bits = families[h->queue_family_index].timestampValidBits;
     ctx->info.timestamps = vk->timestamp_valid_bits > 0 && ctx->info.timestamp_period_ns > 0;
     ctx->info.adopted = true;

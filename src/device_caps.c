@@ -300,6 +300,10 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
     if (caps->coopmat && !caps->coopmat_khr)
         query_coopmat_shapes_nv(vki, pd, caps);
     caps->coopmat = caps->coopmat && caps->coopmat_shape_count > 0;
+    /* bf16 matrices go through VK_KHR_cooperative_matrix, which a device
+     * without f16 shapes does not get enabled: none without them. */
+    if (!caps->coopmat)
+        caps->bf16_shape_count = 0;
     const VkBool32 coopmat2_bits[] = {
         coopmat2.cooperativeMatrixWorkgroupScope, coopmat2.cooperativeMatrixFlexibleDimensions,
         coopmat2.cooperativeMatrixReductions, coopmat2.cooperativeMatrixConversions,

@@ -102,6 +102,9 @@ static void test_adopted_features(void **state)
         bool size_control = a.features.subgroup_size_control.subgroupSizeControl;
         bool float16 = a.features.float16_int8.shaderFloat16;
         assert_int_equal(info.subgroup_size_required, declared && size_control);
+        /* what vkattn never enables in an adopted device reads false */
+        assert_false(info.pipeline_statistics);
+        assert_false(info.bf16_cooperative_matrix);
         rng r = {12};
         vkattn_status s = adopted_attention(&env, &r, VKATTN_FUSED_COOPMAT_EMULATED,
                                             VKATTN_DTYPE_F16, 21, 32, 2e-3);

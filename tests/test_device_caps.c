@@ -22,6 +22,7 @@ static struct {
     bool flexible;              /* with flexible dimensions too */
     bool bf16;                  /* and VK_KHR_shader_bfloat16 */
     VkBool32 bf16_matrices;     /* its shaderBFloat16CooperativeMatrix */
+    bool bf16_shapes_only;      /* the KHR list without its f16 shapes */
     bool bf16_seen;             /* its feature structure was queried */
     uint32_t layer_version;     /* one active layer of this header version; 0: none */
     VkResult layers_result;     /* what listing them returns (VK_SUCCESS: as usual) */
@@ -162,20 +163,25 @@ static VkResult VKAPI_PTR shapes_khr(VkPhysicalDevice pd, uint32_t *n,
     (void)pd;
     if (!dev.khr)
         return VK_ERROR_EXTENSION_NOT_PRESENT;
+    uint32_t listed[REPORTED], count = 0;
+    for (uint32_t i = 0; i < REPORTED; i++)
+        if (!dev.bf16_shapes_only || reported[i].a == 1000141000)
+            listed[count++] = i;
     if (p)
-        for (uint32_t i = 0; i < *n && i < REPORTED; i++) {
-            assert_int_equal(p[i].sType, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
-            p[i].MSize = reported[i].m;
-            p[i].NSize = reported[i].n;
-            p[i].KSize = reported[i].k;
-            p[i].AType = reported[i].a;
-            p[i].BType = reported[i].b;
-            p[i].CType = reported[i].c;
-            p[i].ResultType = reported[i].result;
-            p[i].saturatingAccumulation = reported[i].saturating;
-            p[i].scope = reported[i].scope;
+        for (uint32_t j = 0; j < *n && j < count; j++) {
+            uint32_t i = listed[j];
+            assert_int_equal(p[j].sType, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
+            p[j].MSize = reported[i].m;
+            p[j].NSize = reported[i].n;
+            p[j].KSize = reported[i].k;
+            p[j].AType = reported[i].a;
+            p[j].BType = reported[i].b;
+            p[j].CType = reported[i].c;
+            p[j].ResultType = reported[i].result;
+            p[j].saturatingAccumulation = reported[i].saturating;
+            p[j].scope = reported[i].scope;
         }
-    *n = REPORTED;
+    *n = count;
     return VK_SUCCESS;
 }
 
@@ -521,6 +527,14 @@ static void test_bf16_reported(void **state)
     assert_int_equal(caps.bf16_shape_count, 0);
     device_caps_bf16_describe(&caps, line, sizeof line);
     assert_non_null(strstr(line, "products: none; the coopmat kernel"));
+    /* bf16 shapes but no f16 ones: no cooperative matrices for the kernels,
+     * so no bf16 ones either (their device would lack VK_KHR_cooperative_matrix). */
+    dev.bf16_matrices = VK_TRUE;
+    dev.bf16_shapes_only = true;
+    caps = query(false, true, NULL);
+    dev.bf16_shapes_only = false;
+    assert_false(caps.coopmat);
+    assert_int_equal(caps.bf16_shape_count, 0);
     /* Under Debian 12's validation layer the structure stays out of the chain. */
     dev.bf16_matrices = VK_TRUE;
     dev.layer_version = VK_MAKE_API_VERSION(0, 1, 3, 239);

@@ -163,9 +163,15 @@ static bool bf16_matrices_fit(const vkattn_context *ctx, const attention_call *c
         return false;
     }
     if (!emulated && !coopmat_bf16_shape(&ctx->vk.enabled, s)) {
+        /* The device lists them, but this context's kernels take the NV
+         * extension (NVIDIA's default), which has no bf16. */
+        bool nv_path = ctx->vk.caps.bf16_shape_count > 0 && !ctx->vk.enabled.coopmat_khr &&
+                       !ctx->info.adopted;
         snprintf(why, why_size, "%s: %s needs VK_KHR_shader_bfloat16's cooperative matrices "
                  "of its %ux%ux%u shape through VK_KHR_cooperative_matrix, which %s lacks or "
-                 "this context did not enable", setting, name, s.m, s.n, s.k, ctx->info.name);
+                 "this context did not enable%s", setting, name, s.m, s.n, s.k, ctx->info.name,
+                 nv_path ? " (its kernels take VK_NV_cooperative_matrix here: "
+                           "VKATTN_COOPMAT_KHR=1 takes the KHR one)" : "");
         return false;
     }
     return true;
