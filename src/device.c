@@ -91,7 +91,7 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
      * extension and the device lists bf16 shapes (queried only where no
      * validation layer older than the extension would flag its structure):
      * the coopmat kernel's bf16 build (coopmat.bf16=2) needs them. */
-    bool bf16 = vk->caps.coopmat && vk->caps.coopmat_khr && vk->caps.bf16_shape_count > 0;
+    bool bf16 = vk->caps.coopmat_khr && vk->caps.bf16_shape_count > 0; /* none without coopmat */
     VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16_features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
         .pNext = (void *)info.pNext,
