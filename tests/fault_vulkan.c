@@ -2,6 +2,7 @@
  * fallible device entry point vkattn uses, handed out by a wrapped
  * vkGetDeviceProcAddr, itself handed out by the wrapped vkGetInstanceProcAddr. */
 #include "fault_vulkan.h"
+#include "fault_descriptor_pools.h"
 #include "fault_pipeline_pool.h"
 
 #include <string.h>
@@ -21,6 +22,8 @@ static PFN_vkGetInstanceProcAddr real_gipa;
 static PFN_vkGetDeviceProcAddr real_gdpa;
 static long live[KIND_COUNT];
 static long armed, calls;
+static const char *armed_entry; /* fault_arm_entry's: only its calls count to `armed` */
+static long entry_calls;
 static bool fired, lost;
 static VkResult fired_result;
 static const char *fired_entry = "";
@@ -30,6 +33,13 @@ void fault_install(PFN_vkGetInstanceProcAddr real) { real_gipa = real; }
 void fault_arm(long n)
 {
     armed = n, calls = 0, fired = false, lost = false, fired_entry = "";
+    armed_entry = NULL;
+}
+
+void fault_arm_entry(const char *entry_point, long n)
+{
+    fault_arm(n);
+    armed_entry = entry_point, entry_calls = 0;
 }
 
 long fault_calls(void) { return calls; }
@@ -59,7 +69,8 @@ long fault_live_objects(const char **kind)
 static VkResult inject(const char *entry_point, VkResult error)
 {
     calls++;
-    if (calls != armed)
+    if (armed_entry ? strcmp(entry_point, armed_entry) != 0 || ++entry_calls != armed
+                    : calls != armed)
         return VK_SUCCESS;
     fired = true, fired_result = error, fired_entry = entry_point;
     if (error == VK_ERROR_DEVICE_LOST)
@@ -120,9 +131,6 @@ CREATE_WRAPPER(CreatePipelineLayout, KIND_PIPELINE_LAYOUT, VkPipelineLayoutCreat
 CREATE_WRAPPER(CreatePipelineCache, KIND_PIPELINE_CACHE, VkPipelineCacheCreateInfo,
                VkPipelineCache, NOTHING)
 DESTROY_WRAPPER(DestroyPipelineCache, KIND_PIPELINE_CACHE, VkPipelineCache)
-CREATE_WRAPPER(CreateDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPoolCreateInfo,
-               VkDescriptorPool, NOTHING)
-DESTROY_WRAPPER(DestroyDescriptorPool, KIND_DESCRIPTOR_POOL, VkDescriptorPool)
 CREATE_WRAPPER(CreateCommandPool, KIND_COMMAND_POOL, VkCommandPoolCreateInfo, VkCommandPool,
                NOTHING)
 DESTROY_WRAPPER(DestroyCommandPool, KIND_COMMAND_POOL, VkCommandPool)
@@ -208,11 +216,48 @@ static VKAPI_ATTR VkResult VKAPI_CALL wrap_BindBufferMemory(VkDevice d, VkBuffer
     return r != VK_SUCCESS ? r : real_BindBufferMemory(d, b, m, off);
 }
 
+/* Descriptor pools keep to their maxSets (fault_descriptor_pools.h). */
+static PFN_vkCreateDescriptorPool real_CreateDescriptorPool;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_CreateDescriptorPool(
+    VkDevice d, const VkDescriptorPoolCreateInfo *info, const VkAllocationCallbacks *a,
+    VkDescriptorPool *out)
+{
+    VkResult r = inject("vkCreateDescriptorPool", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    if (r == VK_SUCCESS)
+        r = real_CreateDescriptorPool(d, info, a, out);
+    if (r == VK_SUCCESS) {
+        live[KIND_DESCRIPTOR_POOL]++;
+        set_pools_created(*out, info->maxSets);
+    }
+    return r;
+}
+
+static PFN_vkDestroyDescriptorPool real_DestroyDescriptorPool;
+static VKAPI_ATTR void VKAPI_CALL wrap_DestroyDescriptorPool(VkDevice d, VkDescriptorPool p,
+                                                             const VkAllocationCallbacks *a)
+{
+    if (p != VK_NULL_HANDLE) {
+        live[KIND_DESCRIPTOR_POOL]--;
+        set_pools_destroyed(p);
+    }
+    real_DestroyDescriptorPool(d, p, a);
+}
+
+static PFN_vkResetDescriptorPool real_ResetDescriptorPool;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_ResetDescriptorPool(VkDevice d, VkDescriptorPool p,
+                                                               VkDescriptorPoolResetFlags flags)
+{
+    set_pools_reset(p);
+    return real_ResetDescriptorPool(d, p, flags);
+}
+
 static PFN_vkAllocateDescriptorSets real_AllocateDescriptorSets;
 static VKAPI_ATTR VkResult VKAPI_CALL wrap_AllocateDescriptorSets(
     VkDevice d, const VkDescriptorSetAllocateInfo *info, VkDescriptorSet *sets)
 {
     VkResult r = inject("vkAllocateDescriptorSets", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    if (r == VK_SUCCESS && !set_pools_take(info->descriptorPool, info->descriptorSetCount))
+        r = VK_ERROR_OUT_OF_POOL_MEMORY;
     return r != VK_SUCCESS ? r : real_AllocateDescriptorSets(d, info, sets);
 }
 
@@ -340,7 +385,8 @@ static const struct {
     ENTRY(DestroyShaderModule), ENTRY(CreateDescriptorSetLayout),
     ENTRY(DestroyDescriptorSetLayout), ENTRY(CreatePipelineLayout), ENTRY(DestroyPipelineLayout),
     ENTRY(CreatePipelineCache), ENTRY(DestroyPipelineCache), ENTRY(DestroyPipeline),
-    ENTRY(CreateDescriptorPool), ENTRY(DestroyDescriptorPool), ENTRY(CreateCommandPool),
+    ENTRY(CreateDescriptorPool), ENTRY(DestroyDescriptorPool), ENTRY(ResetDescriptorPool),
+    ENTRY(CreateCommandPool),
     ENTRY(DestroyCommandPool), ENTRY(CreateQueryPool), ENTRY(DestroyQueryPool),
     ENTRY(CreateFence), ENTRY(DestroyFence), ENTRY(CreateComputePipelines), ENTRY(MapMemory),
     ENTRY(BindBufferMemory), ENTRY(AllocateDescriptorSets),

@@ -4,7 +4,8 @@
  * returns an error instead of calling the driver. Object creations and
  * destructions are counted, so a test can check that everything vkattn created
  * was destroyed. Compute pipelines are kept and handed out again
- * (fault_pipeline_pool.h). One device at a time, one thread. */
+ * (fault_pipeline_pool.h); descriptor pools keep to their maxSets as a GPU
+ * driver's do (fault_descriptor_pools.h). One device at a time, one thread. */
 #ifndef VKATTN_FAULT_VULKAN_H
 #define VKATTN_FAULT_VULKAN_H
 
@@ -21,6 +22,9 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_instance_proc_addr(VkInstance
  * vkQueueSubmit or vkWaitForFences loses the device: every later submit, wait
  * and idle call fails with VK_ERROR_DEVICE_LOST until fault_arm again. */
 void fault_arm(long n);
+/* The n-th call of the entry point `entry_point` ("vkQueueSubmit", say) from
+ * now fails instead; fault_arm disarms it. */
+void fault_arm_entry(const char *entry_point, long n);
 /* Fallible calls since fault_arm. */
 long fault_calls(void);
 /* Whether the armed call has failed, and with what (and which entry point). */

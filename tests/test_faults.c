@@ -12,8 +12,14 @@
  *    the run gives bit-identical results to a run without faults;
  *  - after a device loss every later call says DEVICE_LOST;
  *  - once the context is destroyed, everything vkattn created through the
- *    wrapper has been destroyed, and the validation layer said nothing. */
+ *    wrapper has been destroyed, and the validation layer said nothing.
+ * Then streams longer than vkattn's descriptor pools hold, on pools that keep
+ * to their limit as a GPU driver's do (lavapipe's do not): the context's own
+ * stream, a recording, and a failure where each grows its pools or runs the
+ * stream to reset them. */
+#include "fault_descriptor_pools.h"
 #include "fault_vulkan.h"
+#include "shift_chain.h"
 #include "test_app.h"
 #include "test_util.h"
 
@@ -282,10 +288,9 @@ static bool timed(run *r)
     return true;
 }
 
-/* Recording into the application's command buffer, which it submits itself. */
-static bool recorded(run *r)
+/* A command buffer of the application's, begun for one submission. */
+static VkCommandBuffer app_begin(test_app *a)
 {
-    test_app *a = r->app;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                       .commandPool = a->pool,
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
@@ -295,6 +300,23 @@ static bool recorded(run *r)
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     assert_int_equal(vkBeginCommandBuffer(cb, &bi), VK_SUCCESS);
+    return cb;
+}
+
+/* The application submits `cb` (ended) and waits for it. */
+static void app_run(test_app *a, VkCommandBuffer cb)
+{
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                       .pCommandBuffers = &cb};
+    assert_int_equal(vkQueueSubmit(a->queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+    assert_int_equal(vkQueueWaitIdle(a->queue), VK_SUCCESS);
+}
+
+/* Recording into the application's command buffer, which it submits itself. */
+static bool recorded(run *r)
+{
+    test_app *a = r->app;
+    VkCommandBuffer cb = app_begin(a);
     vkattn_status s = vkattn_recording_begin(r->ctx, cb);
     bool ok = true;
     vkattn_recording *rec = NULL;
@@ -312,10 +334,7 @@ static bool recorded(run *r)
     }
     assert_int_equal(vkEndCommandBuffer(cb), VK_SUCCESS);
     if (ok) {
-        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                           .pCommandBuffers = &cb};
-        assert_int_equal(vkQueueSubmit(a->queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
-        assert_int_equal(vkQueueWaitIdle(a->queue), VK_SUCCESS);
+        app_run(a, cb);
     }
     vkattn_recording_release(rec);
     vkFreeCommandBuffers(a->device, a->pool, 1, &cb);
@@ -428,10 +447,154 @@ static void test_every_fault(void **state)
     assert_int_equal(app.validation_messages, 0);
 }
 
+/* A context on the application's device through the wrapper. */
+static vkattn_context *wrapped_context(test_app *app)
+{
+    vkattn_vulkan_handles h = test_app_handles(app);
+    h.get_instance_proc_addr = fault_get_instance_proc_addr;
+    vkattn_context_desc cd = {.adopt = &h, .pipeline_cache_disable = true};
+    vkattn_context *ctx = NULL;
+    fault_arm(0);
+    assert_int_equal(vkattn_context_create(&cd, &ctx), VKATTN_OK);
+    return ctx;
+}
+
+enum { STREAM_STEPS = 5000, RECORDED_STEPS = 700 };
+
+/* `steps` steps of the chain; a step that fails with `fails_with` (once, if
+ * not OK) is taken again and must succeed. Returns the failed step or -1. */
+static int chain_steps(shift_chain *c, int steps, vkattn_status fails_with)
+{
+    int failed = -1;
+    for (int i = 0; i < steps; i++) {
+        vkattn_status s = shift_chain_step(c);
+        if (s != VKATTN_OK && s == fails_with && failed < 0) {
+            failed = i;
+            s = shift_chain_step(c);
+        }
+        if (s != VKATTN_OK)
+            fail_msg("step %d: %s: %s", i, vkattn_status_string(s), vkattn_last_error(c->ctx));
+    }
+    if (fails_with != VKATTN_OK && failed < 0)
+        fail_msg("no step failed with %s", vkattn_status_string(fails_with));
+    return failed;
+}
+
+/* The chain's next `steps` steps recorded into a command buffer of the
+ * application's, which it submits; a step that fails with `fails_with` as in
+ * chain_steps. */
+static void record_chain(test_app *a, shift_chain *c, int steps, vkattn_status fails_with)
+{
+    VkCommandBuffer cb = app_begin(a);
+    assert_int_equal(vkattn_recording_begin(c->ctx, cb), VKATTN_OK);
+    chain_steps(c, steps, fails_with);
+    vkattn_recording *rec;
+    assert_int_equal(vkattn_recording_end(c->ctx, &rec), VKATTN_OK);
+    /* The exit barrier: vkattn reads the results back next (a copy, or the
+     * host through the mapping). */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+    assert_int_equal(vkEndCommandBuffer(cb), VK_SUCCESS);
+    app_run(a, cb);
+    vkattn_recording_release(rec);
+    vkFreeCommandBuffers(a->device, a->pool, 1, &cb);
+}
+
+/* Fails the test unless the last stream needed more than one pool at once
+ * and found one full. */
+static void expect_pools_filled(const char *what)
+{
+    uint32_t most;
+    long full;
+    set_pools_stats(&most, &full);
+    if (most < 2 || full < 1)
+        fail_msg("%s: at most %u descriptor pools at once, %ld full answers: the stream did "
+                 "not fill a pool", what, most, full);
+}
+
+/* Thousands of dependent steps (shift_chain.h, exact) queued in the context's
+ * stream with no synchronize between them, as a long decode loop queues them:
+ * each dispatch takes a descriptor set, the context's pools (256 sets each)
+ * fill one after another up to its limit of them, then it runs the stream to
+ * reset them and takes sets from them again (5000 steps cross each point).
+ * Then a recording of 700 steps into the application's command buffer, which
+ * cannot be run part-way: the recording takes pool after pool. Then the same
+ * with a failure where the stream takes a new pool (the step fails with
+ * OUT_OF_DEVICE_MEMORY, records nothing and succeeds again), where it runs
+ * part-way (the device is lost: every later call says so) and where a
+ * recording takes its second pool; nothing left afterwards. */
+static void test_long_streams(void **state)
+{
+    (void)state;
+    test_app app;
+    test_app_create(&app);
+    fault_install(vkGetInstanceProcAddr);
+    rng r = {93};
+    uint32_t most;
+    long full;
+    set_pools_stats(&most, &full);
+
+    vkattn_context *ctx = wrapped_context(&app);
+    shift_chain chain;
+    shift_chain_create(ctx, 5, 7, &r, &chain);
+    chain_steps(&chain, STREAM_STEPS, VKATTN_OK);
+    shift_chain_expect(&chain, "the context's stream");
+    expect_pools_filled("the context's stream");
+    record_chain(&app, &chain, RECORDED_STEPS, VKATTN_OK);
+    shift_chain_expect(&chain, "a recording");
+    expect_pools_filled("a recording");
+    /* The recording's second pool fails (its first comes with its first set). */
+    fault_arm_entry("vkCreateDescriptorPool", 2);
+    record_chain(&app, &chain, RECORDED_STEPS, VKATTN_ERROR_OUT_OF_DEVICE_MEMORY);
+    shift_chain_expect(&chain, "a recording whose second pool failed once");
+    shift_chain_destroy(&chain);
+    vkattn_context_destroy(ctx);
+
+    /* A new context (one pool so far): its second pool fails once. */
+    ctx = wrapped_context(&app);
+    shift_chain_create(ctx, 5, 7, &r, &chain);
+    fault_arm_entry("vkCreateDescriptorPool", 1);
+    int failed = chain_steps(&chain, STREAM_STEPS, VKATTN_ERROR_OUT_OF_DEVICE_MEMORY);
+    shift_chain_expect(&chain, "the context's stream, a pool failed once");
+    if (failed < 200)
+        fail_msg("step %d failed: before the first pool was full", failed);
+    shift_chain_destroy(&chain);
+    vkattn_context_destroy(ctx);
+
+    /* Another: the submission that runs the stream part-way loses the device. */
+    ctx = wrapped_context(&app);
+    shift_chain_create(ctx, 5, 7, &r, &chain);
+    fault_arm_entry("vkQueueSubmit", 1);
+    vkattn_status s = VKATTN_OK;
+    int step = 0;
+    while (step < STREAM_STEPS && (s = shift_chain_step(&chain)) == VKATTN_OK)
+        step++;
+    if (s != VKATTN_ERROR_DEVICE_LOST || step < 1000)
+        fail_msg("step %d: %s, expected DEVICE_LOST once the pools were full", step,
+                 vkattn_status_string(s));
+    assert_int_equal(shift_chain_step(&chain), VKATTN_ERROR_DEVICE_LOST);
+    assert_int_equal(vkattn_synchronize(ctx), VKATTN_ERROR_DEVICE_LOST);
+    shift_chain_destroy(&chain);
+    vkattn_context_destroy(ctx);
+
+    const char *kind;
+    long live = fault_live_objects(&kind);
+    if (live != 0)
+        fail_msg("%ld objects left after vkattn_context_destroy (%s)", live, kind);
+    fault_release_pipelines();
+    test_app_destroy(&app);
+    assert_int_equal(app.validation_messages, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fault),
+        cmocka_unit_test(test_long_streams),
     };
     return test_run_group(tests, NULL, NULL);
 }

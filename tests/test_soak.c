@@ -3,8 +3,10 @@
  * one context: every result of a repeated call is bit-identical to its first,
  * and the process's memory stays flat once every kernel has been built. Then
  * the same in several contexts on several threads at once, each against the
- * single-threaded results. */
+ * single-threaded results. Last, a stream longer than a GPU's descriptor
+ * pools hold for the context, queued without synchronizing. */
 #define _POSIX_C_SOURCE 200809L
+#include "shift_chain.h"
 #include "test_util.h"
 
 #include <malloc.h>
@@ -310,11 +312,38 @@ static void test_threads(void **state)
     }
 }
 
+/* Thousands of dependent calls queued in the context's stream with no
+ * synchronize between them, as a long decode loop queues them: each dispatch
+ * takes a descriptor set, and on a GPU the context's pools (256 sets each)
+ * fill one after another, then it runs the stream part-way to reset them.
+ * The chain's result is exact (shift_chain.h), so a step lost or run out of
+ * order fails. lavapipe's pools never fill (it hands out sets past maxSets):
+ * test_faults runs the same on pools that keep to it. */
+static void test_long_stream(void **state)
+{
+    (void)state;
+    test_env *env = test_env_create();
+    rng r = {91};
+    shift_chain chain;
+    shift_chain_create(env->gpu, 5, 7, &r, &chain);
+    for (int step = 0; step < 5000; step++)
+        if (shift_chain_step(&chain) != VKATTN_OK)
+            fail_msg("step %d: %s", step, vkattn_last_error(env->gpu));
+    shift_chain_expect(&chain, "one stream");
+    /* And the context's stream goes on from there. */
+    for (int step = 0; step < 300; step++)
+        assert_int_equal(shift_chain_step(&chain), VKATTN_OK);
+    shift_chain_expect(&chain, "after the long stream");
+    shift_chain_destroy(&chain);
+    test_env_destroy(env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_context),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_long_stream),
     };
     return test_run_group(tests, NULL, NULL);
 }
