@@ -52,13 +52,23 @@ static void run_once(test_env *env, const char *dir, bool disable, test_log *log
     assert_int_equal(log->validation_messages, 0);
 }
 
-static void overwrite(const char *path, long offset, const char *bytes, size_t n, bool truncate)
+/* How a cache file is damaged: bytes written over it at an offset, the whole
+ * file replaced by them, cut to `offset` bytes, or the bytes appended. */
+typedef enum { OVERWRITE, REPLACE, CUT, APPEND } damage_kind;
+
+static void damage_file(const char *path, damage_kind kind, long offset, const char *bytes,
+                        size_t n)
 {
-    FILE *f = fopen(path, truncate ? "wb" : "r+b");
+    if (kind == CUT) {
+        assert_int_equal(truncate(path, offset), 0);
+        return;
+    }
+    FILE *f = fopen(path, kind == REPLACE ? "wb" : kind == APPEND ? "ab" : "r+b");
     assert_non_null(f);
-    fseek(f, offset, SEEK_SET);
-    fwrite(bytes, 1, n, f);
-    fclose(f);
+    if (kind == OVERWRITE)
+        assert_int_equal(fseek(f, offset, SEEK_SET), 0);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
 }
 
 static void test_pipeline_cache(void **state)
@@ -77,23 +87,30 @@ static void test_pipeline_cache(void **state)
     run_once(env, dir, false, &log);
     assert_int_equal(log.warnings, 0); /* a valid file loads silently */
 
-    /* Each damaged file is ignored with a warning naming the reason. */
+    /* Each damaged file is ignored with a warning naming the reason. The
+     * header: magic (8 bytes), format, version, vendor, device, driver,
+     * reserved (4 each), two UUIDs (16 each), the data's size and checksum
+     * (8 each, little-endian here): 80 bytes, the driver's data after it. */
     struct {
+        damage_kind kind;
         long offset;
         const char *bytes;
-        bool truncate;
         const char *reason;
     } damage[] = {
-        {90, "garbage", false, "checksum"},            /* data corrupted */
-        {20, "\x01\x02", false, "another device"},     /* the header's device id */
-        {0, "VKATTNPC", true, "shorter than its header"},
-        {0, "NOTOURS!xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
-         true, "not a vkattn pipeline cache"},
+        {OVERWRITE, 90, "garbage", "checksum"},               /* data corrupted */
+        {OVERWRITE, 20, "\x01\x02", "another device"},        /* the header's device id */
+        {OVERWRITE, 8, "\x02", "another vkattn version"},     /* the format */
+        {OVERWRITE, 68, "\x01", "absurd"},                    /* a data size past 256 MiB */
+        {CUT, 100, "", "truncated"},                          /* 20 bytes of data left */
+        {APPEND, 0, "x", "longer than its header says"},
+        {REPLACE, 0, "VKATTNPC", "shorter than its header"},
+        {REPLACE, 0, "NOTOURS!xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+         "not a vkattn pipeline cache"},
     };
     for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
         run_once(env, dir, false, &log); /* a good file again */
-        overwrite(path, damage[i].offset, damage[i].bytes, strlen(damage[i].bytes),
-                  damage[i].truncate);
+        damage_file(path, damage[i].kind, damage[i].offset, damage[i].bytes,
+                    strlen(damage[i].bytes));
         memset(&log, 0, sizeof log);
         run_once(env, dir, false, &log);
         if (log.warnings != 1 || !strstr(log.last_warning, damage[i].reason))
