@@ -83,6 +83,12 @@ static const fused_variant_row *variant_row(vkattn_fused_variant v)
     return NULL;
 }
 
+int fused_rank_never(const vkattn_context *ctx, const attention_call *c)
+{
+    (void)ctx, (void)c;
+    return 0;
+}
+
 const char *vkattn_fused_variant_name(vkattn_fused_variant variant)
 {
     if (variant == VKATTN_FUSED_AUTO)

@@ -120,6 +120,9 @@ typedef struct fused_variant_row {
                        vk_dispatch *d);
 } fused_variant_row;
 
+/* The auto_rank of a variant only ever forced (the emulated builds: tests). */
+int fused_rank_never(const vkattn_context *ctx, const attention_call *c);
+
 extern const fused_variant_row fused_rows_variant, fused_tiled_variant, fused_decode_variant,
     fused_coopmat_variant, fused_coopmat_emulated_variant, fused_coopmat_workgroup_variant,
     fused_coopmat_workgroup_emulated_variant;

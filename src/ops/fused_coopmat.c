@@ -442,18 +442,13 @@ static int coopmat_rank(const vkattn_context *ctx, const attention_call *c)
     return ctx->vk.enabled.coopmat && coopmat_default(ctx, COOPMAT_KERNEL_ATTENTION, attention_bf16_inputs(c) != 0) ? 4 : 0;
 }
 
-static int never(const vkattn_context *ctx, const attention_call *c)
-{
-    (void)ctx, (void)c;
-    return 0;
-}
-
-static void specialize(const attention_call *c, const fused_plan *plan, bool split,
-                       shader_id shader, vk_dispatch *dispatch)
+/* Both builds: the plan names the shader (plan->build). */
+static void coopmat_specialize(const attention_call *c, const fused_plan *plan, bool split,
+                               vk_dispatch *dispatch)
 {
     const attention_dims *d = &c->dims;
     uint32_t *spec = dispatch->key.spec;
-    dispatch->key.shader = shader;
+    dispatch->key.shader = plan->build;
     dispatch->key.subgroup_size = plan->subgroup_size;
     dispatch->key.spec_count = ATTENTION_SPEC_COUNT;
     spec[AM_SPEC_WORKGROUP] = plan->workgroup;
@@ -484,23 +479,11 @@ static void specialize(const attention_call *c, const fused_plan *plan, bool spl
     dispatch->groups[0] = plan->blocks * plan->splits;
 }
 
-static void coopmat_specialize(const attention_call *c, const fused_plan *plan, bool split,
-                               vk_dispatch *d)
-{
-    specialize(c, plan, split, plan->build, d);
-}
-
-static void coopmat_emulated_specialize(const attention_call *c, const fused_plan *plan,
-                                        bool split, vk_dispatch *d)
-{
-    specialize(c, plan, split, plan->build, d);
-}
-
 const fused_variant_row fused_coopmat_variant = {
     VKATTN_FUSED_COOPMAT, "coopmat", coopmat_rank, coopmat_plan, coopmat_specialize,
 };
 
 const fused_variant_row fused_coopmat_emulated_variant = {
-    VKATTN_FUSED_COOPMAT_EMULATED, "coopmat_emulated", never, coopmat_emulated_plan,
-    coopmat_emulated_specialize,
+    VKATTN_FUSED_COOPMAT_EMULATED, "coopmat_emulated", fused_rank_never, coopmat_emulated_plan,
+    coopmat_specialize,
 };

@@ -283,12 +283,6 @@ static int workgroup_rank(const vkattn_context *ctx, const attention_call *c)
     return ctx->vk.enabled.coopmat2_workgroup && env_is_one("VKATTN_COOPMAT_WORKGROUP") ? 5 : 0;
 }
 
-static int never(const vkattn_context *ctx, const attention_call *c)
-{
-    (void)ctx, (void)c;
-    return 0;
-}
-
 static void workgroup_specialize(const attention_call *c, const fused_plan *plan, bool split,
                                  vk_dispatch *dispatch)
 {
@@ -322,6 +316,6 @@ const fused_variant_row fused_coopmat_workgroup_variant = {
 };
 
 const fused_variant_row fused_coopmat_workgroup_emulated_variant = {
-    VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, "coopmat_workgroup_emulated", never,
+    VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, "coopmat_workgroup_emulated", fused_rank_never,
     workgroup_emulated_plan, workgroup_specialize,
 };
