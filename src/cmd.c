@@ -83,7 +83,7 @@ static void free_staging(vkattn_context *ctx)
 {
     vk_state *vk = &ctx->vk;
     for (uint32_t i = 0; i < vk->staging_count; i++)
-        vk_buffer_destroy(ctx, vk->staging[i].buffer, vk->staging[i].memory);
+        vk_buffer_destroy(ctx, vk->staging[i].buffer, &vk->staging[i].memory);
     vk->staging_count = 0;
 }
 
@@ -99,7 +99,7 @@ void vk_cmd_destroy(vkattn_context *ctx)
         vk->vkd.DestroyBufferView(vk->device, vk->dummy_view, NULL);
     if (vk->dummy_uint_view)
         vk->vkd.DestroyBufferView(vk->device, vk->dummy_uint_view, NULL);
-    vk_buffer_destroy(ctx, vk->dummy_buffer, vk->dummy_memory);
+    vk_buffer_destroy(ctx, vk->dummy_buffer, &vk->dummy_memory);
     for (uint32_t i = 0; i < vk->descriptor_pool_count; i++)
         vk->vkd.DestroyDescriptorPool(vk->device, vk->descriptor_pools[i], NULL);
     if (vk->query_pool)
@@ -320,7 +320,7 @@ vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDev
     return VKATTN_OK;
 }
 
-vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory)
+vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, vk_allocation memory)
 {
     vk_state *vk = &ctx->vk;
     if (vk->staging_count == vk->staging_capacity) {

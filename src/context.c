@@ -34,6 +34,8 @@ static void vulkan_release(vkattn_context *ctx)
 {
     profile_destroy(ctx);
     vk_cmd_destroy(ctx);
+    if (ctx->vk.device)
+        memory_pool_destroy(ctx); /* after every buffer in it */
     vk_pipelines_destroy(ctx);
     vk_device_destroy(ctx);
     memset(&ctx->vk, 0, sizeof ctx->vk);

@@ -2,6 +2,7 @@
 #ifndef VKATTN_INTERNAL_H
 #define VKATTN_INTERNAL_H
 
+#include "memory_ranges.h"
 #include "memory_types.h"
 #include "vk_bfloat16_khr.h"
 #include "vk_coopmat2_nv.h"
@@ -359,16 +360,38 @@ void device_caps_whole_subgroups_why(const device_caps *enabled, const char *dev
  * and wait), so descriptor memory stays bounded however much one recording does. */
 #define VKATTN_MAX_DESCRIPTOR_POOLS 16
 
+/* One allocation from the driver, which buffers share (memory_pool.c). */
+typedef struct memory_block {
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    uint32_t type;
+    bool shared;       /* false: one buffer's own (a large one) */
+    void *host;        /* the whole block mapped, once a buffer in it is; else NULL */
+    memory_ranges ranges;
+} memory_block;
+
+/* The blocks a context holds. */
+typedef struct memory_pool {
+    memory_block **blocks;
+    uint32_t count, capacity;
+    uint32_t shared_made[VK_MAX_MEMORY_TYPES]; /* shared blocks made per type: sizes grow */
+} memory_pool;
+
+/* A buffer's memory: bytes [offset, offset + size) of a block. */
+typedef struct vk_allocation {
+    memory_block *block; /* NULL: none */
+    VkDeviceSize offset, size;
+} vk_allocation;
+
 /* How the host reaches a buffer's memory. */
 typedef struct vk_mapping {
     void *host;               /* NULL: not mapped */
-    VkDeviceSize size;        /* of the allocation: flush ranges are clamped to it */
     bool noncoherent;         /* host writes need a flush, device writes an invalidate */
 } vk_mapping;
 
 typedef struct staging_buffer {
     VkBuffer buffer;
-    VkDeviceMemory memory;
+    vk_allocation memory;
 } staging_buffer;
 
 typedef struct vk_state {
@@ -384,6 +407,7 @@ typedef struct vk_state {
 
     VkPhysicalDeviceMemoryProperties memory_properties;
     VkDeviceSize noncoherent_atom_size;
+    memory_pool memory_pool;
     /* The memory mode asked for (desc, else VKATTN_MEMORY); whether tensors are
      * mapped is ctx->info.host_visible_device_memory. */
     vkattn_memory_mode memory_mode;
@@ -420,7 +444,7 @@ typedef struct vk_state {
     uint32_t pipeline_count, pipeline_capacity;
 
     VkBuffer dummy_buffer; /* bound where a shader's optional input is absent */
-    VkDeviceMemory dummy_memory;
+    vk_allocation dummy_memory;
     VkBufferView dummy_view;      /* R32_SFLOAT: for float samplers */
     VkBufferView dummy_uint_view; /* R32_UINT: for usamplerBuffer bindings */
 
@@ -562,7 +586,7 @@ struct vkattn_tensor {
 
     /* Vulkan */
     VkBuffer buffer;
-    VkDeviceMemory memory;
+    vk_allocation memory;
     VkDeviceSize buffer_size; /* bytes rounded up to 16: f16/bf16 tensors are read as uint words */
     vk_mapping map;           /* map.host non-NULL where tensors are mapped */
     VkBufferView texels;      /* uniform texel view, or VK_NULL_HANDLE where unsupported
@@ -730,15 +754,30 @@ void vk_device_destroy(vkattn_context *ctx);
  * staging is always mapped. Where an allocation fails for lack of memory the
  * next best memory type is tried. `mapping` tells how the host reaches it. */
 vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_use use,
-                               VkBuffer *buffer, VkDeviceMemory *memory, vk_mapping *mapping);
-void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+                               VkBuffer *buffer, vk_allocation *memory, vk_mapping *mapping);
+/* Destroys the buffer and gives its memory back (either may be null); resets *memory. */
+void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, vk_allocation *memory);
 /* After host writes to bytes [0, bytes) of a mapped buffer, before the device
  * reads them; and before the host reads what the device wrote. No-ops on
  * coherent memory. */
-vkattn_status vk_mapping_flush(vkattn_context *ctx, VkDeviceMemory memory, const vk_mapping *m,
-                               VkDeviceSize bytes);
-vkattn_status vk_mapping_invalidate(vkattn_context *ctx, VkDeviceMemory memory,
+vkattn_status vk_mapping_flush(vkattn_context *ctx, const vk_allocation *memory,
+                               const vk_mapping *m, VkDeviceSize bytes);
+vkattn_status vk_mapping_invalidate(vkattn_context *ctx, const vk_allocation *memory,
                                     const vk_mapping *m, VkDeviceSize bytes);
+
+/* memory_pool.c. Memory for a buffer with requirements `req` in the first type
+ * of `order` (memory_types_ranked's) that has room, from a shared block or, for
+ * a large buffer, one of its own; `mapped`: the block is mapped too (the type
+ * must be host-visible). Where memory runs out in one type the next is tried.
+ * VK_SUCCESS, or the failure (out of memory: the last type's). */
+VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
+                              const uint32_t *order, uint32_t n, bool mapped,
+                              vk_allocation *out);
+/* Gives the bytes back; a block left empty is freed, except one shared block
+ * per type kept for the next buffer (uploads make and drop staging buffers). */
+void memory_pool_free(vkattn_context *ctx, vk_allocation *a);
+/* Frees every block (context teardown). */
+void memory_pool_destroy(vkattn_context *ctx);
 /* A uniform texel view of `elements` texels of `format`; VK_NULL_HANDLE when not
  * supported or on failure (kernels then read the storage binding). */
 VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format, uint64_t elements);
@@ -805,7 +844,7 @@ vkattn_status vk_cmd_copy(vkattn_context *ctx, VkBuffer src, VkBuffer dst, VkDev
  * a barrier; the application orders its own tensors (vkattn_recording_begin). */
 void vk_hazards_reset(vkattn_context *ctx, bool scratch_unordered);
 /* Keeps a staging buffer alive until the recorded work has completed. */
-vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory);
+vkattn_status vk_cmd_defer_free(vkattn_context *ctx, VkBuffer buffer, vk_allocation memory);
 vkattn_status vk_cmd_timestamp(vkattn_context *ctx, uint32_t query);
 vkattn_status vk_cmd_submit_and_wait(vkattn_context *ctx);
 

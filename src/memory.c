@@ -1,42 +1,26 @@
-/* Buffers and their memory: allocation in the ranked memory types (with a
- * retry in the next one when memory runs out), mapping, flush and invalidate. */
+/* Buffers and their memory: a buffer bound to its range of a pool block in the
+ * ranked memory types (memory_pool.c), its mapping, flush and invalidate. */
 #include "internal.h"
 
-/* Allocates `req` in the best type of `order` that has room; VK_SUCCESS or
- * the last failure. */
-static VkResult allocate_ranked(vkattn_context *ctx, const VkMemoryRequirements *req,
-                                const uint32_t *order, uint32_t n, VkDeviceMemory *memory,
-                                uint32_t *type)
+#include <stdio.h>
+
+static const char *use_name(memory_use use)
 {
-    vk_state *vk = &ctx->vk;
-    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
-    for (uint32_t i = 0; i < n; i++) {
-        VkMemoryAllocateInfo ai = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-            .allocationSize = req->size,
-            .memoryTypeIndex = order[i],
-        };
-        r = vk->vkd.AllocateMemory(vk->device, &ai, NULL, memory);
-        if (r == VK_SUCCESS) {
-            *type = order[i];
-            return r;
-        }
-        if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY)
-            return r;
-        if (i + 1 < n)
-            ctx_log(ctx, VKATTN_LOG_DEBUG,
-                    "%llu bytes do not fit in memory type %u (%s); trying type %u",
-                    (unsigned long long)req->size, order[i], vk_result_string(r), order[i + 1]);
+    switch (use) {
+    case MEMORY_DEVICE: return "device";
+    case MEMORY_DEVICE_MAPPED: return "mapped device";
+    case MEMORY_UPLOAD: return "upload staging";
+    case MEMORY_DOWNLOAD: return "download staging";
     }
-    return r;
+    return "?";
 }
 
 vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_use use,
-                               VkBuffer *buffer, VkDeviceMemory *memory, vk_mapping *mapping)
+                               VkBuffer *buffer, vk_allocation *memory, vk_mapping *mapping)
 {
     vk_state *vk = &ctx->vk;
     *buffer = VK_NULL_HANDLE;
-    *memory = VK_NULL_HANDLE;
+    *memory = (vk_allocation){0};
     *mapping = (vk_mapping){0};
 
     VkBufferCreateInfo bi = {
@@ -60,40 +44,41 @@ vkattn_status vk_buffer_create(vkattn_context *ctx, VkDeviceSize size, memory_us
     if (n == 0) {
         vk->vkd.DestroyBuffer(vk->device, *buffer, NULL);
         *buffer = VK_NULL_HANDLE;
-        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "no suitable memory type for a %s buffer",
-                        use == MEMORY_UPLOAD || use == MEMORY_DOWNLOAD ? "staging" : "device");
+        return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "no suitable memory type for %s memory",
+                        use_name(use));
     }
 
-    uint32_t type = order[0];
-    r = allocate_ranked(ctx, &req, order, n, memory, &type);
+    bool mapped = use != MEMORY_DEVICE;
+    r = memory_pool_allocate(ctx, &req, order, n, mapped, memory);
     if (r == VK_SUCCESS)
-        r = vk->vkd.BindBufferMemory(vk->device, *buffer, *memory, 0);
-    if (r == VK_SUCCESS && use != MEMORY_DEVICE)
-        r = vk->vkd.MapMemory(vk->device, *memory, 0, VK_WHOLE_SIZE, 0, &mapping->host);
+        r = vk->vkd.BindBufferMemory(vk->device, *buffer, memory->block->memory, memory->offset);
     if (r != VK_SUCCESS) {
-        vk_buffer_destroy(ctx, *buffer, *memory);
+        vk_buffer_destroy(ctx, *buffer, memory);
         *buffer = VK_NULL_HANDLE;
-        *memory = VK_NULL_HANDLE;
-        *mapping = (vk_mapping){0};
-        return ctx_fail_vk(ctx, r, "allocating buffer memory");
+        char what[96];
+        snprintf(what, sizeof what, "allocating %llu bytes of %s memory",
+                 (unsigned long long)req.size, use_name(use));
+        return ctx_fail_vk(ctx, r, what);
     }
-    if (mapping->host) {
-        VkMemoryPropertyFlags f = vk->memory_properties.memoryTypes[type].propertyFlags;
-        mapping->size = req.size;
+    if (mapped) {
+        VkMemoryPropertyFlags f =
+            vk->memory_properties.memoryTypes[memory->block->type].propertyFlags;
+        mapping->host = (char *)memory->block->host + memory->offset;
         mapping->noncoherent =
             !(f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) || vk->assume_noncoherent;
     }
     return VKATTN_OK;
 }
 
-static vkattn_status sync_range(vkattn_context *ctx, VkDeviceMemory memory, const vk_mapping *m,
-                                VkDeviceSize bytes, bool flush)
+static vkattn_status sync_range(vkattn_context *ctx, const vk_allocation *memory,
+                                const vk_mapping *m, VkDeviceSize bytes, bool flush)
 {
     vk_state *vk = &ctx->vk;
     if (!m->host || !m->noncoherent)
         return VKATTN_OK;
-    VkMappedMemoryRange range = memory_atom_range(memory, 0, bytes, vk->noncoherent_atom_size,
-                                                  m->size);
+    const memory_block *b = memory->block;
+    VkMappedMemoryRange range = memory_atom_range(b->memory, memory->offset, bytes,
+                                                  vk->noncoherent_atom_size, b->size);
     VkResult r = flush ? vk->vkd.FlushMappedMemoryRanges(vk->device, 1, &range)
                        : vk->vkd.InvalidateMappedMemoryRanges(vk->device, 1, &range);
     if (r != VK_SUCCESS)
@@ -102,25 +87,24 @@ static vkattn_status sync_range(vkattn_context *ctx, VkDeviceMemory memory, cons
     return VKATTN_OK;
 }
 
-vkattn_status vk_mapping_flush(vkattn_context *ctx, VkDeviceMemory memory, const vk_mapping *m,
-                               VkDeviceSize bytes)
+vkattn_status vk_mapping_flush(vkattn_context *ctx, const vk_allocation *memory,
+                               const vk_mapping *m, VkDeviceSize bytes)
 {
     return sync_range(ctx, memory, m, bytes, true);
 }
 
-vkattn_status vk_mapping_invalidate(vkattn_context *ctx, VkDeviceMemory memory,
+vkattn_status vk_mapping_invalidate(vkattn_context *ctx, const vk_allocation *memory,
                                     const vk_mapping *m, VkDeviceSize bytes)
 {
     return sync_range(ctx, memory, m, bytes, false);
 }
 
-void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, VkDeviceMemory memory)
+void vk_buffer_destroy(vkattn_context *ctx, VkBuffer buffer, vk_allocation *memory)
 {
     vk_state *vk = &ctx->vk;
     if (buffer)
         vk->vkd.DestroyBuffer(vk->device, buffer, NULL);
-    if (memory)
-        vk->vkd.FreeMemory(vk->device, memory, NULL); /* implicitly unmaps */
+    memory_pool_free(ctx, memory);
 }
 
 VkBufferView vk_texel_view(vkattn_context *ctx, VkBuffer buffer, VkFormat format, uint64_t elements)

@@ -118,3 +118,40 @@ VkMappedMemoryRange memory_atom_range(VkDeviceMemory memory, VkDeviceSize offset
     };
     return range;
 }
+
+/* The largest shared block of a type: MEMORY_BLOCK_BYTES, 1/16 of a small heap,
+ * never more than one allocation may be. */
+static VkDeviceSize full_block_size(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type,
+                                    VkDeviceSize max_allocation)
+{
+    VkDeviceSize heap = mp->memoryHeaps[mp->memoryTypes[type].heapIndex].size;
+    VkDeviceSize block = MEMORY_BLOCK_BYTES;
+    if (heap < MEMORY_SMALL_HEAP_BYTES && heap / MEMORY_SMALL_HEAP_FRACTION < block)
+        block = heap / MEMORY_SMALL_HEAP_FRACTION;
+    if (max_allocation && max_allocation < block)
+        block = max_allocation;
+    return block;
+}
+
+VkDeviceSize memory_dedicated_above(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type,
+                                    VkDeviceSize max_allocation)
+{
+    return full_block_size(mp, type, max_allocation) / 2;
+}
+
+VkDeviceSize memory_block_size(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type,
+                               VkDeviceSize size, uint32_t blocks_made,
+                               VkDeviceSize max_allocation)
+{
+    VkDeviceSize full = full_block_size(mp, type, max_allocation);
+    if (size > full / 2)
+        return 0;
+    VkDeviceSize block = full / MEMORY_FIRST_BLOCK_FRACTION;
+    if (block == 0)
+        block = full;
+    for (uint32_t i = 0; i < blocks_made && block < full; i++)
+        block *= 2;
+    while (block < size)
+        block *= 2;
+    return block < full ? block : full;
+}

@@ -47,4 +47,27 @@ VkMappedMemoryRange memory_atom_range(VkDeviceMemory memory, VkDeviceSize offset
                                       VkDeviceSize bytes, VkDeviceSize atom,
                                       VkDeviceSize allocation_size);
 
+/* Buffers share blocks of device memory taken from the driver (memory_pool.c):
+ * drivers cap the number of allocations (maxMemoryAllocationCount: 4096 on some)
+ * and each costs a call into the kernel. A heap's blocks are 64 MiB, or 1/16 of
+ * a small heap (the size no single buffer in a BAR may exceed); the first block of
+ * a type is 1/8 of that and each further one doubles, up to it, so a context with
+ * a few small tensors holds little. */
+#define MEMORY_BLOCK_BYTES ((VkDeviceSize)64 << 20)
+#define MEMORY_FIRST_BLOCK_FRACTION 8
+
+/* The size of the next shared block of memory type `type` for a request of
+ * `size` bytes (alignment included), when `blocks_made` shared blocks of that
+ * type were made before; `max_allocation` (maxMemoryAllocationSize, 0: none)
+ * caps it. 0 where the request should have a block of its own
+ * (memory_dedicated_above). */
+VkDeviceSize memory_block_size(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type,
+                               VkDeviceSize size, uint32_t blocks_made,
+                               VkDeviceSize max_allocation);
+
+/* Requests larger than this get an allocation of their own: half a block, so a
+ * shared block never holds less than two of the largest buffers it takes. */
+VkDeviceSize memory_dedicated_above(const VkPhysicalDeviceMemoryProperties *mp, uint32_t type,
+                                    VkDeviceSize max_allocation);
+
 #endif /* VKATTN_MEMORY_TYPES_H */

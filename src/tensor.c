@@ -128,7 +128,7 @@ void vkattn_tensor_destroy(vkattn_tensor *t)
             ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->bits, NULL);
         if (t->bits4)
             ctx->vk.vkd.DestroyBufferView(ctx->vk.device, t->bits4, NULL);
-        vk_buffer_destroy(ctx, t->buffer, t->memory);
+        vk_buffer_destroy(ctx, t->buffer, &t->memory);
     }
     free(t->host);
     free(t->i32_shadow);
@@ -232,7 +232,7 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
         if (ctx->vk.recording && (s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK)
             return s;
         host_convert(t->map.host, t->dtype, src, src_dtype, t->count);
-        return vk_mapping_flush(ctx, t->memory, &t->map, t->bytes);
+        return vk_mapping_flush(ctx, &t->memory, &t->map, t->bytes);
     }
     /* Device-local memory: fill a staging buffer, and copy it in the command
      * stream, after the work recorded so far and before what follows; then
@@ -241,14 +241,14 @@ static vkattn_status vk_upload(vkattn_tensor *t, const void *src, vkattn_dtype s
      * failed (seen on an H100: Q, K and V dropped with an op's work). Inside an
      * application's recording the copy runs when the application submits. */
     VkBuffer staging;
-    VkDeviceMemory memory;
+    vk_allocation memory;
     vk_mapping map;
     if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_UPLOAD, &staging, &memory, &map)))
         return s;
     host_convert(map.host, t->dtype, src, src_dtype, t->count);
-    if ((s = vk_mapping_flush(ctx, memory, &map, t->bytes)) != VKATTN_OK ||
+    if ((s = vk_mapping_flush(ctx, &memory, &map, t->bytes)) != VKATTN_OK ||
         (s = vk_cmd_defer_free(ctx, staging, memory)) != VKATTN_OK) {
-        vk_buffer_destroy(ctx, staging, memory);
+        vk_buffer_destroy(ctx, staging, &memory);
         return s;
     }
     /* From here the stream owns the staging buffer, also if the copy fails. */
@@ -269,13 +269,13 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
     }
     if (t->map.host) {
         if ((s = vk_cmd_submit_and_wait(ctx)) != VKATTN_OK ||
-            (s = vk_mapping_invalidate(ctx, t->memory, &t->map, t->bytes)) != VKATTN_OK)
+            (s = vk_mapping_invalidate(ctx, &t->memory, &t->map, t->bytes)) != VKATTN_OK)
             return s;
         host_convert(dst, dst_dtype, t->map.host, t->dtype, t->count);
         return VKATTN_OK;
     }
     VkBuffer staging;
-    VkDeviceMemory memory;
+    vk_allocation memory;
     vk_mapping map;
     if ((s = vk_buffer_create(ctx, t->buffer_size, MEMORY_DOWNLOAD, &staging, &memory, &map)))
         return s;
@@ -283,10 +283,10 @@ vkattn_status vkattn_tensor_download(vkattn_tensor *t, void *dst, vkattn_dtype d
     if (s == VKATTN_OK)
         s = vk_cmd_submit_and_wait(ctx);
     if (s == VKATTN_OK)
-        s = vk_mapping_invalidate(ctx, memory, &map, t->bytes);
+        s = vk_mapping_invalidate(ctx, &memory, &map, t->bytes);
     if (s == VKATTN_OK)
         host_convert(dst, dst_dtype, map.host, t->dtype, t->count);
-    vk_buffer_destroy(ctx, staging, memory);
+    vk_buffer_destroy(ctx, staging, &memory);
     return s;
 }
 

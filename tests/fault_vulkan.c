@@ -27,6 +27,7 @@ static long entry_calls;
 static bool fired, lost;
 static VkResult fired_result;
 static const char *fired_entry = "";
+static long allocation_cap, allocations_peak; /* fault_cap_allocations */
 
 void fault_install(PFN_vkGetInstanceProcAddr real) { real_gipa = real; }
 
@@ -43,6 +44,12 @@ void fault_arm_entry(const char *entry_point, long n)
 }
 
 long fault_calls(void) { return calls; }
+
+void fault_cap_allocations(long max) { allocation_cap = max, allocations_peak = live[KIND_MEMORY]; }
+
+long fault_allocations_peak(void) { return allocations_peak; }
+
+long fault_live_allocations(void) { return live[KIND_MEMORY]; }
 
 bool fault_fired(VkResult *result, const char **entry_point)
 {
@@ -116,7 +123,23 @@ static VkResult inject_queue(const char *entry_point)
 
 CREATE_WRAPPER(CreateBuffer, KIND_BUFFER, VkBufferCreateInfo, VkBuffer, NOTHING)
 DESTROY_WRAPPER(DestroyBuffer, KIND_BUFFER, VkBuffer)
-CREATE_WRAPPER(AllocateMemory, KIND_MEMORY, VkMemoryAllocateInfo, VkDeviceMemory, NOTHING)
+/* vkAllocateMemory also answers VK_ERROR_TOO_MANY_OBJECTS at the cap, as a
+ * driver may past maxMemoryAllocationCount. */
+static PFN_vkAllocateMemory real_AllocateMemory;
+static VKAPI_ATTR VkResult VKAPI_CALL wrap_AllocateMemory(VkDevice d,
+                                                          const VkMemoryAllocateInfo *info,
+                                                          const VkAllocationCallbacks *a,
+                                                          VkDeviceMemory *out)
+{
+    VkResult r = inject("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    if (r == VK_SUCCESS && allocation_cap && live[KIND_MEMORY] >= allocation_cap)
+        r = VK_ERROR_TOO_MANY_OBJECTS;
+    if (r == VK_SUCCESS)
+        r = real_AllocateMemory(d, info, a, out);
+    if (r == VK_SUCCESS && ++live[KIND_MEMORY] > allocations_peak)
+        allocations_peak = live[KIND_MEMORY];
+    return r;
+}
 DESTROY_WRAPPER(FreeMemory, KIND_MEMORY, VkDeviceMemory)
 CREATE_WRAPPER(CreateBufferView, KIND_VIEW, VkBufferViewCreateInfo, VkBufferView, NOTHING)
 DESTROY_WRAPPER(DestroyBufferView, KIND_VIEW, VkBufferView)

@@ -25,6 +25,14 @@ void fault_arm(long n);
 /* The n-th call of the entry point `entry_point` ("vkQueueSubmit", say) from
  * now fails instead; fault_arm disarms it. */
 void fault_arm_entry(const char *entry_point, long n);
+/* From now, vkAllocateMemory fails with VK_ERROR_TOO_MANY_OBJECTS while `max`
+ * allocations are live, as a driver may at maxMemoryAllocationCount (4096 on
+ * some); 0 lifts the cap. Also restarts the count of the most allocations live
+ * at once, which fault_allocations_peak returns. */
+void fault_cap_allocations(long max);
+long fault_allocations_peak(void);
+/* Memory allocations live now. */
+long fault_live_allocations(void);
 /* Fallible calls since fault_arm. */
 long fault_calls(void);
 /* Whether the armed call has failed, and with what (and which entry point). */

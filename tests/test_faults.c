@@ -590,11 +590,143 @@ static void test_long_streams(void **state)
     assert_int_equal(app.validation_messages, 0);
 }
 
+enum { MANY = 2000, MORE = 1000, ALLOCATION_CAP = 16 };
+
+/* Fills tensor `i` (count elements) with values exact in f16 and bf16 that
+ * differ from every other tensor's (small integers, and the index). */
+static void many_values(int i, size_t count, float *out)
+{
+    for (size_t j = 0; j < count; j++)
+        out[j] = (float)((int)((j * 7 + (size_t)i * 13) % 201) - 100);
+    out[0] = (float)(i % 256);
+}
+
+static vkattn_tensor *many_create(vkattn_context *ctx, int i, rng *r, float *scratch)
+{
+    static const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_F16, VKATTN_DTYPE_BF16};
+    int64_t count = rng_int(r, 1, 3000);
+    vkattn_tensor_desc d = {.dtype = dtypes[i % 3], .ndim = 1, .shape = {count}};
+    vkattn_tensor *t = NULL;
+    vkattn_status s = vkattn_tensor_create(ctx, &d, &t);
+    if (s != VKATTN_OK)
+        fail_msg("tensor %d of %lld elements: %s (\"%s\"); %ld allocations at most", i,
+                 (long long)count, vkattn_status_string(s), vkattn_last_error(ctx),
+                 fault_allocations_peak());
+    many_values(i, (size_t)count, scratch);
+    assert_int_equal(vkattn_tensor_upload(t, scratch, VKATTN_DTYPE_F32), VKATTN_OK);
+    return t;
+}
+
+static void many_expect(vkattn_tensor *const *tensors, const int *ids, int n, float *got,
+                        float *want, const char *what)
+{
+    for (int k = 0; k < n; k++) {
+        if (!tensors[k])
+            continue;
+        vkattn_tensor_desc d = vkattn_tensor_get_desc(tensors[k]);
+        assert_int_equal(vkattn_tensor_download(tensors[k], got, VKATTN_DTYPE_F32), VKATTN_OK);
+        many_values(ids[k], (size_t)d.shape[0], want);
+        for (int64_t j = 0; j < d.shape[0]; j++)
+            if (got[j] != want[j])
+                fail_msg("%s: tensor %d element %lld is %g, uploaded %g: another tensor's "
+                         "memory overlaps it", what, ids[k], (long long)j, (double)got[j],
+                         (double)want[j]);
+    }
+}
+
+/* Thousands of small tensors on a driver that allows 16 live memory allocations
+ * (real ones allow 4096 or 4 billion, shared with the whole process): tensors
+ * share blocks, so all of them fit, each holds what was uploaded to it after
+ * half are destroyed and more made in the holes, and a large tensor gets a
+ * block of its own. Where no allocation is left, creating a tensor that needs
+ * one fails with a message and the context goes on. Nothing is left after
+ * vkattn_context_destroy. */
+static void test_many_tensors(void **state)
+{
+    (void)state;
+    test_app app;
+    test_app_create(&app);
+    fault_install(vkGetInstanceProcAddr);
+    vkattn_context *ctx = wrapped_context(&app);
+    fault_cap_allocations(ALLOCATION_CAP);
+    rng r = {17};
+    static vkattn_tensor *tensors[MANY + MORE];
+    static int ids[MANY + MORE];
+    static float got[3000], want[3000];
+    for (int i = 0; i < MANY; i++) {
+        tensors[i] = many_create(ctx, i, &r, want);
+        ids[i] = i;
+    }
+    many_expect(tensors, ids, MANY, got, want, "all made");
+    /* Every other one destroyed, in an order that jumps about; then more. */
+    for (int k = 0; k < MANY; k++) {
+        int i = (int)(((long)k * 7919) % MANY);
+        if (i % 2) {
+            vkattn_tensor_destroy(tensors[i]);
+            tensors[i] = NULL;
+        }
+    }
+    for (int i = MANY; i < MANY + MORE; i++) {
+        tensors[i] = many_create(ctx, i, &r, want);
+        ids[i] = i;
+    }
+    many_expect(tensors, ids, MANY + MORE, got, want, "half destroyed, more made");
+    printf("%d tensors in %ld memory allocations at most\n", MANY + MORE,
+           fault_allocations_peak());
+
+    /* Larger than half a block: its own allocation, freed with it. */
+    const char *kind;
+    long before = fault_live_objects(&kind), allocations = fault_live_allocations();
+    vkattn_tensor_desc big = {.dtype = VKATTN_DTYPE_F32, .ndim = 2, .shape = {4096, 2049}};
+    vkattn_tensor *t = NULL;
+    assert_int_equal(vkattn_tensor_create(ctx, &big, &t), VKATTN_OK);
+    assert_int_equal(fault_live_allocations(), allocations + 1);
+    size_t big_count = 4096 * 2049;
+    float *big_data = malloc(big_count * sizeof *big_data);
+    float *big_back = malloc(big_count * sizeof *big_back);
+    assert_non_null(big_data);
+    assert_non_null(big_back);
+    for (size_t j = 0; j < big_count; j++)
+        big_data[j] = (float)(j % 1000);
+    assert_int_equal(vkattn_tensor_upload(t, big_data, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(t, big_back, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_memory_equal(big_data, big_back, big_count * sizeof *big_data);
+    free(big_data);
+    free(big_back);
+    vkattn_tensor_destroy(t);
+    assert_int_equal(fault_live_objects(&kind), before);
+
+    /* No allocation left: a tensor that needs a new block fails, with the
+     * numbers, and writes nothing; the context goes on. */
+    fault_cap_allocations(1);
+    t = NULL;
+    vkattn_status s = vkattn_tensor_create(ctx, &big, &t);
+    assert_int_equal(s, VKATTN_ERROR_VULKAN);
+    assert_null(t);
+    const char *msg = vkattn_last_error(ctx);
+    if (!strstr(msg, "VK_ERROR_TOO_MANY_OBJECTS") || !strstr(msg, "bytes"))
+        fail_msg("the failed tensor_create said \"%s\"", msg);
+    assert_int_equal(fault_live_objects(&kind), before);
+    fault_cap_allocations(0);
+    many_expect(tensors, ids, MANY + MORE, got, want, "after a failed allocation");
+
+    for (int i = 0; i < MANY + MORE; i++)
+        vkattn_tensor_destroy(tensors[i]);
+    vkattn_context_destroy(ctx);
+    long live = fault_live_objects(&kind);
+    if (live != 0)
+        fail_msg("%ld objects left after vkattn_context_destroy (%s)", live, kind);
+    fault_release_pipelines();
+    test_app_destroy(&app);
+    assert_int_equal(app.validation_messages, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fault),
         cmocka_unit_test(test_long_streams),
+        cmocka_unit_test(test_many_tensors),
     };
     return test_run_group(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * not have: a discrete GPU with a 256 MiB BAR, one with resizable BAR, an
  * integrated GPU (with and without a carve-out), lavapipe, a device whose only
  * host-visible memory is not coherent; and the flush ranges for non-coherent
- * memory. Compiles src/memory_types.c directly: no GPU needed, always runs. */
+ * memory; the sizes of the blocks buffers share. Compiles src/memory_types.c
+ * directly: no GPU needed, always runs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -233,6 +234,39 @@ static void test_atom_ranges(void **state)
     assert_int_equal(r.size, 5);
 }
 
+/* Shared blocks: 1/8 of the full size first, doubling per block made up to it;
+ * 64 MiB on a large heap, 1/16 of a small one (a BAR), capped by
+ * maxMemoryAllocationSize; a buffer over half the full size gets its own. */
+static void test_block_sizes(void **state)
+{
+    (void)state;
+    const VkDeviceSize heaps[] = {24 * GIB, 64 * GIB, 256 * MIB, 1 * MIB};
+    const layout_type types[] = {{DL, 0}, {HV | HC, 1}, {DL | HV | HC, 2}, {DL | HV | HC, 3}};
+    VkPhysicalDeviceMemoryProperties mp = layout(heaps, 4, types, 4);
+    /* VRAM: 8, 16, 32, 64, 64 MiB. */
+    const VkDeviceSize vram[] = {8 * MIB, 16 * MIB, 32 * MIB, 64 * MIB, 64 * MIB};
+    for (uint32_t made = 0; made < 5; made++)
+        assert_int_equal(memory_block_size(&mp, 0, 4096, made, 0), vram[made]);
+    assert_int_equal(memory_dedicated_above(&mp, 0, 0), 32 * MIB);
+    /* A block is never smaller than the request it is made for. */
+    assert_int_equal(memory_block_size(&mp, 0, 20 * MIB, 0, 0), 32 * MIB);
+    assert_int_equal(memory_block_size(&mp, 0, 32 * MIB, 0, 0), 32 * MIB);
+    assert_int_equal(memory_block_size(&mp, 0, 16 * MIB + 1, 3, 0), 64 * MIB);
+    assert_int_equal(memory_block_size(&mp, 0, 32 * MIB + 1, 0, 0), 0);
+    /* The BAR: 16 MiB blocks at most, from 2 MiB; its own above 8 MiB. */
+    assert_int_equal(memory_block_size(&mp, 2, 4096, 0, 0), 2 * MIB);
+    assert_int_equal(memory_block_size(&mp, 2, 4096, 9, 0), 16 * MIB);
+    assert_int_equal(memory_dedicated_above(&mp, 2, 0), 8 * MIB);
+    assert_int_equal(memory_block_size(&mp, 2, 8 * MIB + 1, 0, 0), 0);
+    /* maxMemoryAllocationSize caps the full size. */
+    assert_int_equal(memory_block_size(&mp, 1, 4096, 9, 20 * MIB), 20 * MIB);
+    assert_int_equal(memory_dedicated_above(&mp, 1, 20 * MIB), 10 * MIB);
+    /* A tiny heap: 64 KiB blocks from 8 KiB. */
+    assert_int_equal(memory_block_size(&mp, 3, 100, 0, 0), 8 * 1024);
+    assert_int_equal(memory_block_size(&mp, 3, 100, 5, 0), 64 * 1024);
+    assert_int_equal(memory_block_size(&mp, 3, 40 * 1024, 0, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_lavapipe_and_single_small_heap),
         cmocka_unit_test(test_noncoherent_only),
         cmocka_unit_test(test_atom_ranges),
+        cmocka_unit_test(test_block_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
