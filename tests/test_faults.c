@@ -447,6 +447,19 @@ static void test_every_fault(void **state)
     assert_int_equal(app.validation_messages, 0);
 }
 
+/* After the last vkattn_context_destroy: nothing vkattn made is left, then the
+ * application's device goes, and the validation layer said nothing. */
+static void expect_nothing_left(test_app *app)
+{
+    const char *kind;
+    long live = fault_live_objects(&kind);
+    if (live != 0)
+        fail_msg("%ld objects left after vkattn_context_destroy (%s)", live, kind);
+    fault_release_pipelines();
+    test_app_destroy(app);
+    assert_int_equal(app->validation_messages, 0);
+}
+
 /* A context on the application's device through the wrapper. */
 static vkattn_context *wrapped_context(test_app *app)
 {
@@ -581,13 +594,7 @@ static void test_long_streams(void **state)
     shift_chain_destroy(&chain);
     vkattn_context_destroy(ctx);
 
-    const char *kind;
-    long live = fault_live_objects(&kind);
-    if (live != 0)
-        fail_msg("%ld objects left after vkattn_context_destroy (%s)", live, kind);
-    fault_release_pipelines();
-    test_app_destroy(&app);
-    assert_int_equal(app.validation_messages, 0);
+    expect_nothing_left(&app);
 }
 
 enum { MANY = 2000, MORE = 1000, ALLOCATION_CAP = 16 };
@@ -713,12 +720,7 @@ static void test_many_tensors(void **state)
     for (int i = 0; i < MANY + MORE; i++)
         vkattn_tensor_destroy(tensors[i]);
     vkattn_context_destroy(ctx);
-    long live = fault_live_objects(&kind);
-    if (live != 0)
-        fail_msg("%ld objects left after vkattn_context_destroy (%s)", live, kind);
-    fault_release_pipelines();
-    test_app_destroy(&app);
-    assert_int_equal(app.validation_messages, 0);
+    expect_nothing_left(&app);
 }
 
 int main(void)
