@@ -21,11 +21,7 @@ typedef struct at_case {
 } at_case;
 
 /* How a case is run on the GPU. */
-typedef struct at_path {
-    vkattn_attention_path path;
-    vkattn_fused_variant variant;
-    uint32_t kv_splits;
-} at_path;
+typedef test_path at_path;
 
 /* Added to the tolerance of the coopmat kernels: they round P to f16 before
  * P V (half an ulp of f16 at 1 is 4.9e-4, times sum_j P_j |V_j| <= 1), or
@@ -118,7 +114,10 @@ static void run_typed(test_env *env, const at_case *c, vkattn_dtype k_dtype, vka
     double score_size = scale * (double)c->D * m * m;
     double atol = 16 * 1.2e-7 * score_size + 1e-5;
 
+    test_next_case();
     for (int i = 0; i < npaths; i++) {
+        if (!test_path_runs(paths, npaths, i))
+            continue;
         char name[256];
         describe(c, k_dtype, v_dtype, &paths[i], name, sizeof name);
         assert_int_equal(vkattn_tensor_upload(o.gpu, o.host, VKATTN_DTYPE_F32), VKATTN_OK);
@@ -370,10 +369,12 @@ static const at_path workgroup_device_paths[] = {
  * staged (each Q row and key of K and each V tile scaled by a power of 2): the
  * bf16 cases at their own magnitudes (up to 1e5, past f16's range), and f16
  * beside bf16. */
-static void run_bf16_cases(test_env *env, const at_path *paths, int npaths, rng *r)
+static void run_bf16_cases(test_env *env, const at_path *paths, int npaths, unsigned repeat,
+                           unsigned repeats, rng *r)
 {
+    size_t n = 0;   /* the cases so far, for their turns */
     for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
-        if (fixed_cases[i].dtype == BF16)
+        if (fixed_cases[i].dtype == BF16 && test_case_turn(n++, repeat, repeats))
             run_case(env, &fixed_cases[i], paths, npaths, r);
     static const typed_case mixed[] = {
         {{"bf16 Q, f16 K", 2, 4, 2, 19, 23, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 1.f}, F16, BF16},
@@ -382,25 +383,30 @@ static void run_bf16_cases(test_env *env, const at_path *paths, int npaths, rng 
         {{"bf16 Q only", 1, 4, 2, 21, 70, 32, 32, BHSD, true, false, 0, false, 0.f, BF16, 3.f}, F16, F16},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++)
-        run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, paths, npaths, r);
+        if (test_case_turn(n++, repeat, repeats))
+            run_typed(env, &mixed[i].c, mixed[i].k_dtype, mixed[i].v_dtype, paths, npaths, r);
 }
 
 /* shape: the emulated matrix shape, or NULL for the device's own (real kernel);
  * bf16: also the bf16 cases (the staging's conversion, which no matrix shape
- * or tiling changes; test_coopmat_bf16_range runs it tiled as on a GPU). */
-static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, rng *r)
+ * or tiling changes; test_coopmat_bf16_range runs it tiled as on a GPU); the
+ * cases whose turn it is in repeat `repeat` of `repeats` (test_case_turn). */
+static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, unsigned repeat,
+                              unsigned repeats, rng *r)
 {
     const at_path *coopmat = shape ? coopmat_paths : coopmat_device_paths;
     if (shape)
         assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
-    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+    size_t n = sizeof fixed_cases / sizeof fixed_cases[0];
+    for (size_t i = 0; i < n; i++) {
         at_case c = fixed_cases[i];
         c.dtype = F16;
         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T of f16 stays finite */
-        run_case(env, &c, coopmat, NPATHS(coopmat_paths), r);
+        if (test_case_turn(i, repeat, repeats))
+            run_case(env, &c, coopmat, NPATHS(coopmat_paths), r);
     }
     if (bf16)
-        run_bf16_cases(env, coopmat, NPATHS(coopmat_paths), r);
+        run_bf16_cases(env, coopmat, NPATHS(coopmat_paths), 0, 1, r);
     static const at_case cases[] = {
         {"decode",           1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
         {"decode GQA bshd",  2, 8, 2,  1,  777,  64,  64, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
@@ -408,7 +414,8 @@ static void run_coopmat_cases(test_env *env, const char *shape, bool bf16, rng *
         {"D=96 Dv=40",       1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(env, &cases[i], coopmat, NPATHS(coopmat_paths), r);
+        if (test_case_turn(n + i, repeat, repeats))
+            run_case(env, &cases[i], coopmat, NPATHS(coopmat_paths), r);
     if (shape)
         assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
 }
@@ -420,8 +427,10 @@ static void test_coopmat_emulated(void **state)
     if (!test_has_float16(env, &info))
         return;
     rng r = {16};
-    run_coopmat_cases(env, "16x16x16", true, &r);
-    run_coopmat_cases(env, "16x8x16", false, &r);
+    run_coopmat_cases(env, "16x16x16", true, 0, 1, &r);
+    /* NVIDIA's shape, here and in test_coopmat_emulated_gpu_tiling's two
+     * tilings: the cases in turns over the three */
+    run_coopmat_cases(env, "16x8x16", false, 0, 3, &r);
 }
 
 /* The emulated kernel tiled as on a GPU (VKATTN_COOPMAT_EMULATED_TILING=gpu):
@@ -440,16 +449,17 @@ static void test_coopmat_emulated_gpu_tiling(void **state)
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
     /* A GPU tiles so anyway: there 16x8x16 repeats test_coopmat_emulated. */
     if (info.type == VKATTN_DEVICE_TYPE_CPU)
-        run_coopmat_cases(env, "16x8x16", false, &r);
-    run_coopmat_cases(env, "4x16x16", false, &r);
+        run_coopmat_cases(env, "16x8x16", false, 1, 3, &r);
+    run_coopmat_cases(env, "4x16x16", false, 2, 3, &r);
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_TILING"), 0);
 }
 
 /* The workgroup-scope coopmat kernel on every shape above in f16 by `paths`:
  * all of them, or (not `wide`) those whose head sizes fit lavapipe's shared
- * memory at 32 rows a workgroup; then the bf16 cases (run_bf16_cases). */
+ * memory at 32 rows a workgroup; then the bf16 cases (run_bf16_cases); the
+ * cases whose turn it is in repeat `repeat` of `repeats` (test_case_turn). */
 static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths, bool wide,
-                                rng *r)
+                                unsigned repeat, unsigned repeats, rng *r)
 {
     static const at_case cases[] = {
         {"decode",          1, 8, 8,  1, 1000, 128, 128, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
@@ -458,21 +468,25 @@ static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths,
         {"D=96 Dv=40",      1, 2, 2, 35,   35,  96,  40, BSHD, true,  false, 0, true,  0.f, F16, 1.f},
         {"D=200 Dv=256",    1, 2, 1, 21,   70, 200, 256, BSHD, false, false, 0, false, 0.f, F16, 1.f},
     };
-    for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
+    size_t n = sizeof fixed_cases / sizeof fixed_cases[0];
+    for (size_t i = 0; i < n; i++) {
         at_case c = fixed_cases[i];
         c.dtype = F16;
         c.magnitude = c.magnitude > 8.f ? 8.f : c.magnitude; /* Q K^T stays finite */
-        run_case(env, &c, paths, npaths, r);
+        if (test_case_turn(i, repeat, repeats))
+            run_case(env, &c, paths, npaths, r);
     }
     for (size_t i = 0; wide && i < sizeof cases / sizeof cases[0]; i++)
-        run_case(env, &cases[i], paths, npaths, r);
-    run_bf16_cases(env, paths, npaths, r);
+        if (test_case_turn(n + i, repeat, repeats))
+            run_case(env, &cases[i], paths, npaths, r);
+    run_bf16_cases(env, paths, npaths, repeat, repeats, r);
 }
 
-/* The emulated build: with its CPU tiling (16 rows, 16 keys, a lane a row),
- * with 32-key tiles on 2 lanes a row (workgroups of 32) and with 32 rows of 2
- * a lane (workgroups of 16), which load whole tiles of aligned keys straight
- * from the buffers and stage the others. */
+/* The emulated build: with its CPU tiling (16 rows, 16 keys, a lane a row)
+ * on every case, then with 32-key tiles on 2 lanes a row (workgroups of 32)
+ * and with 32 rows of 2 a lane (workgroups of 16), which load whole tiles of
+ * aligned keys straight from the buffers and stage the others, the cases in
+ * turns over the two. */
 static void test_coopmat_workgroup_emulated(void **state)
 {
     (void)state;
@@ -491,7 +505,7 @@ static void test_coopmat_workgroup_emulated(void **state)
                    info.type == VKATTN_DEVICE_TYPE_CPU;
         if ((t == 0 || cpu) && test_has_float16(env, &info))
             run_workgroup_cases(env, workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
-                                t < 2, &r);
+                                t < 2, t == 0 ? 0 : (unsigned)t - 1, t == 0 ? 1 : 2, &r);
         else if (!cpu)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         test_env_destroy(env);
@@ -511,15 +525,18 @@ static void test_coopmat_workgroup_device(void **state)
         return;
     }
     rng r = {19};
-    run_workgroup_cases(env, workgroup_device_paths, NPATHS(workgroup_device_paths), true, &r);
+    run_workgroup_cases(env, workgroup_device_paths, NPATHS(workgroup_device_paths), true, 0, 1,
+                        &r);
 }
 
 /* The coopmat kernels under a tuning (VKATTN_TUNE) on awkward shapes, f16 and
  * bf16, tiled as on a GPU with the emulated build's matrices of `shape`; the
  * real kernel too where there is one and `real` (its own shape is the
- * device's: callers that vary `shape` run it once). */
+ * device's: callers that vary `shape` run it once). The awkward shapes in
+ * turns over the tunings (`repeat` 0 or 1 of 2: test_case_turn; a test with
+ * two tunings or more gives them both), O rescaled under every one. */
 static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool real,
-                                    uint64_t seed)
+                                    uint64_t seed, unsigned repeat)
 {
     /* The shape before the context starts: with the softmax in registers it
      * reads the layout of the shape it will use. */
@@ -537,7 +554,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool 
                                             "bf16 ragged odd D GQA"};
         for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
             for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++)
-                if (!strcmp(fixed_cases[i].name, names[n])) {
+                if (!strcmp(fixed_cases[i].name, names[n]) && test_case_turn(n, repeat, 2)) {
                     at_case c = fixed_cases[i];
                     if (c.dtype != BF16) {  /* bf16 at its magnitude: see run_coopmat_cases */
                         c.dtype = F16;
@@ -569,7 +586,7 @@ static void run_tuned_coopmat_cases(const char *tuning, const char *shape, bool 
 static void test_coopmat_two_stages(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", true, 29);
+    run_tuned_coopmat_cases("coopmat_emulated.stages=2,coopmat.stages=2", "16x16x16", true, 29, 0);
 }
 
 /* Two buffers (the tuning knob coopmat.buffers=2: each tile staged into one
@@ -582,10 +599,11 @@ static void test_coopmat_two_stages(void **state)
 static void test_coopmat_two_buffers(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.buffers=2,coopmat.buffers=2", "16x16x16", true, 71);
+    run_tuned_coopmat_cases("coopmat_emulated.buffers=2,coopmat.buffers=2", "16x16x16", true, 71,
+                            1);
     run_tuned_coopmat_cases("coopmat_emulated.buffers=2,coopmat_emulated.stages=2,"
                             "coopmat_emulated.softmax=2,coopmat.buffers=2,coopmat.softmax=2",
-                            "4x16x16", true, 73);
+                            "4x16x16", true, 73, 0);
 }
 
 /* Two row blocks a subgroup (the tuning knob coopmat.rows=2: each K and V
@@ -596,8 +614,8 @@ static void test_coopmat_two_buffers(void **state)
 static void test_coopmat_row_tiles(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "16x16x16", true, 37);
-    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", false, 41);
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "16x16x16", true, 37, 1);
+    run_tuned_coopmat_cases("coopmat_emulated.rows=2,coopmat.rows=2", "4x16x16", false, 41, 0);
 }
 
 /* The softmax in registers (the tuning knob coopmat.softmax=2): on the score
@@ -609,10 +627,12 @@ static void test_coopmat_row_tiles(void **state)
 static void test_coopmat_register_softmax(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "16x16x16", true, 43);
-    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "4x16x16", false, 47);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "16x16x16", true, 43,
+                            1);
+    run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat.softmax=2", "4x16x16", false, 47,
+                            0);
     run_tuned_coopmat_cases("coopmat_emulated.softmax=2,coopmat_emulated.rows=2,coopmat.softmax=2,"
-                            "coopmat.rows=2", "16x16x16", true, 53);
+                            "coopmat.rows=2", "16x16x16", true, 53, 1);
 }
 
 /* bf16 Q, K and V on bf16 matrices (the tuning knob coopmat.bf16=2): staged
@@ -663,8 +683,10 @@ static void expect_bf16_p(test_env *env, vkattn_fused_variant variant)
  * GPU with the emulated build's matrices of `shape`; the real kernel (the
  * KHR build with bf16 operands) where the context has bf16 matrices
  * (VKATTN_COOPMAT_KHR=1 on a device with VK_KHR_shader_bfloat16's, created
- * without a validation layer older than it). */
-static void run_bf16_matrix_cases(const char *tuning, const char *shape, uint64_t seed)
+ * without a validation layer older than it). The shapes in turns over the
+ * two tunings (`repeat` 0 or 1: test_case_turn), O rescaled under both. */
+static void run_bf16_matrix_cases(const char *tuning, const char *shape, uint64_t seed,
+                                  unsigned repeat)
 {
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_TILING", "gpu", 1), 0);
     assert_int_equal(setenv("VKATTN_COOPMAT_EMULATED_SHAPE", shape, 1), 0);
@@ -677,12 +699,13 @@ static void run_bf16_matrix_cases(const char *tuning, const char *shape, uint64_
         static const char *const awkward[] = {"T=1", "non-causal ragged", "Tq>Tk masked rows",
                                               "GQA", "odd D=13 bshd", "kv_len causal GQA",
                                               "two rows odd D GQA"};
+        size_t taken = 0;
         for (size_t i = 0; i < sizeof fixed_cases / sizeof fixed_cases[0]; i++) {
             at_case c = fixed_cases[i];
             bool take = c.dtype == BF16;
             for (size_t n = 0; n < sizeof awkward / sizeof awkward[0]; n++)
                 take = take || !strcmp(c.name, awkward[n]);
-            if (!take)
+            if (!take || !test_case_turn(taken++, repeat, 2))
                 continue;
             c.dtype = BF16;
             run_case(env, &c, coopmat_paths, NPATHS(coopmat_paths), &r);
@@ -756,10 +779,10 @@ static void test_coopmat_bf16_matrices(void **state)
     if (info.cooperative_matrix && !(info.cooperative_matrix_khr && info.bf16_cooperative_matrix))
         expect_tuned_refusal("coopmat.bf16=2", VKATTN_FUSED_COOPMAT, BF16,
                              "needs VK_KHR_shader_bfloat16's cooperative matrices");
-    run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat.bf16=2", "16x16x16", 79);
+    run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat.bf16=2", "16x16x16", 79, 0);
     run_bf16_matrix_cases("coopmat_emulated.bf16=2,coopmat_emulated.stages=2,"
                           "coopmat_emulated.buffers=2,coopmat.bf16=2,coopmat.buffers=2",
-                          "4x16x16", 83);
+                          "4x16x16", 83, 1);
 }
 
 /* Q read from a shared tile by each product (the tuning knob coopmat.q=2)
@@ -769,9 +792,9 @@ static void test_coopmat_bf16_matrices(void **state)
 static void test_coopmat_shared_q(void **state)
 {
     (void)state;
-    run_tuned_coopmat_cases("coopmat_emulated.q=2,coopmat.q=2", "16x16x16", true, 61);
+    run_tuned_coopmat_cases("coopmat_emulated.q=2,coopmat.q=2", "16x16x16", true, 61, 0);
     run_tuned_coopmat_cases("coopmat_emulated.q=2,coopmat_emulated.rows=2,"
-                            "coopmat_emulated.softmax=2", "4x16x16", false, 67);
+                            "coopmat_emulated.softmax=2", "4x16x16", false, 67, 1);
 }
 
 /* bf16 inputs far outside f16's range on the coopmat kernels, which convert
@@ -941,7 +964,7 @@ static void test_coopmat_device(void **state)
         return;
     }
     rng r = {19};
-    run_coopmat_cases(env, NULL, true, &r);
+    run_coopmat_cases(env, NULL, true, 0, 1, &r);
 }
 
 /* Many keys per invocation at head sizes whose loops the driver does not

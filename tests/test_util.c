@@ -231,6 +231,44 @@ int test_env_teardown(void **state)
     return 0;
 }
 
+bool test_exhaustive(void)
+{
+    const char *e = getenv("VKATTN_TEST_EXHAUSTIVE");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* The turn, and whether the case before took one: a case that held no
+ * kernel both ways (a sweep's single-path runs between its pairs) leaves the
+ * turn as it was, so that the pairs keep alternating. */
+static unsigned case_turn;
+static bool turn_taken;
+
+void test_next_case(void)
+{
+    case_turn += turn_taken;
+    turn_taken = false;
+}
+
+bool test_path_runs(const test_path *paths, int npaths, int i)
+{
+    const test_path *p = &paths[i];
+    if (p->path != VKATTN_PATH_FUSED || p->kv_splits == 0 || test_exhaustive())
+        return true;
+    bool split = p->kv_splits > 1;
+    for (int j = 0; j < npaths; j++)
+        if (paths[j].path == p->path && paths[j].variant == p->variant &&
+            paths[j].kv_splits != 0 && (paths[j].kv_splits > 1) != split) {
+            turn_taken = true;
+            return (case_turn + (unsigned)p->variant) % 2 == (unsigned)split;
+        }
+    return true;
+}
+
+bool test_case_turn(size_t i, unsigned repeat, unsigned repeats)
+{
+    return test_exhaustive() || repeats < 2 || i % repeats == repeat % repeats;
+}
+
 uint64_t rng_next(rng *r)
 {
     uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);

@@ -74,6 +74,41 @@ bool test_register_softmax_refused(test_env *env);
 int test_run_chosen(const char *group, const struct CMUnitTest *tests, size_t count,
                     CMFixtureFunction setup, CMFixtureFunction teardown);
 
+/* How a test runs a case on the GPU: the path, the fused kernel forced (AUTO:
+ * the library's choice) and the key splits (0: the library's choice). */
+typedef struct test_path {
+    vkattn_attention_path path;
+    vkattn_fused_variant variant;
+    uint32_t kv_splits;
+} test_path;
+
+/* Whether VKATTN_TEST_EXHAUSTIVE=1: every sweep runs each of its cases in
+ * every way it names (scripts/gpu-check.sh, where a GPU's driver compiles a
+ * pipeline in milliseconds). Otherwise the sweeps take turns where noted: on
+ * lavapipe each new pipeline costs a second or more of LLVM, nearly all of
+ * the suite's time, and CI has two cores. */
+bool test_exhaustive(void);
+
+/* Key splits in turns. A fused kernel forced with whole rows of keys
+ * (kv_splits 1) and with split keys (more than 1: another pipeline, and a
+ * combine pass after it) is two pipelines for every shape and variant. Where
+ * a case's paths hold a kernel both ways, the case runs it one way and the
+ * next case the other (call test_next_case() once a case), each kernel out
+ * of step with the others: over a sweep each way meets about half of the
+ * shapes, and every tuning or tiling a sweep repeats meets both. Paths with
+ * kv_splits 0, forced one way only, or not forced always run; every path
+ * runs where test_exhaustive(). */
+void test_next_case(void);
+bool test_path_runs(const test_path *paths, int npaths, int i);
+
+/* Cases in turns over a sweep's repeats. A sweep that runs its cases again
+ * under other tilings, tunings or matrix shapes (repeat `repeat` of `repeats`
+ * of the same list) runs case `i` in the repeat whose turn it is,
+ * i % repeats == repeat % repeats: each case in one repeat, each repeat on a
+ * share of the awkward shapes (the lists mix them so that every share holds
+ * several). Every case in every repeat where test_exhaustive(). */
+bool test_case_turn(size_t i, unsigned repeat, unsigned repeats);
+
 /* Deterministic random numbers. */
 typedef struct rng { uint64_t state; } rng;
 uint64_t rng_next(rng *r);

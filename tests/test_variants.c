@@ -37,11 +37,7 @@ typedef struct var_case {
     float magnitude;
 } var_case;
 
-typedef struct var_path {
-    vkattn_attention_path path;
-    vkattn_fused_variant variant;
-    uint32_t kv_splits;
-} var_path;
+typedef test_path var_path;
 
 /* The workgroup-scope coopmat kernel and its emulated build. */
 static bool is_workgroup(const var_path *p)
@@ -311,8 +307,9 @@ static void run_var_case(test_env *env, const var_case *c, const var_path *paths
     for (int64_t b = 0; c->q_lens && b < c->B; b++)
         longest_q = b == 0 || c->q_lens[b] > longest_q ? c->q_lens[b] : longest_q;
     int64_t decode_rows = c->H / c->Hkv * longest_q;
+    test_next_case();
     for (int i = 0; i < npaths; i++) {
-        if (kernel_skipped(&paths[i]))
+        if (kernel_skipped(&paths[i]) || !test_path_runs(paths, npaths, i))
             continue;
         char name[256], pn[64];
         snprintf(name, sizeof name, "%s (%s)", c->name, path_name(&paths[i], pn, sizeof pn));
@@ -491,13 +488,12 @@ static void test_layout_variants(void **state)
         run_var_case(env, &layout_cases[i], all_paths, NPATHS(all_paths), &r);
 }
 
-/* The coopmat kernels on every case above in f16, and in bf16 (converted to
- * f16 as it is staged; three splits only, as the variants' code is the same):
- * the emulated build, and the real one where the device has matrix units (a
- * GPU check; none in CI). */
 /* Every score and layout variant case on the coopmat kernels: in f16 on the
- * emulated kernel's paths from `first` (1 and 3 splits) and the real kernel's
- * where there is one, in bf16 on one path. */
+ * emulated kernel's paths from `first` (1 and 3 splits, in turns) and the
+ * real kernel's where the device has matrix units (a GPU check; none in CI);
+ * in bf16 (converted to f16 as it is staged; three splits only, as the
+ * variants' code is the same) the cases whose turn it is in repeat
+ * `bf16_repeat` of 2 (test_case_turn: the two sweeps share them). */
 static const var_path coopmat_emulated_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
@@ -507,13 +503,14 @@ static const var_path coopmat_real_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
 };
 
-static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
+static void run_coopmat_variant_cases(test_env *env, int first, unsigned bf16_repeat, rng *r)
 {
     const var_path *emulated = coopmat_emulated_paths, *real = coopmat_real_paths;
     vkattn_device_info info;
     if (!test_has_float16(env, &info))
         return;
     const var_path *paths = info.cooperative_matrix ? real : emulated;
+    size_t n = 0;   /* the cases so far, for their turns */
     for (int layout = 0; layout < 2; layout++) {
         const var_case *cases = layout ? layout_cases : score_cases;
         size_t count = layout ? sizeof layout_cases / sizeof layout_cases[0]
@@ -525,7 +522,8 @@ static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
             if (paths != emulated)
                 run_var_case(env, &c, paths, NPATHS(coopmat_real_paths), r);
             c.dtype = BF16;
-            run_var_case(env, &c, &paths[1], 1, r);
+            if (test_case_turn(n++, bf16_repeat, 2))
+                run_var_case(env, &c, &paths[1], 1, r);
         }
     }
 }
@@ -533,7 +531,7 @@ static void run_coopmat_variant_cases(test_env *env, int first, rng *r)
 static void test_coopmat_variants(void **state)
 {
     rng r = {23};
-    run_coopmat_variant_cases(*state, 0, &r);
+    run_coopmat_variant_cases(*state, 0, 0, &r);
 }
 
 /* The same with the softmax in registers (coopmat.softmax=2): each variant's
@@ -548,18 +546,19 @@ static void test_coopmat_register_variants(void **state)
     rng r = {59};
     vkattn_device_info info;
     if (test_has_float16(env, &info) && !test_register_softmax_refused(env))
-        run_coopmat_variant_cases(env, 1, &r);
+        run_coopmat_variant_cases(env, 1, 1, &r);
     test_env_destroy(env);
 }
 
 /* Every score and layout variant case on the workgroup-scope coopmat kernel's
- * emulated build in f16 with 1 and 3 splits: with its CPU tiling (16 rows, 16
- * keys, a lane a row), and with 8-key tiles on 4 lanes a row (workgroups of
- * 64) and on 32 rows of 4 a lane (workgroups of 8), so that tiles are loaded
- * straight from the buffers and staged, and the softmax reduces over lanes
- * and runs several rows a lane. In bf16 with 3 splits and the first tiling
- * (no tiling changes the conversions). The real build too where the device
- * has workgroup-scope matrices. */
+ * emulated build in f16 with 1 and 3 splits (in turns): with its CPU tiling
+ * (16 rows, 16 keys, a lane a row), then, the cases in turns over the two
+ * (test_case_turn), with 8-key tiles on 4 lanes a row (workgroups of 64) and
+ * on 32 rows of 4 a lane (workgroups of 8), so that tiles are loaded straight
+ * from the buffers and staged, and the softmax reduces over lanes and runs
+ * several rows a lane. In bf16 with 3 splits and the first tiling (no tiling
+ * changes the conversions), every other case. The real build too where the
+ * device has workgroup-scope matrices. */
 static void test_coopmat_workgroup_variants(void **state)
 {
     static const var_path paths[] = { /* the real build first (the GPU check's time) */
@@ -587,16 +586,18 @@ static void test_coopmat_workgroup_variants(void **state)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         if ((t == 0 || cpu) && test_has_float16(env, &info)) {
             bool real = t == 0 && test_workgroup_scope(env);
+            size_t turn = 0;   /* the cases so far, for their turns */
             for (int layout = 0; layout < 2; layout++) {
                 const var_case *cases = layout ? layout_cases : score_cases;
                 size_t n = layout ? sizeof layout_cases / sizeof layout_cases[0]
                                   : sizeof score_cases / sizeof score_cases[0];
-                for (size_t i = 0; i < n; i++) {
+                for (size_t i = 0; i < n; i++, turn++) {
                     var_case c = cases[i];
                     c.dtype = F16;
-                    run_var_case(env, &c, &paths[real ? 0 : 2], real ? 4 : 2, &r);
+                    if (t == 0 || test_case_turn(turn, (unsigned)t - 1, 2))
+                        run_var_case(env, &c, &paths[real ? 0 : 2], real ? 4 : 2, &r);
                     c.dtype = BF16; /* 3 splits, the first tiling (no tiling moves bf16) */
-                    if (t == 0)
+                    if (t == 0 && test_case_turn(turn, 1, 2))
                         run_var_case(env, &c, &paths[real ? 1 : 3], 1, &r);
                 }
             }
@@ -895,6 +896,14 @@ static void test_nonfinite(void **state)
         {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_WORKGROUP_EMULATED, 2},
     };
     nonfinite_sweep(env, paths, NPATHS(paths));
+}
+
+/* The same under the coopmat kernels' tunings and tilings (a test of their
+ * own: the reruns in other memory and kernel modes leave these out, as they
+ * do the coopmat kernels' other sweeps). */
+static void test_coopmat_nonfinite(void **state)
+{
+    (void)state;
     /* The coopmat kernel's two stages flag a V tile's Inf or NaN as it stores
      * the tile it loaded during the previous one. With the softmax in
      * registers its plain-code sum over a V tile that holds one updates O in
@@ -1307,6 +1316,7 @@ int main(void)
         cmocka_unit_test(test_long_window),
         cmocka_unit_test(test_large_heads),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_coopmat_nonfinite),
         cmocka_unit_test(test_masked_nan_keys),
         cmocka_unit_test(test_underflowed_weights),
         cmocka_unit_test(test_overflowed_scores),
