@@ -235,6 +235,15 @@ def test_env(t, base):
             env[key] = sep.join(parts + [value] if op.endswith("append") else [value] + parts)
         else:
             raise ValueError(f"{t.name}: ENVIRONMENT_MODIFICATION op {op} not understood")
+    # The build machine's preloads (jemalloc, for lavapipe's compile times) where
+    # this machine has them: a missing one would put the loader's complaint in
+    # every process's output.
+    if "LD_PRELOAD" in env:
+        kept = [p for p in env["LD_PRELOAD"].split(":") if p and os.path.exists(p)]
+        if kept:
+            env["LD_PRELOAD"] = ":".join(kept)
+        else:
+            del env["LD_PRELOAD"]
     return env
 
 

@@ -11,6 +11,7 @@ packages=(
   mesa-vulkan-drivers                   # lavapipe: the CPU Vulkan device CI runs on
   vulkan-validationlayers vulkan-tools  # Khronos validation in tests, vulkaninfo
   python3-numpy                         # tests/cli_vs_numpy.py: the CLI against float64
+  libjemalloc2                          # tests: lavapipe's LLVM a third faster (tests/CMakeLists.txt)
 )
 [ "${VKATTN_WITH_PLOT:-0}" = 1 ] && packages+=(gnuplot-nox)
 
