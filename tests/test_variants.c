@@ -488,12 +488,15 @@ static void test_layout_variants(void **state)
         run_var_case(env, &layout_cases[i], all_paths, NPATHS(all_paths), &r);
 }
 
-/* Every score and layout variant case on the coopmat kernels: in f16 on the
- * emulated kernel's paths from `first` (1 and 3 splits, in turns) and the
- * real kernel's where the device has matrix units (a GPU check; none in CI);
- * in bf16 (converted to f16 as it is staged; three splits only, as the
- * variants' code is the same) the cases whose turn it is in repeat
- * `bf16_repeat` of 2 (test_case_turn: the two sweeps share them). */
+/* Every score and layout variant case on the coopmat kernels, in f16 or in
+ * bf16 (converted to f16 as it is staged; three splits only, as the
+ * variants' code is the same) in turns (test_case_turn: f16 where it is
+ * repeat `repeat`'s, bf16 in the others; the two sweeps, the softmax in
+ * shared memory and in registers, take opposite turns, so that each case
+ * meets both placements and both dtypes, and each placement every variant
+ * through the cases that combine them all): f16 on the emulated kernel's
+ * paths from `first` (1 and 3 splits, in turns); the real kernel's where the
+ * device has matrix units on every case (a GPU check; none in CI). */
 static const var_path coopmat_emulated_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 1},
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT_EMULATED, 3},
@@ -503,7 +506,7 @@ static const var_path coopmat_real_paths[] = {
     {VKATTN_PATH_FUSED, VKATTN_FUSED_COOPMAT, 3},
 };
 
-static void run_coopmat_variant_cases(test_env *env, int first, unsigned bf16_repeat, rng *r)
+static void run_coopmat_variant_cases(test_env *env, int first, unsigned repeat, rng *r)
 {
     const var_path *emulated = coopmat_emulated_paths, *real = coopmat_real_paths;
     vkattn_device_info info;
@@ -518,11 +521,14 @@ static void run_coopmat_variant_cases(test_env *env, int first, unsigned bf16_re
         for (size_t i = 0; i < count; i++) {
             var_case c = cases[i];
             c.dtype = F16;
-            run_var_case(env, &c, &emulated[first], NPATHS(coopmat_emulated_paths) - first, r);
+            bool f16_turn = test_case_turn(n, repeat, 2);
+            bool bf16_turn = test_case_turn(n++, repeat + 1, 2);
+            if (f16_turn)
+                run_var_case(env, &c, &emulated[first], NPATHS(coopmat_emulated_paths) - first, r);
             if (paths != emulated)
                 run_var_case(env, &c, paths, NPATHS(coopmat_real_paths), r);
             c.dtype = BF16;
-            if (test_case_turn(n++, bf16_repeat, 2))
+            if (bf16_turn)
                 run_var_case(env, &c, &paths[1], 1, r);
         }
     }
@@ -551,14 +557,15 @@ static void test_coopmat_register_variants(void **state)
 }
 
 /* Every score and layout variant case on the workgroup-scope coopmat kernel's
- * emulated build in f16 with 1 and 3 splits (in turns): with its CPU tiling
- * (16 rows, 16 keys, a lane a row), then, the cases in turns over the two
- * (test_case_turn), with 8-key tiles on 4 lanes a row (workgroups of 64) and
- * on 32 rows of 4 a lane (workgroups of 8), so that tiles are loaded straight
- * from the buffers and staged, and the softmax reduces over lanes and runs
- * several rows a lane. In bf16 with 3 splits and the first tiling (no tiling
- * changes the conversions), every other case. The real build too where the
- * device has workgroup-scope matrices. */
+ * emulated build in f16 with 1 and 3 splits (in turns), the cases in turns
+ * over three tilings (test_case_turn; on a GPU the first alone, on every
+ * case): its CPU tiling (16 rows, 16 keys, a lane a row), 8-key tiles on 4
+ * lanes a row (workgroups of 64) and 32 rows of 4 a lane (workgroups of 8),
+ * so that tiles are loaded straight from the buffers and staged, and the
+ * softmax reduces over lanes and runs several rows a lane. In bf16 with 3
+ * splits and the first tiling (no tiling changes the conversions), every
+ * other case. The real build on every case where the device has
+ * workgroup-scope matrices. */
 static void test_coopmat_workgroup_variants(void **state)
 {
     static const var_path paths[] = { /* the real build first (the GPU check's time) */
@@ -586,6 +593,7 @@ static void test_coopmat_workgroup_variants(void **state)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         if ((t == 0 || cpu) && test_has_float16(env, &info)) {
             bool real = t == 0 && test_workgroup_scope(env);
+            unsigned repeats = cpu ? sizeof tilings / sizeof tilings[0] : 1;
             size_t turn = 0;   /* the cases so far, for their turns */
             for (int layout = 0; layout < 2; layout++) {
                 const var_case *cases = layout ? layout_cases : score_cases;
@@ -594,11 +602,15 @@ static void test_coopmat_workgroup_variants(void **state)
                 for (size_t i = 0; i < n; i++, turn++) {
                     var_case c = cases[i];
                     c.dtype = F16;
-                    if (t == 0 || test_case_turn(turn, (unsigned)t - 1, 2))
-                        run_var_case(env, &c, &paths[real ? 0 : 2], real ? 4 : 2, &r);
+                    if (real)
+                        run_var_case(env, &c, paths, 2, &r);
+                    if (test_case_turn(turn, (unsigned)t, repeats))
+                        run_var_case(env, &c, &paths[2], 2, &r);
                     c.dtype = BF16; /* 3 splits, the first tiling (no tiling moves bf16) */
+                    if (real)
+                        run_var_case(env, &c, &paths[1], 1, &r);
                     if (t == 0 && test_case_turn(turn, 1, 2))
-                        run_var_case(env, &c, &paths[real ? 1 : 3], 1, &r);
+                        run_var_case(env, &c, &paths[3], 1, &r);
                 }
             }
         }
@@ -770,10 +782,9 @@ static void test_variant_errors(void **state)
  * a key a row may not see never touches it. In f16 and bf16 the (emulated)
  * coopmat kernel runs too (in bf16 a NaN or Inf must not spoil the powers of 2
  * its row, key or V tile is scaled by). */
-/* Runs the call on each GPU path (the coopmat kernel only with 16-bit inputs;
- * key splits in turns, test_path_runs) against O's reference, already in o's
- * host side: NaN and Inf must fall where the reference has them. `what` names
- * the case. */
+/* Runs the call on each GPU path (the coopmat kernel only with 16-bit inputs)
+ * against O's reference, already in o's host side: NaN and Inf must fall where
+ * the reference has them. `what` names the case. */
 /* The coopmat kernels round P to f16 (see test_attention.c), or on bf16
  * matrices to bf16 (nonfinite_bf16_matrices sets this around its cases). */
 static double coopmat_p_rounding = 1e-3;
@@ -782,10 +793,9 @@ static void expect_paths(test_env *env, const var_path *paths, int path_count,
                          vkattn_attention_desc d, const pair *q, const pair *k, const pair *v,
                          pair *o, vkattn_dtype dt, const char *what)
 {
-    test_next_case();
     for (int i = 0; i < path_count; i++) {
         bool coopmat = is_coopmat(&paths[i]);
-        if (!path_takes(&paths[i], dt) || !test_path_runs(paths, path_count, i))
+        if (!path_takes(&paths[i], dt))
             continue;
         char name[192], pn[64];
         snprintf(name, sizeof name, "%s (%s)", what, path_name(&paths[i], pn, sizeof pn));
@@ -798,6 +808,20 @@ static void expect_paths(test_env *env, const var_path *paths, int path_count,
             fail_msg("%s: %s", name, vkattn_last_error(env->gpu));
         expect_close(name, o, coopmat ? coopmat_p_rounding + 1e-5 : 1e-5, 0.0, NULL);
     }
+}
+
+/* The paths of `paths` (at most 16) whose turn it is (test_path_runs) into
+ * `chosen`, after test_next_case(): a sweep's calls on one shape, dtype and
+ * set of variants share their pipelines, so they take a turn together. */
+static int paths_in_turn(const var_path *paths, int count, var_path *chosen)
+{
+    assert_true(count <= 16);
+    test_next_case();
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (test_path_runs(paths, count, i))
+            chosen[n++] = paths[i];
+    return n;
 }
 
 static void nonfinite_sweep(test_env *env, const var_path *paths, int path_count);
@@ -837,7 +861,8 @@ static void nonfinite_workgroup(void);
  * buffer 1) or 17 (the third, buffer 0 again) of 24, causal with 16 rows, so
  * that row 0, or rows 0-8, may not see it: a flag read from the wrong buffer's
  * words sends the tile to the block product, whose zero weights turn it into
- * NaN for them. */
+ * NaN for them. Each tuning and dtype takes a turn of key splits
+ * (paths_in_turn). */
 static void nonfinite_buffers(const var_path *paths, int path_count)
 {
     static const char *tunings[] = {
@@ -854,7 +879,9 @@ static void nonfinite_buffers(const var_path *paths, int path_count)
             test_env_destroy(env);
             continue;
         }
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < 2; t++) {
+            var_path chosen[16];
+            int chosen_count = paths_in_turn(paths, path_count, chosen);
             for (int ki = 0; ki < 2; ki++)
                 for (int vi = 0; vi < 2; vi++) {
                     rng r = {(uint64_t)(70 + 4 * ki + vi)};
@@ -873,9 +900,10 @@ static void nonfinite_buffers(const var_path *paths, int path_count)
                     snprintf(what, sizeof what, "%s in V at key %lld of 24, %s, %s",
                              vi ? "NaN" : "Inf", (long long)keys[ki], t ? "bf16" : "f16",
                              tunings[ti]);
-                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dtypes[t], what);
+                    expect_paths(env, chosen, chosen_count, d, &q, &k, &v, &o, dtypes[t], what);
                     pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
                 }
+        }
         test_env_destroy(env);
     }
     assert_int_equal(unsetenv("VKATTN_COOPMAT_EMULATED_SHAPE"), 0);
@@ -1026,11 +1054,14 @@ static void nonfinite_sweep_types(test_env *env, const var_path *paths, int path
 {
     /* 8 query rows (2 heads on 1 kv head: 16 rows, the decode kernel's most)
      * against 12 keys, bottom-right aligned; b = 1 has kv_len 7; the window
-     * keeps the last 5 keys of each row. */
+     * keeps the last 5 keys of each row. Each dtype, windowed or not, takes
+     * a turn of key splits (paths_in_turn). */
     static const int32_t lens[2] = {12, 7};
     const float values[2] = {NAN, INFINITY};
     for (int t = 0; t < dtype_count; t++)
-    for (int windowed = 0; windowed < 2; windowed++)
+    for (int windowed = 0; windowed < 2; windowed++) {
+        var_path chosen[16];
+        int chosen_count = paths_in_turn(paths, path_count, chosen);
         for (int which = 0; which < 3; which++)          /* Q, K, V */
             for (int vi = 0; vi < 2; vi++)
                 for (int at = 0; at < 4; at++) {
@@ -1067,10 +1098,11 @@ static void nonfinite_sweep_types(test_env *env, const var_path *paths, int path
                     snprintf(what, sizeof what, "%s in %c at row %lld%s%s", vi ? "Inf" : "NaN",
                              "QKV"[which], (long long)row, windowed ? ", window 4" : "",
                              dt == F16 ? ", f16" : dt == BF16 ? ", bf16" : "");
-                    expect_paths(env, paths, path_count, d, &q, &k, &v, &o, dt, what);
+                    expect_paths(env, chosen, chosen_count, d, &q, &k, &v, &o, dt, what);
                     pair_destroy(&q), pair_destroy(&k), pair_destroy(&v), pair_destroy(&o);
                     i32_pair_destroy(&kv);
                 }
+    }
 }
 
 /* Whole keys of NaN (every element of K and V): key 15, which the first
