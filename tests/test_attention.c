@@ -838,11 +838,12 @@ static void run_range_paths(test_env *env, const at_path *paths, int npaths, con
     }
 }
 
-/* One context, tuned (`tuning`, "" for the planners' own choices): every
- * pattern, causal or not, each tiling (a tuned context only the coopmat
- * kernel's small tiling and its real build: lavapipe takes minutes to compile
- * two stages tiled as on a GPU). */
-static void run_range_cases(const char *tuning)
+/* One context, tuned (`tuning`, "" for the planners' own choices): both
+ * patterns, one causal and one not in turns over the contexts (`repeat` 0 or
+ * 1: test_case_turn; each pattern meets both over two contexts), each tiling
+ * (a tuned context only the coopmat kernel's small tiling and its real build:
+ * lavapipe takes minutes to compile two stages tiled as on a GPU). */
+static void run_range_cases(const char *tuning, unsigned repeat)
 {
     bool tuned = tuning[0] != '\0', bf16_matrices = strstr(tuning, "bf16=2") != NULL;
     test_env *env = test_env_tuned(tuning);
@@ -892,6 +893,8 @@ static void run_range_cases(const char *tuning)
         assert_int_equal(vkattn_tensor_upload(v.gpu, v.host, F32), VKATTN_OK);
         assert_int_equal(vkattn_tensor_upload(v.cpu, v.host, F32), VKATTN_OK);
         for (int causal = 0; causal < 2; causal++) {
+            if (!test_case_turn((size_t)(pattern + causal), repeat, 2))
+                continue;
             vkattn_attention_desc d = {.causal = causal, .mask = pattern ? mask.cpu : NULL};
             assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
             for (size_t e = 0; e < o.count; e++) {
@@ -919,7 +922,7 @@ static void run_range_cases(const char *tuning)
                          "ab"[pattern], causal ? ", causal" : "",
                          tiling == 1 ? "gpu 4x16x16" : "default", tuned ? ", tuned " : "",
                          tuning);
-                int alternate = (pattern + causal + tiling + tuned) % 2;
+                int alternate = (pattern + tiling + tuned) % 2;  /* both paths in every context */
                 const at_path *paths = tiling == 2   ? coopmat_device_paths
                                        : tiling == 3 ? &workgroup_emulated_paths[alternate]
                                        : tiling == 4 ? workgroup_device_paths
@@ -943,14 +946,14 @@ static void run_range_cases(const char *tuning)
 static void test_coopmat_bf16_range(void **state)
 {
     (void)state;
-    run_range_cases("");
-    run_range_cases("coopmat_emulated.stages=2,coopmat.stages=2");
+    run_range_cases("", 0);
+    run_range_cases("coopmat_emulated.stages=2,coopmat.stages=2", 1);
     /* two buffers: two stages, the exponents in rotating slots, each tile's
      * V unit computed a step before the tile's P V uses it */
-    run_range_cases("coopmat_emulated.buffers=2,coopmat.buffers=2");
+    run_range_cases("coopmat_emulated.buffers=2,coopmat.buffers=2", 0);
     /* bf16 matrices: nothing converted, so V far past f16's range must reach
      * the products as it is; P rounded to bf16 */
-    run_range_cases("coopmat_emulated.bf16=2,coopmat.bf16=2");
+    run_range_cases("coopmat_emulated.bf16=2,coopmat.bf16=2", 1);
 }
 
 /* The real cooperative-matrix kernel on the same shapes, where the device has
