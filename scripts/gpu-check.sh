@@ -396,9 +396,6 @@ check() {
     tests_by=$(step_budget "$test_deadline" 170)
     [ "$tests_by" -gt 0 ] || tests_by=1  # run_tests.py takes 0 as no deadline
     say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${tests_by} s"
-    # Every sweep in every way it names (CI on lavapipe takes key splits and
-    # repeats in turns, tests/test_util.h): a GPU compiles in milliseconds.
-    VKATTN_TEST_EXHAUSTIVE=${VKATTN_TEST_EXHAUSTIVE:-1} \
     "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
         --timeout "$test_timeout" --deadline "$tests_by" --log "$out/tests.log" --link-build \
         --split-cost "$split_cost" \

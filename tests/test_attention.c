@@ -482,7 +482,7 @@ static void run_workgroup_cases(test_env *env, const at_path *paths, int npaths,
     run_bf16_cases(env, paths, npaths, repeat, repeats, r);
 }
 
-/* The emulated build, the cases in turns over three tilings (on a GPU the
+/* The emulated build, the cases in turns over three tilings (a GPU runs the
  * first alone, on every case): its CPU tiling (16 rows, 16 keys, a lane a
  * row), 32-key tiles on 2 lanes a row (workgroups of 32) and 32 rows of 2 a
  * lane (workgroups of 16), which load whole tiles of aligned keys straight
@@ -505,8 +505,7 @@ static void test_coopmat_workgroup_emulated(void **state)
                    info.type == VKATTN_DEVICE_TYPE_CPU;
         if ((t == 0 || cpu) && test_has_float16(env, &info))
             run_workgroup_cases(env, workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
-                                t < 2, (unsigned)t, cpu ? sizeof tilings / sizeof tilings[0] : 1,
-                                &r);
+                                t < 2, (unsigned)t, sizeof tilings / sizeof tilings[0], &r);
         else if (!cpu)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         test_env_destroy(env);

@@ -83,6 +83,10 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     snprintf(log->last, sizeof log->last, "%s", msg);
 }
 
+/* The type of the last GPU context's device: 1 a CPU (lavapipe), 0 a GPU, -1
+ * none yet. */
+static int device_is_cpu = -1;
+
 test_env *test_env_create(void)
 {
     test_env *env = calloc(1, sizeof *env);
@@ -110,6 +114,7 @@ test_env *test_env_create(void)
     assert_int_equal(s, VKATTN_OK);
     vkattn_device_info info;
     assert_int_equal(vkattn_context_info(env->gpu, &info), VKATTN_OK);
+    device_is_cpu = info.type == VKATTN_DEVICE_TYPE_CPU;
     const char *allow = getenv("VKATTN_TEST_ALLOW_NO_VALIDATION");
     if (!info.validation_enabled && !(allow && strcmp(allow, "1") == 0))
         fail_msg("the Khronos validation layer is not active (install vulkan-validationlayers, "
@@ -234,7 +239,9 @@ int test_env_teardown(void **state)
 bool test_exhaustive(void)
 {
     const char *e = getenv("VKATTN_TEST_EXHAUSTIVE");
-    return e && strcmp(e, "1") == 0;
+    if (e && *e)
+        return strcmp(e, "1") == 0;
+    return device_is_cpu == 0;
 }
 
 /* The turn, and whether the case before took one: a case that held no

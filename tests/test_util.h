@@ -82,11 +82,11 @@ typedef struct test_path {
     uint32_t kv_splits;
 } test_path;
 
-/* Whether VKATTN_TEST_EXHAUSTIVE=1: every sweep runs each of its cases in
- * every way it names (scripts/gpu-check.sh, where a GPU's driver compiles a
- * pipeline in milliseconds). Otherwise the sweeps take turns where noted: on
- * lavapipe each new pipeline costs a second or more of LLVM, nearly all of
- * the suite's time, and CI has two cores. */
+/* Whether every sweep runs each of its cases in every way it names: on a GPU,
+ * whose driver compiles a pipeline in milliseconds, or where
+ * VKATTN_TEST_EXHAUSTIVE=1 (0: never). On a CPU device (lavapipe) the sweeps
+ * take turns where noted: each new pipeline costs a second or more of LLVM
+ * there, nearly all of the suite's time, and CI has two cores. */
 bool test_exhaustive(void);
 
 /* Key splits in turns. A fused kernel forced with whole rows of keys

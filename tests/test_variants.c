@@ -558,7 +558,7 @@ static void test_coopmat_register_variants(void **state)
 
 /* Every score and layout variant case on the workgroup-scope coopmat kernel's
  * emulated build in f16 with 1 and 3 splits (in turns), the cases in turns
- * over three tilings (test_case_turn; on a GPU the first alone, on every
+ * over three tilings (test_case_turn; a GPU runs the first alone, on every
  * case): its CPU tiling (16 rows, 16 keys, a lane a row), 8-key tiles on 4
  * lanes a row (workgroups of 64) and 32 rows of 4 a lane (workgroups of 8),
  * so that tiles are loaded straight from the buffers and staged, and the
@@ -593,7 +593,7 @@ static void test_coopmat_workgroup_variants(void **state)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         if ((t == 0 || cpu) && test_has_float16(env, &info)) {
             bool real = t == 0 && test_workgroup_scope(env);
-            unsigned repeats = cpu ? sizeof tilings / sizeof tilings[0] : 1;
+            unsigned repeats = sizeof tilings / sizeof tilings[0];
             size_t turn = 0;   /* the cases so far, for their turns */
             for (int layout = 0; layout < 2; layout++) {
                 const var_case *cases = layout ? layout_cases : score_cases;
