@@ -36,6 +36,14 @@
 #   --allow-cpu        accept a CPU Vulkan device (lavapipe); also VKATTN_GPU_CHECK_ALLOW_CPU=1
 #   --device N         this index of `vkattn devices` instead of the first GPU
 #   --tests REGEX      only the tests whose names match (default: all)
+#   --exhaustive-tests every sweep runs each case every way it names (key splits,
+#                      tilings, tunings, dtypes; VKATTN_TEST_EXHAUSTIVE=1, what
+#                      ctest does on a GPU). Without it the sweeps take turns as
+#                      in CI (tests/test_util.h; every case on every kernel, the
+#                      ways shared out): the tests share this one command with
+#                      the bench, SDPA and the sweep, and on the H200 (fourth
+#                      check, every way) they took 319 s, leaving the sweep 48 s
+#                      and the KHR build's attention test too little (43 s)
 #   --no-tests         skip step 3
 #   --bench-args ARGS  vkattn-bench's options instead of "--gpu" (one string)
 #   --out DIR          results folder (default bench/results/<device name>)
@@ -73,7 +81,8 @@
 #                      check left in the results folder (its README.md is kept):
 #                      a session's second command, about 4 minutes
 # Environment: VKATTN_BUILD_DIR (default build), PYTHON (default python3; the
-# one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1.
+# one with torch), VKATTN_GPU_CHECK_ALLOW_CPU=1,
+# VKATTN_TEST_EXHAUSTIVE=1 (the same as --exhaustive-tests).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -81,10 +90,10 @@ build=${VKATTN_BUILD_DIR:-build}
 build_abs=$(cd "$build" 2>/dev/null && pwd) || { echo "gpu-check: no build folder $build" >&2; exit 1; }
 python=${PYTHON:-python3}
 allow_cpu=${VKATTN_GPU_CHECK_ALLOW_CPU:-0}
-device_index="" tests_regex="" run_tests=1 bench_args="--gpu" out="" jobs="" test_timeout=330 test_deadline=340 split_cost=100
+device_index="" tests_regex="" run_tests=1 exhaustive_tests=${VKATTN_TEST_EXHAUSTIVE:-0} bench_args="--gpu" out="" jobs="" test_timeout=330 test_deadline=340 split_cost=100
 tune=0 tune_budget=200 deadline=570 tune_skipped="" archive=""
 invocation="bash scripts/gpu-check.sh$(printf ' %q' "$@")"
-for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU; do
+for v in PYTHON VKATTN_BUILD_DIR VKATTN_GPU_CHECK_ALLOW_CPU VKATTN_TEST_EXHAUSTIVE; do
   [ -n "${!v-}" ] && invocation="$v=$(printf '%q' "${!v}") $invocation"
 done
 while [ $# -gt 0 ]; do
@@ -93,6 +102,7 @@ while [ $# -gt 0 ]; do
     --device) device_index=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --no-tests) run_tests=0 ;;
+    --exhaustive-tests) exhaustive_tests=1 ;;
     --bench-args) bench_args=$2; shift ;;
     --out) out=$2; shift ;;
     --jobs) jobs=$2; shift ;;
@@ -395,8 +405,9 @@ check() {
   if [ "$run_tests" = 1 ]; then
     tests_by=$(step_budget "$test_deadline" 170)
     [ "$tests_by" -gt 0 ] || tests_by=1  # run_tests.py takes 0 as no deadline
-    say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${tests_by} s"
-    "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
+    say "tests: $jobs at a time, each at most ${test_timeout} s, all within ${tests_by} s$(
+      [ "$exhaustive_tests" = 1 ] && echo ", every case every way" || echo ", sweeps in turns")"
+    VKATTN_TEST_EXHAUSTIVE=$exhaustive_tests "$python" scripts/run_tests.py --build "$build_abs" --source "$root" --jobs "$jobs" \
         --timeout "$test_timeout" --deadline "$tests_by" --log "$out/tests.log" --link-build \
         --split-cost "$split_cost" \
         ${tests_regex:+--include "$tests_regex"} | tee "$work/tests.txt"
