@@ -505,7 +505,8 @@ static void test_coopmat_workgroup_emulated(void **state)
                    info.type == VKATTN_DEVICE_TYPE_CPU;
         if ((t == 0 || cpu) && test_has_float16(env, &info))
             run_workgroup_cases(env, workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
-                                t < 2, (unsigned)t, sizeof tilings / sizeof tilings[0], &r);
+                                t < 2, (unsigned)t, cpu ? sizeof tilings / sizeof tilings[0] : 1,
+                                &r);
         else if (!cpu)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         test_env_destroy(env);

@@ -593,7 +593,8 @@ static void test_coopmat_workgroup_variants(void **state)
             print_message("not run on a GPU: the tiling %s\n", tilings[t]);
         if ((t == 0 || cpu) && test_has_float16(env, &info)) {
             bool real = t == 0 && test_workgroup_scope(env);
-            unsigned repeats = sizeof tilings / sizeof tilings[0];
+            /* A GPU runs the first tiling alone: every case, turns or not. */
+            unsigned repeats = cpu ? sizeof tilings / sizeof tilings[0] : 1;
             size_t turn = 0;   /* the cases so far, for their turns */
             for (int layout = 0; layout < 2; layout++) {
                 const var_case *cases = layout ? layout_cases : score_cases;
