@@ -5,9 +5,11 @@
 // and add nothing), the sink logit joining the denominator (attention_variants.glsl).
 // A row with no allowed key at all gives zeros.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint DV = 64;
 layout(constant_id = 2) const bool VEC4 = true;  // DV % 4 == 0: vec4 stores
 // Invocations that share one column's splits (a column: a row's four output
@@ -66,8 +68,8 @@ void main()
     uint g = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     Sequence seq = sequence(b);
     uint rows = p.group * seq.Tq;
-    uint lane = gl_LocalInvocationID.x / COLUMNS;
-    uint column = gl_WorkGroupID.x * COLUMNS + gl_LocalInvocationID.x % COLUMNS;
+    uint lane = invocation_index() / COLUMNS;
+    uint column = gl_WorkGroupID.x * COLUMNS + invocation_index() % COLUMNS;
     uint r = column / DV4, d4 = column % DV4;
     if (gl_WorkGroupID.x * COLUMNS >= rows * DV4)
         return; // the whole workgroup: no barrier is left waiting
@@ -107,15 +109,15 @@ void main()
         }
     }
     if (SPLIT_LANES > 1) {
-        lane_m[gl_LocalInvocationID.x] = M;
-        lane_l[gl_LocalInvocationID.x] = L;
-        lane_o[gl_LocalInvocationID.x] = acc;
+        lane_m[invocation_index()] = M;
+        lane_l[invocation_index()] = L;
+        lane_o[invocation_index()] = acc;
         memoryBarrierShared();
         barrier();
         if (lane != 0)
             return;
         for (uint k = 1; k < SPLIT_LANES; k++) {
-            uint j = k * COLUMNS + gl_LocalInvocationID.x;
+            uint j = k * COLUMNS + invocation_index();
             merge(M, L, acc, lane_m[j], lane_l[j], lane_o[j]);
         }
     }

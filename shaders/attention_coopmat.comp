@@ -62,6 +62,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;                 // (BR / RS) * SG_SIZE
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint BR = 64;     // query rows per workgroup, a multiple of RS
 layout(constant_id = 2) const uint BC = 32;     // keys per tile, a multiple of MM, MN and MK
 layout(constant_id = 3) const uint D = 64;
@@ -452,7 +453,7 @@ uvec2 hold_rows(Job job)
 // largest exponents first), which their held rows' q_factor undoes.
 void load_q(Job job)
 {
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     if (Q_BF16) {
         for (uint r = tid; r < BR; r += WG)
             q_exponent[r] = 0;
@@ -508,7 +509,7 @@ uint v_next_exponent()
 // Two stages: the tile of keys from t into k_next and v_next.
 void load_next_tile(Job job, uint t, uint block_limit)
 {
-    uint tid = gl_LocalInvocationIndex, b = job.b;
+    uint tid = invocation_index(), b = job.b;
     Sequence seq = job.seq;
     LOAD_TILE(k_next, K_LOADS, t, k16, k16x8, job.k_base, p.k_ss, D, DP, job.k_aligned8)
     LOAD_TILE(v_next, V_LOADS, t, v16, v16x8, job.v_base, p.v_ss, DV, DVP, job.v_aligned8)
@@ -520,7 +521,7 @@ void load_next_tile(Job job, uint t, uint block_limit)
 // stages, the next tile into registers.
 void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int v_top)
 {
-    uint tid = gl_LocalInvocationIndex, b = job.b;
+    uint tid = invocation_index(), b = job.b;
     Sequence seq = job.seq;
     barrier();  // every subgroup is done with the previous tile (and with Q)
     if (!REGISTER_STAGING && ANY_BF16) {   // as they are; bf16 converted below
@@ -581,7 +582,7 @@ void stage_tile(Job job, uint t0, uint block_limit, inout int v_unit, inout int 
 // or with one stage staged straight from memory.
 void stage_ahead(Job job, uint n, uint t0, uint block_limit, inout int v_unit, inout int v_top)
 {
-    uint tid = gl_LocalInvocationIndex, b = job.b;
+    uint tid = invocation_index(), b = job.b;
     Sequence seq = job.seq;
     bool ahead = t0 < block_limit;  // alike in the workgroup
     uint kv_buffer = (n + 1) & 1u, slot = (n + 1) % EXPONENT_SLOTS;
@@ -934,9 +935,9 @@ void main()
     uvec2 block_keys = rows_keys(job.seq, job.first, min(job.first + BR, job.rows) - 1,
                                  job.key_begin, job.key_end);
     uint block_limit = block_keys.y;
-    job.row0 = gl_SubgroupID * RS;
-    job.slice = gl_SubgroupID * S_SLICE;
-    job.p_slice = gl_SubgroupID * P_SLICE;
+    job.row0 = subgroup_index() * RS;
+    job.slice = subgroup_index() * S_SLICE;
+    job.p_slice = subgroup_index() * P_SLICE;
     job.k_base = job.b * p.k_sb + job.g * p.k_sh;
     job.v_base = job.b * p.v_sb + job.g * p.v_sh;
     job.k_aligned8 = ((job.k_base | p.k_ss) & 7u) == 0u;
@@ -952,7 +953,7 @@ void main()
         map_accumulator_cells(job.slice);
     uvec2 all_keys = hold_rows(job);
 
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     MATRIX_UNROLL for (uint j = 0; j < OA * ROW_TILES; j++)
         ACC_ZERO(o_acc, j);
     for (uint w = tid; w < 4 * BUFFERS; w += WG)

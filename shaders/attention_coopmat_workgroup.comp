@@ -56,6 +56,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "invocation_order.glsl"  // after the workgroup size it reads
 // Matrix sides each from a constant of its own: the KHR rewrite gives every
 // matrix type one use, and types are alike when their sizes are the same
 // constants (coopmat_workgroup.glsl).
@@ -216,14 +217,14 @@ float lane_scores[LANE_CHUNKS * PACK];
 // Which of the LPR parts of its row's chunks this invocation takes.
 uint row_part()
 {
-    return gl_LocalInvocationIndex % LPR;
+    return invocation_index() % LPR;
 }
 
 // Fills held_rows and held, and narrows keys_all to the keys each of them may
 // see (none where a row is past the problem).
 void hold_rows(Job job)
 {
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     [[unroll]] for (uint pass = 0; pass < HELD; pass++) {
         held_rows[pass] = min(pass * ROWS_AT_ONCE + tid / LPR, BR - 1);
         uint row = job.first + held_rows[pass];
@@ -248,7 +249,7 @@ void hold_rows(Job job)
 // rows' q_factor undoes.
 void load_q(Job job)
 {
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     if (Q_BF16) {
         for (uint r = tid; r < BR; r += WG)
             q_exponent[r] = 0;
@@ -278,7 +279,7 @@ void load_q(Job job)
 // raised in v_exponent[0].
 void scan_v_exponent(Job job, uint t0, uint block_limit)
 {
-    uint tid = gl_LocalInvocationIndex, top = 0u, src = ABLATE_LOADS ? 0u : t0;
+    uint tid = invocation_index(), top = 0u, src = ABLATE_LOADS ? 0u : t0;
     for (uint e = tid; e < BC * ((DV + PACK - 1) / PACK); e += WG) {
         uint c = e / ((DV + PACK - 1) / PACK), d = e % ((DV + PACK - 1) / PACK) * PACK;
         if (t0 + c < block_limit) {
@@ -300,7 +301,7 @@ void scan_v_exponent(Job job, uint t0, uint block_limit)
 // staging (DIRECT: DV is a multiple of PACK, rows 8-element aligned).
 void scan_v_tile(Job job, uint t0)
 {
-    uint tid = gl_LocalInvocationIndex, nonfinite = 0u, src = ABLATE_LOADS ? 0u : t0;
+    uint tid = invocation_index(), nonfinite = 0u, src = ABLATE_LOADS ? 0u : t0;
     for (uint e = tid; e < BC * DV / PACK; e += WG) {
         uint c = e / (DV / PACK), d = e % (DV / PACK) * PACK;
         uint first = job.v_base + key_row(job.b, job.seq, src + c) * p.v_ss + d;
@@ -329,7 +330,7 @@ bool direct_tile(Job job, uint t0)
 void compute_scores(Job job, uint t0, uint block_limit, bool direct, bool scan,
                     inout int v_unit, inout int v_top)
 {
-    uint tid = gl_LocalInvocationIndex, b = job.b;
+    uint tid = invocation_index(), b = job.b;
     Sequence seq = job.seq;
     WG_FILL(s_acc, BR, BC, 0.0);
     if (direct) {
@@ -397,7 +398,7 @@ float row_scores(uint r, Row w, uint b, uint t0, bool ranged)
 // row_factor, rescale_tile raised where one is not 1.
 void softmax(Job job, uint t0, bool every_key, float unit_factor)
 {
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     [[unroll]] for (uint pass = 0; pass < (ABLATE_SOFTMAX ? 0 : HELD); pass++) {
         uint r = held_rows[pass];
         Row w = held[pass];
@@ -587,7 +588,7 @@ void main()
     job.k_aligned8 = ((job.k_base | p.k_ss) & 7u) == 0u;
     job.v_aligned8 = ((job.v_base | p.v_ss) & 7u) == 0u;
     // (names coopmat_tile_staging.glsl's macros expand with)
-    uint tid = gl_LocalInvocationIndex, b = job.b;
+    uint tid = invocation_index(), b = job.b;
     Sequence seq = job.seq;
 
     if (tid < 4) {

@@ -29,6 +29,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;                // SPLITS_PER_WORKGROUP * SG
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint SG = 32;     // the smallest subgroup size the pipeline may get
 layout(constant_id = 2) const uint RM = 4;      // packed query rows per problem, at most
 layout(constant_id = 3) const uint D = 128;
@@ -261,7 +262,7 @@ void main()
     Sequence seq = sequence(b);
     uint rows = min(p.group * seq.Tq, RM);
 
-    for (uint e = gl_LocalInvocationIndex; e < RM * D4; e += WG) {
+    for (uint e = invocation_index(); e < RM * D4; e += WG) {
         uint r = e / D4, d4 = e % D4;
         vec4 x = vec4(0.0);
         if (r < rows) {
@@ -279,6 +280,6 @@ void main()
 
     uint first = gl_WorkGroupID.x * SPLITS_PER_WORKGROUP;
     uint end = min(p.splits, first + SPLITS_PER_WORKGROUP);
-    for (uint split = first + gl_SubgroupID; split < end; split += gl_NumSubgroups)
+    for (uint split = first + subgroup_index(); split < end; split += gl_NumSubgroups)
         attend_split(b, g, seq, rows, split);
 }

@@ -28,6 +28,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;                // BR * TPR
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint TPR = 4;     // invocations per row: a power of 2 <= subgroup
 layout(constant_id = 2) const uint BC = 32;     // keys per tile
 layout(constant_id = 3) const uint D = 64;
@@ -113,7 +114,7 @@ void main()
         block = blocks - 1 - block;
     if (block * BR * TM >= rows)
         return;  // past this sequence's rows (packed sequences): the whole workgroup
-    uint tid = gl_LocalInvocationIndex, lane = tid % TPR;
+    uint tid = invocation_index(), lane = tid % TPR;
     uint first_row = block * BR * TM + tid / TPR * TM;  // this invocation's TM rows
 
     // The keys of this split that each row, and any row of the block, may see.

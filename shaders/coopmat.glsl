@@ -117,6 +117,7 @@
 #endif
 
 #include "packed_f16.glsl"
+#include "invocation_order.glsl"
 
 void subgroup_shared_sync()
 {
@@ -139,8 +140,8 @@ float emulated_operand(float16_t x)
     shared float NAME[(SUBGROUPS) * (COUNT) * MM * MN];
 // In a kernel's poison_shared() (poison_shared.glsl): NaN in each element.
 #define MATRIX_POISON(NAME) POISON_HALVES(NAME)
-#define A_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MK)
-#define ACC_BASE_(NAME, I) ((gl_SubgroupID * NAME##_count + (I)) * MM * MN)
+#define A_BASE_(NAME, I) ((subgroup_index() * NAME##_count + (I)) * MM * MK)
+#define ACC_BASE_(NAME, I) ((subgroup_index() * NAME##_count + (I)) * MM * MN)
 #define A_LOAD(NAME, I, SRC, OFF, STRIDE)                                                       \
     {                                                                                           \
         subgroup_shared_sync(); /* lanes may still be reading the operand it replaces */        \

@@ -21,6 +21,7 @@
 // k is cell i + k * invocations): that run tests this code and the host's
 // reading.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifndef COOPMAT_EMULATED
@@ -55,7 +56,7 @@ void poison_shared()
 void main()
 {
     poison_shared();
-    uint invocation = gl_LocalInvocationIndex;
+    uint invocation = invocation_index();
     for (uint e = invocation; e < ROWS * COLS; e += gl_WorkGroupSize.x)
         indices[e] = float(e);     // exact: ROWS * COLS <= 2^24
     barrier();

@@ -77,11 +77,11 @@ void poison_shared()
 void main()
 {
     poison_shared();
-    uint lane = gl_SubgroupInvocationID, sub = gl_SubgroupID;
+    uint lane = gl_SubgroupInvocationID, sub = subgroup_index();
     uint sixteenth = packHalf2x16(vec2(0.0625));
-    for (uint w = gl_LocalInvocationID.x; w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)
+    for (uint w = invocation_index(); w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)
         a_halves[w / 4u][w % 4u] = sixteenth;
-    for (uint w = gl_LocalInvocationID.x; w < b_halves.length() * 4u; w += gl_WorkGroupSize.x)
+    for (uint w = invocation_index(); w < b_halves.length() * 4u; w += gl_WorkGroupSize.x)
         b_halves[w / 4u][w % 4u] = sixteenth;
     barrier();
     A_LOAD(a, 0, a_halves, 0, MK);

@@ -29,6 +29,7 @@
 // exact in f32), so that no product goes unused. Built also with
 // COOPMAT_EMULATED, where it tests this code and the host's check, not a rate.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifndef COOPMAT_EMULATED
@@ -89,9 +90,9 @@ void main()
 {
     poison_shared();
     uint sixteenth = packHalf2x16(vec2(0.0625));
-    for (uint w = gl_LocalInvocationIndex; w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)
+    for (uint w = invocation_index(); w < a_halves.length() * 4u; w += gl_WorkGroupSize.x)
         a_halves[w / 4u][w % 4u] = sixteenth;
-    for (uint w = gl_LocalInvocationIndex; w < b_halves.length() * 4u; w += gl_WorkGroupSize.x)
+    for (uint w = invocation_index(); w < b_halves.length() * 4u; w += gl_WorkGroupSize.x)
         b_halves[w / 4u][w % 4u] = sixteenth;
     barrier();
     WG_LOAD(a, M, K, a_halves, 0, K, false);

@@ -57,6 +57,7 @@
 // invocation); an accumulator's element e belongs to invocation
 // e % gl_WorkGroupSize.x in every operation, so accumulators need none.
 #include "packed_f16.glsl"
+#include "invocation_order.glsl"
 
 #ifdef COOPMAT_EMULATED
 #define WG_A(NAME, R, C) shared float16_t NAME[(R) * (C)];
@@ -65,7 +66,7 @@
 // In a kernel's poison_shared() (poison_shared.glsl): NaN in each element.
 #define WG_POISON(NAME) POISON_HALVES(NAME)
 #define WG_EACH_(COUNT, E, BODY)                                                                \
-    for (uint E = gl_LocalInvocationIndex; E < (COUNT); E += gl_WorkGroupSize.x) {              \
+    for (uint E = invocation_index(); E < (COUNT); E += gl_WorkGroupSize.x) {              \
         BODY                                                                                    \
     }
 #define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \
@@ -92,7 +93,7 @@
         WG_EACH_((R) * (C), e_, uint at_ = (OFF) + e_ / (C) * (STRIDE) + e_ % (C);              \
                  DST[at_ / 4u][at_ % 4u] = floatBitsToUint(NAME[e_]);)                          \
     }
-#define WG_ELEMENT(NAME, R, C, K) NAME[gl_LocalInvocationIndex + (K) * gl_WorkGroupSize.x]
+#define WG_ELEMENT(NAME, R, C, K) NAME[invocation_index() + (K) * gl_WorkGroupSize.x]
 #define WG_FILL(NAME, R, C, VALUE) { WG_EACH_((R) * (C), e_, NAME[e_] = (VALUE);) }
 #define WG_MMA(D, A, B, M, N, K)                                                                \
     {                                                                                           \

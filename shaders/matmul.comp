@@ -9,9 +9,11 @@
 // words and write neighbouring outputs. Any M, N, K: loads past the edge read
 // zero and stores past it are skipped. One batch per gl_WorkGroupID.z.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;   // (BM / TM) * (BN / TN)
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint BM = 64;
 layout(constant_id = 2) const uint BN = 64;
 layout(constant_id = 3) const uint BK = 16;
@@ -59,7 +61,7 @@ void main()
     const uint WG = (BM / TM) * (BN / TN);
     const uint threads_n = BN / TN;
     const uint threads_m = BM / TM;
-    uint tid = gl_LocalInvocationIndex;
+    uint tid = invocation_index();
     uint tr = tid / threads_n;
     uint tc = tid % threads_n;
     uint batch = gl_WorkGroupID.z + p.batch_base;

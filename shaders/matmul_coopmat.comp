@@ -38,6 +38,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "invocation_order.glsl"  // after the workgroup size it reads
 layout(constant_id = 1) const uint BM = 64;     // (SUBGROUPS / GRID_COLUMNS) * ROW_BLOCKS * MM
 layout(constant_id = 2) const uint BN = 64;     // GRID_COLUMNS * COLUMN_BLOCKS * MN, a multiple of 8
 layout(constant_id = 3) const uint BK = 32;     // a multiple of MK and of 8
@@ -107,7 +108,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
 // One stage: the slab straight into TILE.
 #define STAGE_SLAB(TILE, STRIDE, ROWS, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
                    COL0, COL_LIMIT)                                                             \
-    for (uint e = gl_LocalInvocationIndex; e < (ROWS) * (WIDTH) / PACK; e += WG) {              \
+    for (uint e = invocation_index(); e < (ROWS) * (WIDTH) / PACK; e += WG) {              \
         uvec4 words;                                                                             \
         SLAB_WORDS(words, e, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT, COL0,       \
                    COL_LIMIT)                                                                   \
@@ -118,7 +119,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
 #define LOAD_SLAB(WORDS, LOADS, ROWS, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
                   COL0, COL_LIMIT)                                                              \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                          \
-        uint e = gl_LocalInvocationIndex + i_ * WG;                                             \
+        uint e = invocation_index() + i_ * WG;                                             \
         WORDS[i_] = uvec4(0);                                                                   \
         if (e < (ROWS) * (WIDTH) / PACK)                                                        \
             SLAB_WORDS(WORDS[i_], e, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
@@ -126,7 +127,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
     }
 #define STORE_SLAB(TILE, STRIDE, WORDS, LOADS, ROWS, WIDTH)                                     \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                          \
-        uint e = gl_LocalInvocationIndex + i_ * WG;                                             \
+        uint e = invocation_index() + i_ * WG;                                             \
         if (e < (ROWS) * (WIDTH) / PACK)                                                        \
             TILE[SLAB_AT(e, WIDTH, STRIDE)] = WORDS[i_];                                        \
     }
@@ -156,8 +157,8 @@ void main()
     uint a_base = p.a_offset + batch * p.a_batch_stride;
     uint b_base = p.b_offset + (batch / p.b_group) * p.b_batch_stride;
     // This subgroup's first row and column within the block.
-    uint sub_row = gl_SubgroupID / GRID_COLUMNS * ROW_BLOCKS * MM;
-    uint sub_col = gl_SubgroupID % GRID_COLUMNS * COLUMN_BLOCKS * MN;
+    uint sub_row = subgroup_index() / GRID_COLUMNS * ROW_BLOCKS * MM;
+    uint sub_col = subgroup_index() % GRID_COLUMNS * COLUMN_BLOCKS * MN;
 
     MATRIX_UNROLL for (uint i = 0; i < ROW_BLOCKS * COLUMN_BLOCKS; i++)
         ACC_ZERO(acc, i);
@@ -211,7 +212,7 @@ void main()
     // Each accumulator through this subgroup's c_block: alpha, the bias, and
     // the edges of C.
     uint c_base = p.c_offset + batch * p.c_batch_stride;
-    uint slot = gl_SubgroupID * MM * MN;   // its c_block
+    uint slot = subgroup_index() * MM * MN;   // its c_block
     MATRIX_UNROLL for (uint i = 0; i < ROW_BLOCKS * COLUMN_BLOCKS; i++) {
         ACC_STORE(acc, i, c_block, slot, MN);
         subgroup_shared_sync();

@@ -2,14 +2,16 @@
 // Masked softmax, one row per workgroup, tree reductions in shared memory: for
 // devices without subgroup arithmetic. WORKGROUP_SIZE must be a power of two.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "invocation_order.glsl"  // after the workgroup size it reads
 #define WORKGROUP_SIZE gl_WorkGroupSize.x
 
 shared float partial[WORKGROUP_SIZE];
 
-#define ROW_LANE gl_LocalInvocationIndex
+#define ROW_LANE invocation_index()
 #define ROW_LANES WORKGROUP_SIZE
 
 float row_reduce(float v, bool is_max)

@@ -17,6 +17,26 @@ static void fill_cpu_info(vkattn_device_info *info)
     info->host_visible_device_memory = true;
 }
 
+/* VKATTN_SUBGROUP_ORDER=reversed|mixed (the tests): the order in which each
+ * workgroup's subgroups take their roles (shaders/invocation_order.glsl).
+ * Only on a CPU device: lavapipe runs a workgroup's subgroups in one fixed
+ * order, which this turns round; a GPU runs them in any order, and need not
+ * number its invocations by subgroup and lane, which the reversal assumes. */
+static subgroup_order subgroup_order_wanted(vkattn_context *ctx)
+{
+    const char *v = getenv("VKATTN_SUBGROUP_ORDER");
+    if (!v || ctx->info.type != VKATTN_DEVICE_TYPE_CPU)
+        return SUBGROUP_ORDER_NATURAL;
+    if (strcmp(v, "reversed") == 0)
+        return SUBGROUP_ORDER_REVERSED;
+    if (strcmp(v, "mixed") == 0)
+        return SUBGROUP_ORDER_MIXED;
+    if (strcmp(v, "natural") != 0)
+        ctx_log(ctx, VKATTN_LOG_WARNING,
+                "VKATTN_SUBGROUP_ORDER=%s: not natural, reversed or mixed; natural", v);
+    return SUBGROUP_ORDER_NATURAL;
+}
+
 static vkattn_status vulkan_init(vkattn_context *ctx, const vkattn_context_desc *desc)
 {
     vkattn_status s = desc->adopt ? vk_device_adopt(ctx, desc->adopt)
@@ -72,6 +92,7 @@ vkattn_status vkattn_context_create(const vkattn_context_desc *desc, vkattn_cont
         if (s == VKATTN_OK) {
             ctx->backend = VKATTN_BACKEND_VULKAN;
             ctx->info.backend = VKATTN_BACKEND_VULKAN;
+            ctx->subgroup_order = subgroup_order_wanted(ctx);
             ctx_log(ctx, VKATTN_LOG_INFO, "running on %s (%s %s)", ctx->info.name,
                     ctx->info.driver_name, ctx->info.driver_info);
             if (ctx->vk.caps.coopmat2) {

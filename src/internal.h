@@ -198,6 +198,18 @@ const shader_code *shader_get(shader_id id);
 /* Every pipeline's constant_id past the kernels' own: true where the context
  * poisons (vkattn_context.poison; shaders/poison_shared.glsl). */
 #define VKATTN_SPEC_POISON_SHARED VKATTN_MAX_SPEC_CONSTANTS
+/* And the next: the order of each workgroup's subgroups (subgroup_order;
+ * vkattn_context.subgroup_order, shaders/invocation_order.glsl). */
+#define VKATTN_SPEC_SUBGROUP_ORDER (VKATTN_MAX_SPEC_CONSTANTS + 1)
+/* The values of VKATTN_SPEC_SUBGROUP_ORDER; keep in sync with SUBGROUP_ORDER
+ * in shaders/invocation_order.glsl. */
+typedef enum subgroup_order {
+    SUBGROUP_ORDER_NATURAL = 0,        /* the default, and every GPU's */
+    SUBGROUP_ORDER_REVERSED = 1,       /* in every workgroup */
+    SUBGROUP_ORDER_ODD_REVERSED = 2,   /* in the workgroups of odd x + y + z */
+    SUBGROUP_ORDER_EVEN_REVERSED = 3,  /* in the others */
+    SUBGROUP_ORDER_MIXED = 4,          /* the context's setting: 2 or 3 per pipeline */
+} subgroup_order;
 /* The poison: NaN as an f32, as either f16 of a pair and as either bf16 of a
  * pair; as an integer past any index, count or exponent. Keep in sync with
  * POISON_BITS in shaders/poison_shared.glsl. */
@@ -563,6 +575,11 @@ struct vkattn_context {
      * (VKATTN_SPEC_POISON_SHARED) and every scratch tensor as scratch_get hands
      * it out, so that a read before the first write gives a wrong result. */
     bool poison;
+    /* VKATTN_SUBGROUP_ORDER (the tests, on lavapipe only): natural, reversed
+     * or mixed (half of each dispatch's workgroups reversed), so that a
+     * barrier missing between two subgroups fails there in one of the two
+     * orders, whichever way the data goes (VKATTN_SPEC_SUBGROUP_ORDER). */
+    subgroup_order subgroup_order;
     /* Scratch tensors replaced while an unreleased recording still uses them. */
     vkattn_tensor **retired;
     uint32_t retired_count, retired_capacity;

@@ -173,6 +173,25 @@ static void log_pipeline_statistics(vkattn_context *ctx, const pipeline_key *key
     }
 }
 
+/* The order of the subgroups of the pipeline of `key`
+ * (vkattn_context.subgroup_order). Mixed: the odd or the even workgroups
+ * reversed, by a hash of the key, so that a dispatch of one workgroup meets
+ * either order too; the same key gets the same order in every run. */
+static subgroup_order pipeline_subgroup_order(const vkattn_context *ctx, const pipeline_key *key)
+{
+    if (ctx->subgroup_order != SUBGROUP_ORDER_MIXED)
+        return ctx->subgroup_order;
+    uint32_t h = 2166136261u; /* FNV-1a over the key's words, then a final mix */
+    uint32_t words[2 + VKATTN_MAX_SPEC_CONSTANTS] = {(uint32_t)key->shader, key->subgroup_size};
+    memcpy(words + 2, key->spec, key->spec_count * sizeof(uint32_t));
+    for (uint32_t i = 0; i < 2 + key->spec_count; i++)
+        h = (h ^ words[i]) * 16777619u;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    return h & 1u ? SUBGROUP_ORDER_ODD_REVERSED : SUBGROUP_ORDER_EVEN_REVERSED;
+}
+
 vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out)
 {
     vk_state *vk = &ctx->vk;
@@ -196,10 +215,10 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     if (s != VKATTN_OK)
         return s;
     /* The kernel's constants, then whether the context poisons shared memory
-     * (a bool, which every kernel with shared memory declares and the others
-     * ignore). */
-    VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS + 1];
-    uint32_t values[VKATTN_MAX_SPEC_CONSTANTS + 1];
+     * (a bool) and the order of the pipeline's subgroups (a uint), which every
+     * kernel with shared memory declares and the others ignore. */
+    VkSpecializationMapEntry entries[VKATTN_MAX_SPEC_CONSTANTS + 2];
+    uint32_t values[VKATTN_MAX_SPEC_CONSTANTS + 2];
     uint32_t count = key->spec_count;
     for (uint32_t i = 0; i < count; i++) {
         entries[i] = (VkSpecializationMapEntry){i, i * sizeof(uint32_t), sizeof(uint32_t)};
@@ -209,6 +228,12 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
         entries[count] = (VkSpecializationMapEntry){VKATTN_SPEC_POISON_SHARED,
                                                     count * sizeof(uint32_t), sizeof(VkBool32)};
         values[count++] = VK_TRUE;
+    }
+    subgroup_order order = pipeline_subgroup_order(ctx, key);
+    if (order != SUBGROUP_ORDER_NATURAL) {
+        entries[count] = (VkSpecializationMapEntry){VKATTN_SPEC_SUBGROUP_ORDER,
+                                                    count * sizeof(uint32_t), sizeof(uint32_t)};
+        values[count++] = order;
     }
     VkSpecializationInfo spec = {
         .mapEntryCount = count,
