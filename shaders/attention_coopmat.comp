@@ -142,9 +142,10 @@ layout(constant_id = 21) const bool SCORES_HELD = true;
 // straight from memory, STAGES = 1, f16 only) while this one computes from
 // the other. Twice the K and V tiles' shared memory. bf16 inputs need two
 // stages: the next tile's exponents are reduced from its registers before the
-// barrier, into one of three slots (a slot is read in the step after it is
-// filled and cleared in the step after that, each apart by a barrier from
-// the slot's next filling).
+// barrier, into one of three slots: a slot is filled before a step's
+// barrier, read right after it (as that tile is stored), cleared after the
+// next step's barrier and filled again after the one after that, so each use
+// is a barrier apart from the next, which two slots would not be.
 layout(constant_id = 22) const uint BUFFERS = 1;
 // bf16 Q, K and V (BF16_INPUTS 7) on bf16 matrices (VK_KHR_shader_bfloat16;
 // the KHR build made with bf16 operand types, or the emulated build): staged
