@@ -66,7 +66,7 @@
 // In a kernel's poison_shared() (poison_shared.glsl): NaN in each element.
 #define WG_POISON(NAME) POISON_HALVES(NAME)
 #define WG_EACH_(COUNT, E, BODY)                                                                \
-    for (uint E = invocation_index(); E < (COUNT); E += gl_WorkGroupSize.x) {              \
+    for (uint E = invocation_index(); E < (COUNT); E += gl_WorkGroupSize.x) {                      \
         BODY                                                                                    \
     }
 #define WG_LOAD(NAME, R, C, SRC, OFF, STRIDE, COLUMNS)                                          \

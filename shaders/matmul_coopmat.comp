@@ -108,7 +108,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
 // One stage: the slab straight into TILE.
 #define STAGE_SLAB(TILE, STRIDE, ROWS, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
                    COL0, COL_LIMIT)                                                             \
-    for (uint e = invocation_index(); e < (ROWS) * (WIDTH) / PACK; e += WG) {              \
+    for (uint e = invocation_index(); e < (ROWS) * (WIDTH) / PACK; e += WG) {                      \
         uvec4 words;                                                                             \
         SLAB_WORDS(words, e, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT, COL0,       \
                    COL_LIMIT)                                                                   \
@@ -119,7 +119,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
 #define LOAD_SLAB(WORDS, LOADS, ROWS, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
                   COL0, COL_LIMIT)                                                              \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                          \
-        uint e = invocation_index() + i_ * WG;                                             \
+        uint e = invocation_index() + i_ * WG;                                                     \
         WORDS[i_] = uvec4(0);                                                                   \
         if (e < (ROWS) * (WIDTH) / PACK)                                                        \
             SLAB_WORDS(WORDS[i_], e, WIDTH, BUF, BUF8, ALIGNED8, BASE, LD, ROW0, ROW_LIMIT,     \
@@ -127,7 +127,7 @@ MATRIX_ACC(acc, ROW_BLOCKS * COLUMN_BLOCKS, SUBGROUPS)
     }
 #define STORE_SLAB(TILE, STRIDE, WORDS, LOADS, ROWS, WIDTH)                                     \
     [[unroll]] for (uint i_ = 0; i_ < (LOADS); i_++) {                                          \
-        uint e = invocation_index() + i_ * WG;                                             \
+        uint e = invocation_index() + i_ * WG;                                                     \
         if (e < (ROWS) * (WIDTH) / PACK)                                                        \
             TILE[SLAB_AT(e, WIDTH, STRIDE)] = WORDS[i_];                                        \
     }
