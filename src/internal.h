@@ -785,8 +785,10 @@ vkattn_status vk_mapping_invalidate(vkattn_context *ctx, const vk_allocation *me
 /* memory_pool.c. Memory for a buffer with requirements `req` in the first type
  * of `order` (memory_types_ranked's) that has room, from a shared block or, for
  * a large buffer, one of its own; `mapped`: the block is mapped too (the type
- * must be host-visible). Where memory runs out in one type the next is tried.
- * VK_SUCCESS, or the failure (out of memory: the last type's). */
+ * must be host-visible). Where one type has no room (out of memory, or at the
+ * driver's cap on allocations) the next is tried; where none has, the empty
+ * blocks kept for later buffers are freed and the types tried once more.
+ * VK_SUCCESS, or the failure (no room: the last type's). */
 VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
                               const uint32_t *order, uint32_t n, bool mapped,
                               vk_allocation *out);

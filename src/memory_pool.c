@@ -133,18 +133,28 @@ static VkResult allocate_in_type(vkattn_context *ctx, const VkMemoryRequirements
     return VK_SUCCESS;
 }
 
-VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
-                              const uint32_t *order, uint32_t n, bool mapped,
-                              vk_allocation *out)
+/* Whether `r` says a type has no room (left for the next type, or for a try
+ * after the kept empty blocks are freed): out of memory, or the driver's cap
+ * on live allocations (maxMemoryAllocationCount), where a type's shared block
+ * may still have room that needs no allocation. */
+static bool out_of_room(VkResult r)
+{
+    return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ||
+           r == VK_ERROR_TOO_MANY_OBJECTS;
+}
+
+/* The first type of `order` with room; the block mapped where `mapped`. */
+static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirements *req,
+                                  const uint32_t *order, uint32_t n, bool mapped,
+                                  vk_allocation *out)
 {
     vk_state *vk = &ctx->vk;
-    *out = (vk_allocation){0};
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
         r = allocate_in_type(ctx, req, order[i], out);
         if (r == VK_SUCCESS)
             break;
-        if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY)
+        if (!out_of_room(r))
             return r;
         if (i + 1 < n)
             ctx_log(ctx, VKATTN_LOG_DEBUG,
@@ -162,6 +172,38 @@ VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *r
             b->host = NULL;
             memory_pool_free(ctx, out);
         }
+    }
+    return r;
+}
+
+/* Frees the empty shared blocks kept for the next buffer (memory_pool_free
+ * keeps one a type); returns how many. */
+static uint32_t release_kept_blocks(vkattn_context *ctx)
+{
+    memory_pool *pool = &ctx->vk.memory_pool;
+    uint32_t released = 0;
+    for (uint32_t i = pool->count; i-- > 0;)
+        if (pool->blocks[i]->shared && memory_ranges_empty(&pool->blocks[i]->ranges)) {
+            block_destroy(ctx, i);
+            released++;
+        }
+    return released;
+}
+
+VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
+                              const uint32_t *order, uint32_t n, bool mapped,
+                              vk_allocation *out)
+{
+    *out = (vk_allocation){0};
+    VkResult r = allocate_in_order(ctx, req, order, n, mapped, out);
+    /* A kept empty block (up to 64 MiB a type) holds memory, and an allocation,
+     * that nothing uses: where every type is out of room, give them back to
+     * the driver and try once more, so that a full GPU fails only when it is. */
+    if (out_of_room(r) && release_kept_blocks(ctx)) {
+        ctx_log(ctx, VKATTN_LOG_DEBUG,
+                "memory: %llu bytes fit in no type (%s); freed the kept empty blocks, trying again",
+                (unsigned long long)req->size, vk_result_string(r));
+        r = allocate_in_order(ctx, req, order, n, mapped, out);
     }
     return r;
 }

@@ -723,12 +723,83 @@ static void test_many_tensors(void **state)
     expect_nothing_left(&app);
 }
 
+/* A shared block left empty is kept for the next tensor; where the driver
+ * then has no allocation left (its cap, or out of memory), the kept block is
+ * freed and the tensor made in its place, rather than failing on memory that
+ * nothing uses. */
+static void test_kept_block_released(void **state)
+{
+    (void)state;
+    test_app app;
+    test_app_create(&app);
+    fault_install(vkGetInstanceProcAddr);
+    vkattn_context *ctx = wrapped_context(&app);
+    /* Tensors until one lands in a new shared block: it is then alone there. */
+    vkattn_tensor_desc small = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {3000}};
+    enum { MOST = 4000 };
+    static vkattn_tensor *made[MOST];
+    int n = 0;
+    long allocations = fault_live_allocations();
+    while (fault_live_allocations() == allocations) {
+        if (n == MOST)
+            fail_msg("%d tensors of %lld floats made no new memory block", MOST,
+                     (long long)small.shape[0]);
+        assert_int_equal(vkattn_tensor_create(ctx, &small, &made[n]), VKATTN_OK);
+        n++;
+    }
+    allocations = fault_live_allocations();
+    vkattn_tensor_destroy(made[--n]);
+    assert_int_equal(fault_live_allocations(), allocations); /* kept, empty */
+
+    /* No allocation left but the kept block's: a tensor larger than any
+     * shared block (64 MiB at most), so a block of its own, is made all the
+     * same. */
+    fault_cap_allocations(allocations);
+    vkattn_tensor_desc big = {.dtype = VKATTN_DTYPE_F32, .ndim = 2, .shape = {4096, 4101}};
+    vkattn_tensor *t = NULL;
+    vkattn_status s = vkattn_tensor_create(ctx, &big, &t);
+    if (s != VKATTN_OK)
+        fail_msg("with the kept block freeable, the large tensor failed: %s (\"%s\")",
+                 vkattn_status_string(s), vkattn_last_error(ctx));
+    assert_int_equal(fault_live_allocations(), allocations);
+
+    /* Nothing kept now: one more fails, with the numbers. */
+    vkattn_tensor *u = NULL;
+    s = vkattn_tensor_create(ctx, &big, &u);
+    assert_int_equal(s, VKATTN_ERROR_VULKAN);
+    assert_null(u);
+    if (!strstr(vkattn_last_error(ctx), "VK_ERROR_TOO_MANY_OBJECTS"))
+        fail_msg("the failed tensor_create said \"%s\"", vkattn_last_error(ctx));
+
+    /* The one made holds what is uploaded to it (staged in device memory:
+     * the staging buffers need allocations of their own). */
+    fault_cap_allocations(0);
+    size_t count = 4096 * 4101;
+    float *data = malloc(count * sizeof *data), *back = malloc(count * sizeof *back);
+    assert_non_null(data);
+    assert_non_null(back);
+    for (size_t j = 0; j < count; j++)
+        data[j] = (float)(j % 977);
+    assert_int_equal(vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(t, back, VKATTN_DTYPE_F32), VKATTN_OK);
+    assert_memory_equal(back, data, count * sizeof *data);
+    free(data);
+    free(back);
+
+    vkattn_tensor_destroy(t);
+    for (int i = 0; i < n; i++)
+        vkattn_tensor_destroy(made[i]);
+    vkattn_context_destroy(ctx);
+    expect_nothing_left(&app);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fault),
         cmocka_unit_test(test_long_streams),
         cmocka_unit_test(test_many_tensors),
+        cmocka_unit_test(test_kept_block_released),
     };
     return test_run_group(tests, NULL, NULL);
 }
