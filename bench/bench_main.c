@@ -31,8 +31,8 @@ static void run_case(const bench_env *env, const bench_case *c, bench_result *r)
  * with --profile (user_data points at the flag) also the device reports:
  * each new pipeline's statistics where the driver gives them (registers,
  * spills: VK_KHR_pipeline_executable_properties), with VKATTN_COOPMAT_LAYOUT=1
- * the device's cooperative-matrix layout, and what the device offers of
- * VK_NV_cooperative_matrix2. Without --profile stderr stays for what went
+ * the device's cooperative-matrix layout, what the device offers of
+ * VK_NV_cooperative_matrix2, and whether the SPIR-V 1.6 forms are taken. Without --profile stderr stays for what went
  * wrong, which is how scripts check a run. */
 static void bench_log_warnings(void *user_data, vkattn_log_level level,
                                vkattn_log_source source, const char *message)
@@ -42,7 +42,8 @@ static void bench_log_warnings(void *user_data, vkattn_log_level level,
     bool report = strncmp(message, "pipeline statistics", 19) == 0 ||
                   strncmp(message, "coopmat layout", 14) == 0 ||
                   strncmp(message, "coopmat peak", 12) == 0 ||
-                  strncmp(message, "cooperative matrix 2", 20) == 0;
+                  strncmp(message, "cooperative matrix 2", 20) == 0 ||
+                  strncmp(message, "SPIR-V 1.6 forms", 16) == 0;
     if (level >= VKATTN_LOG_WARNING || (report && *profile))
         fprintf(stderr, "vkattn: %s\n", message);
 }

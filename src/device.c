@@ -102,6 +102,19 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
         info.pNext = &bf16_features;
         extensions[extension_count++] = VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME;
     }
+    /* maintenance4 for the SPIR-V 1.6 forms of the modules built twice
+     * (shader_code.spirv16: LocalSizeId needs it), on a Vulkan 1.3 device of a
+     * Vulkan 1.3 instance (SPIR-V 1.6's version), unless VKATTN_SPIRV16=0. */
+    const char *spirv16_env = getenv("VKATTN_SPIRV16");
+    bool spirv16 = vk->caps.maintenance4 && vk->instance_api_version >= VK_API_VERSION_1_3 &&
+                   !(spirv16_env && strcmp(spirv16_env, "0") == 0);
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
+        .pNext = (void *)info.pNext,
+        .maintenance4 = VK_TRUE,
+    };
+    if (spirv16)
+        info.pNext = &maintenance4;
     /* VK_NV_cooperative_matrix2's workgroup scope and flexible dimensions,
      * only where asked for until a GPU check has run them: the rate and
      * layout probes (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1) and the
@@ -132,6 +145,16 @@ static vkattn_status create_logical_device(vkattn_context *ctx)
     vk->enabled = vk->caps;
     vk->enabled.pipeline_statistics = statistics;
     vk->enabled.coopmat2_workgroup = workgroup_scope;
+    vk->enabled.maintenance4 = spirv16;
+    vk->spirv16 = spirv16;
+    vk->spirv16_refused = spirv16 && spirv16_env && strcmp(spirv16_env, "refused") == 0;
+    ctx_log(ctx, VKATTN_LOG_INFO, "SPIR-V 1.6 forms of the modules built twice: %s",
+            spirv16 ? (vk->spirv16_refused ? "taken, refused on purpose (VKATTN_SPIRV16=refused)"
+                                           : "taken (Vulkan 1.3, maintenance4 enabled)")
+                    : !vk->caps.maintenance4 ? "not taken (the device lacks maintenance4)"
+                    : vk->instance_api_version < VK_API_VERSION_1_3
+                        ? "not taken (the loader gives a Vulkan 1.1 or 1.2 instance)"
+                        : "not taken (VKATTN_SPIRV16=0)");
     if (!bf16)
         vk->enabled.bf16_shape_count = 0;
     return VKATTN_OK;

@@ -263,7 +263,10 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
     VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+    VkPhysicalDeviceMaintenance4Features maintenance4 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    chain_link(&features, &maintenance4, v13);
     chain_link(&features, &coopmat2, query_coopmat2);
     chain_link(&features, &bf16, query_bf16);
     chain_link(&features, &f16, has_float16);
@@ -275,6 +278,7 @@ void device_caps_query(const vk_instance_table *vki, VkPhysicalDevice pd, uint32
 
     caps->float16 = has_float16 && f16.shaderFloat16;
     caps->pipeline_statistics = has_executable_info && executable_info.pipelineExecutableInfo;
+    caps->maintenance4 = v13 && maintenance4.maintenance4;
     /* Without size control every size from min to max may occur; the subgroup
      * size reported is only the default. */
     caps->subgroup_min = subgroup.subgroupSize;

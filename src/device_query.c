@@ -253,7 +253,7 @@ vkattn_status vkattn_list_devices(vkattn_device_info *infos, uint32_t capacity, 
     if (!gipa)
         return VKATTN_OK;
     VkInstance instance;
-    if (vk_instance_create(gipa, VKATTN_VALIDATION_OFF, &instance) != VKATTN_OK)
+    if (vk_instance_create(gipa, VKATTN_VALIDATION_OFF, &instance, NULL) != VKATTN_OK)
         return VKATTN_OK;
     vk_instance_table vki;
     vk_load_instance_table(&vki, gipa, instance);

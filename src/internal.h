@@ -173,6 +173,11 @@ typedef enum shader_id {
     SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED,
     SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR, /* likewise */
     SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED,
+    /* The SPIR-V 1.6 forms of the workgroup-scope modules (shader_code.spirv16) */
+    SHADER_COOPMAT_PEAK_WORKGROUP_KHR_SPIRV16,
+    SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR_SPIRV16,
+    SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR_SPIRV16,
+    SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED_SPIRV16,
     SHADER_COUNT
 } shader_id;
 
@@ -180,6 +185,12 @@ typedef struct shader_code {
     const char *name;
     const uint32_t *words;
     size_t size_bytes;
+    /* A module built twice (CMakeLists.txt): in SPIR-V 1.3, the id the kernels
+     * name, and in SPIR-V 1.6 (workgroup size by LocalSizeId), which a context
+     * takes where its device runs it (vk_state.spirv16), falling back to the
+     * 1.3 form where the driver refuses a pipeline. `spirv16`: the 1.3 form's
+     * 1.6 twin, 0 (SHADER_MATMUL, never one) where there is none. */
+    shader_id spirv16;
 } shader_code;
 
 const shader_code *shader_get(shader_id id);
@@ -298,10 +309,12 @@ typedef struct device_caps {
     } coopmat2_shapes[COOPMAT2_MAX_SHAPES];
     uint32_t coopmat2_shape_count;
     /* Workgroup scope and flexible dimensions enabled (through the KHR
-     * extension): only on a device vkattn creates for the diagnostics that
-     * use them (VKATTN_COOPMAT_PEAK=1, VKATTN_COOPMAT_LAYOUT=1); no kernel
-     * uses them yet. */
+     * extension): only on a device vkattn creates for what uses them (the
+     * probes, VKATTN_COOPMAT_PEAK=1 and VKATTN_COOPMAT_LAYOUT=1, and the
+     * workgroup-scope kernel, VKATTN_COOPMAT_WORKGROUP=1). */
     bool coopmat2_workgroup;
+    /* maintenance4 (Vulkan 1.3 core): SPIR-V 1.6's LocalSizeId needs it. */
+    bool maintenance4;
     /* VK_KHR_shader_bfloat16's cooperative matrices (shaderBFloat16Type and
      * shaderBFloat16CooperativeMatrix), through VK_KHR_cooperative_matrix:
      * the bf16 x bf16 + f32 -> f32 subgroup shapes the device lists (reported
@@ -409,6 +422,12 @@ typedef struct staging_buffer {
 typedef struct vk_state {
     bool owns_instance, owns_device;
     VkInstance instance;
+    uint32_t instance_api_version; /* vkattn's own instance's apiVersion; 0 if adopted */
+    /* Pipelines of modules built twice take the SPIR-V 1.6 form
+     * (shader_code.spirv16): a device vkattn created with Vulkan 1.3 and
+     * maintenance4 (LocalSizeId), unless VKATTN_SPIRV16=0. */
+    bool spirv16;
+    bool spirv16_refused; /* VKATTN_SPIRV16=refused: a diagnostic, pipeline.c */
     VkPhysicalDevice physical_device;
     VkDevice device;
     VkQueue queue;
@@ -736,9 +755,10 @@ bool vk_instance_table_complete(const vk_instance_table *t);
 bool vk_load_device_table(vk_device_table *t, PFN_vkGetDeviceProcAddr gdpa, VkDevice device);
 /* A Vulkan 1.1+ instance, with the validation layer and synchronization
  * validation unless `level` is OFF, GPU-assisted validation too with
- * GPU_ASSISTED. */
+ * GPU_ASSISTED; its apiVersion (the loader's, up to 1.3) into *api_version
+ * unless NULL. */
 vkattn_status vk_instance_create(PFN_vkGetInstanceProcAddr gipa, vkattn_validation level,
-                                 VkInstance *out);
+                                 VkInstance *out, uint32_t *api_version);
 /* ctx's own instance and, with validation (`wanted`, else VKATTN_VALIDATION),
  * the messenger to its log; without the layer installed, a warning and no
  * validation. */

@@ -192,6 +192,36 @@ static subgroup_order pipeline_subgroup_order(const vkattn_context *ctx, const p
     return h & 1u ? SUBGROUP_ORDER_ODD_REVERSED : SUBGROUP_ORDER_EVEN_REVERSED;
 }
 
+/* The pipeline `pi` describes, from the module of `shader`. A module built
+ * twice is taken in its SPIR-V 1.6 form where the context takes those
+ * (vk_state.spirv16), and in its 1.3 form where the driver refuses the 1.6
+ * one (the two forms of the workgroup-scope kernels have not met the same
+ * driver yet: one may be taken where the other is not). VKATTN_SPIRV16=refused
+ * has every 1.6 form refused, so that the fallback runs where drivers take
+ * both. */
+static vkattn_status create_pipeline(vkattn_context *ctx, shader_id shader,
+                                     VkComputePipelineCreateInfo *pi, VkPipeline *out)
+{
+    vk_state *vk = &ctx->vk;
+    shader_id twin = shader_get(shader)->spirv16;
+    if (vk->spirv16 && twin) {
+        VkResult r = VK_ERROR_UNKNOWN;
+        if (!vk->spirv16_refused && get_module(ctx, twin, &pi->stage.module) == VKATTN_OK)
+            r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, pi, NULL, out);
+        if (r == VK_SUCCESS)
+            return VKATTN_OK;
+        ctx_log(ctx, VKATTN_LOG_WARNING, "%s: its SPIR-V 1.6 form refused %s (%s); taking its "
+                "SPIR-V 1.3 form", shader_get(shader)->name,
+                vk->spirv16_refused ? "on purpose" : "by the driver",
+                vk->spirv16_refused ? "VKATTN_SPIRV16=refused" : vk_result_string(r));
+    }
+    vkattn_status s = get_module(ctx, shader, &pi->stage.module);
+    if (s != VKATTN_OK)
+        return s;
+    VkResult r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, pi, NULL, out);
+    return r == VK_SUCCESS ? VKATTN_OK : ctx_fail_vk(ctx, r, shader_get(shader)->name);
+}
+
 vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPipeline *out)
 {
     vk_state *vk = &ctx->vk;
@@ -210,10 +240,6 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
         vk->pipeline_capacity = cap;
     }
 
-    VkShaderModule module = VK_NULL_HANDLE;
-    vkattn_status s = get_module(ctx, key->shader, &module);
-    if (s != VKATTN_OK)
-        return s;
     /* The kernel's constants, then whether the context poisons shared memory
      * (a bool) and the order of the pipeline's subgroups (a uint), which every
      * kernel with shared memory declares and the others ignore. */
@@ -247,13 +273,13 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     };
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        /* .stage.module: below */
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .pNext = key->subgroup_size ? &required_size : NULL,
             .flags = key->subgroup_size ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
                                         : 0,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = module,
             .pName = "main",
             .pSpecializationInfo = count ? &spec : NULL,
         },
@@ -262,10 +288,9 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
                                                  : 0,
     };
     VkPipeline pipeline;
-    VkResult r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, &pi, NULL,
-                                                &pipeline);
-    if (r != VK_SUCCESS)
-        return ctx_fail_vk(ctx, r, shader_get(key->shader)->name);
+    vkattn_status s = create_pipeline(ctx, key->shader, &pi, &pipeline);
+    if (s != VKATTN_OK)
+        return s;
     vk->pipelines[vk->pipeline_count++] = (pipeline_entry){*key, pipeline};
     if (vk->enabled.pipeline_statistics)
         log_pipeline_statistics(ctx, key, pipeline);

@@ -7,6 +7,8 @@
 #include "attention_coopmat_khr_spv.h"
 #include "attention_coopmat_spv.h"
 #include "attention_coopmat_workgroup_emulated_spv.h"
+#include "attention_coopmat_workgroup_emulated_spirv16_spv.h"
+#include "attention_coopmat_workgroup_khr_spirv16_spv.h"
 #include "attention_coopmat_workgroup_khr_spv.h"
 #include "attention_decode_spv.h"
 #include "attention_rows_spv.h"
@@ -17,11 +19,13 @@
 #include "coopmat_layout_product_spv.h"
 #include "coopmat_layout_spv.h"
 #include "coopmat_layout_workgroup_emulated_spv.h"
+#include "coopmat_layout_workgroup_khr_spirv16_spv.h"
 #include "coopmat_layout_workgroup_khr_spv.h"
 #include "coopmat_peak_emulated_spv.h"
 #include "coopmat_peak_khr_spv.h"
 #include "coopmat_peak_spv.h"
 #include "coopmat_peak_workgroup_emulated_spv.h"
+#include "coopmat_peak_workgroup_khr_spirv16_spv.h"
 #include "coopmat_peak_workgroup_khr_spv.h"
 #include "fill_spv.h"
 #include "head_transpose_spv.h"
@@ -35,7 +39,11 @@
 #include "softmax_shared_spv.h"
 #include "softmax_spv.h"
 
-#define ENTRY_(id, name, words) [id] = {name, words, sizeof(words)}
+#define ENTRY_(id, name, words) [id] = {name, words, sizeof(words), 0}
+/* A SPIR-V 1.3 module and its SPIR-V 1.6 twin (shader_code.spirv16). */
+#define TWINS_(id, base)                                                                     \
+    [id] = {#base, base##_spv, sizeof(base##_spv), id##_SPIRV16},                            \
+    [id##_SPIRV16] = {#base "_spirv16", base##_spirv16_spv, sizeof(base##_spirv16_spv), 0}
 
 static const shader_code registry[SHADER_COUNT] = {
     ENTRY_(SHADER_MATMUL, "matmul", matmul_spv),
@@ -68,18 +76,14 @@ static const shader_code registry[SHADER_COUNT] = {
            attention_coopmat_khr_bf16_spv),
     ENTRY_(SHADER_MATMUL_COOPMAT_KHR, "matmul_coopmat_khr", matmul_coopmat_khr_spv),
     ENTRY_(SHADER_COOPMAT_PEAK_KHR, "coopmat_peak_khr", coopmat_peak_khr_spv),
-    ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_KHR, "coopmat_peak_workgroup_khr",
-           coopmat_peak_workgroup_khr_spv),
+    TWINS_(SHADER_COOPMAT_PEAK_WORKGROUP_KHR, coopmat_peak_workgroup_khr),
     ENTRY_(SHADER_COOPMAT_PEAK_WORKGROUP_EMULATED, "coopmat_peak_workgroup_emulated",
            coopmat_peak_workgroup_emulated_spv),
-    ENTRY_(SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR, "coopmat_layout_workgroup_khr",
-           coopmat_layout_workgroup_khr_spv),
+    TWINS_(SHADER_COOPMAT_LAYOUT_WORKGROUP_KHR, coopmat_layout_workgroup_khr),
     ENTRY_(SHADER_COOPMAT_LAYOUT_WORKGROUP_EMULATED, "coopmat_layout_workgroup_emulated",
            coopmat_layout_workgroup_emulated_spv),
-    ENTRY_(SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR, "attention_coopmat_workgroup_khr",
-           attention_coopmat_workgroup_khr_spv),
-    ENTRY_(SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED, "attention_coopmat_workgroup_emulated",
-           attention_coopmat_workgroup_emulated_spv),
+    TWINS_(SHADER_ATTENTION_COOPMAT_WORKGROUP_KHR, attention_coopmat_workgroup_khr),
+    TWINS_(SHADER_ATTENTION_COOPMAT_WORKGROUP_EMULATED, attention_coopmat_workgroup_emulated),
 };
 
 const shader_code *shader_get(shader_id id) { return &registry[id]; }

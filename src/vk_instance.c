@@ -112,7 +112,7 @@ static vkattn_validation validation_wanted(vkattn_validation v)
 /* Creates an instance, with the validation layer and synchronization validation
  * unless `level` is OFF, and GPU-assisted validation too with GPU_ASSISTED. */
 vkattn_status vk_instance_create(PFN_vkGetInstanceProcAddr gipa, vkattn_validation level,
-                                 VkInstance *out)
+                                 VkInstance *out, uint32_t *api_version)
 {
     bool validation = level != VKATTN_VALIDATION_OFF;
     PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
@@ -130,6 +130,8 @@ vkattn_status vk_instance_create(PFN_vkGetInstanceProcAddr gipa, vkattn_validati
         .engineVersion = VKATTN_VERSION,
         .apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version,
     };
+    if (api_version)
+        *api_version = app.apiVersion;
     const char *layers[] = {VALIDATION_LAYER};
     const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME,
                                 VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
@@ -169,7 +171,8 @@ vkattn_status vk_instance_create_owned(vkattn_context *ctx, vkattn_validation wa
                 VALIDATION_LAYER);
         validation = VKATTN_VALIDATION_OFF;
     }
-    vkattn_status s = vk_instance_create(gipa, validation, &vk->instance);
+    vkattn_status s = vk_instance_create(gipa, validation, &vk->instance,
+                                         &vk->instance_api_version);
     if (s != VKATTN_OK)
         return ctx_fail(ctx, s == VKATTN_ERROR_NO_DEVICE ? s : VKATTN_ERROR_VULKAN,
                         "cannot create a Vulkan 1.1 instance");

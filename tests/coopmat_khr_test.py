@@ -43,12 +43,16 @@ CAP_BFLOAT16_TYPE, CAP_BFLOAT16_COOPMAT = 5116, 5118
 NV = {"type": 5358, "load": 5359, "store": 5360, "muladd": 5361, "length": 5362}
 KHR = {"type": 4456, "load": 4457, "store": 4458, "muladd": 4459, "length": 4460}
 CAP_NV, CAP_KHR = 5357, 6022
-KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr", "coopmat_peak_khr",
-           "coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
-           "attention_coopmat_workgroup_khr"]
+# The workgroup-scope kernels in SPIR-V 1.3 and, as "..._spirv16", in SPIR-V
+# 1.6 (workgroup size by LocalSizeId): both are rewritten, and both checked.
+WORKGROUP_KERNELS = {name + form for form in ("", "_spirv16")
+                     for name in ("coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
+                                  "attention_coopmat_workgroup_khr")}
+KERNELS = ["attention_coopmat_khr", "matmul_coopmat_khr",
+           "coopmat_peak_khr"] + sorted(WORKGROUP_KERNELS)
 
 # Modules with matrices and no product (a layout probe: loads and stores only).
-PRODUCTLESS = {"coopmat_layout_workgroup_khr"}
+PRODUCTLESS = {"coopmat_layout_workgroup_khr", "coopmat_layout_workgroup_khr_spirv16"}
 
 failures = []
 
@@ -273,8 +277,6 @@ def check_bf16(tool, folder, name, bf16_name):
 
 
 # Scope ids as the modules give them: Workgroup 2, Subgroup 3.
-WORKGROUP_KERNELS = {"coopmat_peak_workgroup_khr", "coopmat_layout_workgroup_khr",
-                     "attention_coopmat_workgroup_khr"}
 
 
 def check_scopes(folder, name):
@@ -289,11 +291,27 @@ def check_scopes(folder, name):
           f"{name}: matrix scopes {scopes}, not all {want}")
 
 
+OP_EXECUTION_MODE_ID, MODE_LOCAL_SIZE_ID = 331, 38
+
+
+def check_version(folder, name):
+    """A "_spirv16" module is SPIR-V 1.6 and takes its workgroup size by
+    LocalSizeId; every other is SPIR-V 1.3 (Vulkan 1.1)."""
+    words = words_of(os.path.join(folder, name + ".spv"))
+    sixteen = name.endswith("_spirv16")
+    want = 0x00010600 if sixteen else 0x00010300
+    check(words[1] == want, f"{name}: SPIR-V version {words[1]:#010x}, not {want:#010x}")
+    by_id = any(opcode(i) == OP_EXECUTION_MODE_ID and i[2] == MODE_LOCAL_SIZE_ID
+                for i in instructions(words))
+    check(by_id == sixteen, f"{name}: LocalSizeId {'missing' if sixteen else 'present'}")
+
+
 def main():
     tool, folder = sys.argv[1], sys.argv[2]
     modules = {name: check_kernel(tool, folder, name) for name in KERNELS}
     for name in KERNELS:
         check_scopes(folder, name)
+        check_version(folder, name)
     check_refusals(tool, folder, modules["matmul_coopmat_khr"])
     check_bf16(tool, folder, "attention_coopmat_khr", "attention_coopmat_khr_bf16")
     for f in failures:

@@ -513,6 +513,67 @@ static void test_coopmat_workgroup_emulated(void **state)
     }
 }
 
+/* The workgroup-scope kernels' modules are built in SPIR-V 1.3 and 1.6
+ * (shader_code.spirv16): the emulated build in each form, on cases of odd
+ * sizes. A context takes the 1.6 form where its device runs it (lavapipe:
+ * Vulkan 1.3, maintenance4 enabled for LocalSizeId, which validation checks),
+ * the 1.3 form with VKATTN_SPIRV16=0, and falls back to it where the 1.6
+ * pipeline is refused (VKATTN_SPIRV16=refused has every one refused). */
+static void test_workgroup_spirv_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *env, *line, *warning;
+    } forms[] = {
+        {NULL, "taken (Vulkan 1.3, maintenance4 enabled)", NULL},
+        {"refused", "taken, refused on purpose", "its SPIR-V 1.6 form refused on purpose"},
+        {"0", "not taken (VKATTN_SPIRV16=0)", NULL},
+    };
+    static const at_case cases[] = {
+        {"causal GQA", 1, 4, 2, 37, 53, 40, 40, BHSD, true,  false, 0, false, 0.f, F16, 1.f},
+        {"bshd Dv=24", 2, 2, 1, 19, 19, 72, 24, BSHD, false, false, 0, true,  0.f, F16, 4.f},
+    };
+    const char *saved = getenv("VKATTN_SPIRV16");
+    char *kept = saved ? strdup(saved) : NULL;
+    bool taken = false;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        if (forms[f].env)
+            setenv("VKATTN_SPIRV16", forms[f].env, 1);
+        else
+            unsetenv("VKATTN_SPIRV16");
+        test_env *env = test_env_create();
+        vkattn_device_info info;
+        if (!test_has_float16(env, &info)) {
+            test_env_destroy(env);
+            break;
+        }
+        const char *line = env->gpu_log.spirv16;
+        if (f == 0)
+            taken = strstr(line, forms[0].line) != NULL;
+        if (taken && !strstr(line, forms[f].line))
+            fail_msg("VKATTN_SPIRV16=%s: the context said \"%s\", not \"%s\"",
+                     forms[f].env ? forms[f].env : "(unset)", line, forms[f].line);
+        rng r = {29};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            run_case(env, &cases[i], workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
+                     &r);
+        const char *fallback = env->gpu_log.spirv16_fallback;
+        if (taken && (forms[f].warning != NULL) != (fallback[0] != '\0'))
+            fail_msg("VKATTN_SPIRV16=%s: %s", forms[f].env ? forms[f].env : "(unset)",
+                     fallback[0] ? fallback : "no fallback to the 1.3 form said");
+        if (taken && forms[f].warning && !strstr(fallback, forms[f].warning))
+            fail_msg("the fallback said \"%s\"", fallback);
+        test_env_destroy(env);
+    }
+    if (kept)
+        setenv("VKATTN_SPIRV16", kept, 1);
+    else
+        unsetenv("VKATTN_SPIRV16");
+    free(kept);
+    if (!taken)
+        print_message("the SPIR-V 1.6 forms are not taken here; both runs took the 1.3 form\n");
+}
+
 /* The real build, where the context has workgroup-scope matrices
  * (VKATTN_COOPMAT_KHR=1 VKATTN_COOPMAT_WORKGROUP=1 on a device with
  * VK_NV_cooperative_matrix2: scripts/gpu-check.sh runs it so). */
@@ -1315,6 +1376,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_coopmat_emulated),
         cmocka_unit_test(test_coopmat_workgroup_emulated),
+        cmocka_unit_test(test_workgroup_spirv_forms),
         cmocka_unit_test(test_coopmat_workgroup_device),
         cmocka_unit_test(test_coopmat_emulated_gpu_tiling),
         cmocka_unit_test(test_coopmat_device),

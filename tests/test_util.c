@@ -64,6 +64,8 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     } else if (level >= VKATTN_LOG_WARNING) {
         log->warnings++;
         snprintf(log->last_warning, sizeof log->last_warning, "%s", msg);
+        if (strstr(msg, "its SPIR-V 1.6 form refused"))
+            snprintf(log->spirv16_fallback, sizeof log->spirv16_fallback, "%s", msg);
     } else if (strncmp(msg, "pipeline statistics", 19) == 0) {
         log->pipeline_statistics++;
         fprintf(stderr, "%s\n", msg); /* for the record, on GPUs whose drivers have them */
@@ -76,6 +78,8 @@ void test_logger(void *user, vkattn_log_level level, vkattn_log_source source, c
     } else if (strncmp(msg, "coopmat peak, workgroup scope", 29) == 0) {
         snprintf(log->coopmat_peak_workgroup, sizeof log->coopmat_peak_workgroup, "%s", msg);
         fprintf(stderr, "%s\n", msg);
+    } else if (strncmp(msg, "SPIR-V 1.6 forms", 16) == 0) {
+        snprintf(log->spirv16, sizeof log->spirv16, "%s", msg);
     } else if (strncmp(msg, "coopmat peak", 12) == 0) {
         snprintf(log->coopmat_peak, sizeof log->coopmat_peak, "%s", msg);
         fprintf(stderr, "%s\n", msg);

@@ -22,6 +22,8 @@ typedef struct test_log {
     char coopmat_layout_workgroup[1024]; /* and "coopmat layout, workgroup scope...: ..." */
     char coopmat_peak[512];    /* the INFO line "coopmat peak...: ..." (VKATTN_COOPMAT_PEAK=1) */
     char coopmat_peak_workgroup[1024]; /* and "coopmat peak, workgroup scope...: ..." */
+    char spirv16[256];         /* the INFO line "SPIR-V 1.6 forms ...: ..." (device.c) */
+    char spirv16_fallback[512]; /* the last warning "...: its SPIR-V 1.6 form refused ..." */
     char last[1024];
     char last_warning[1024];
 } test_log;

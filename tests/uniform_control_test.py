@@ -77,7 +77,7 @@ MATRIX_OPS = ("OpCooperativeMatrixLoadNV", "OpCooperativeMatrixStoreNV",
               "OpCooperativeMatrixStoreKHR", "OpCooperativeMatrixMulAddKHR")
 # The modules a GPU runs (the KHR builds, bf16 ones too, are checked in their
 # NV form, which SPIRV-Tools reads; the rewrite keeps control flow as it is).
-SKIP = re.compile(r"_khr(_bf16)?\.spv$")
+SKIP = re.compile(r"_khr(_bf16|_spirv16)?\.spv$")
 
 
 def functions(module):

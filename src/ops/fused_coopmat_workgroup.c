@@ -221,7 +221,8 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     uint32_t first = round_up(rows ? rows : cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, gm);
     if (!choose_tiles(&t, first, rows != 0, gm, key_unit, max_tile, sg, largest,
                       caps->coopmat2_reserved_shared, info) ||
-        t.wg % sg || t.wg > info->max_workgroup_invocations || t.dp > largest ||
+        t.wg % sg || (t.wg / sg & (t.wg / sg - 1)) || /* a power of 2 of subgroups (10169) */
+        t.wg > info->max_workgroup_invocations || t.dp > largest ||
         t.on > largest) {
         snprintf(why, why_size, "%s: no tiles for head sizes %lld and %lld fit %u bytes of "
                  "shared memory, workgroups of %u invocations (subgroups of %u) and matrix "
