@@ -139,14 +139,15 @@ static vkattn_status workgroup_fits(vkattn_context *ctx, const workgroup_setup *
                     w->emulated ? largest : caps->coopmat2_flexible_max);
 }
 
-/* w with sizes m x n x k, each a multiple of the device's granularity (and K
- * of the packing), or the emulated build's own. */
+/* w with sizes m x n x k, each a multiple of the device's granularity (and N
+ * and K of the packing: a row-major B's rows are N/8 packed elements long, a
+ * column-major one's K/8), or the emulated build's own. */
 static workgroup_setup workgroup_sized(const vkattn_context *ctx, workgroup_setup w, uint32_t m,
                                        uint32_t n, uint32_t k)
 {
     const uint32_t *g = ctx->vk.caps.coopmat2_granularity;
     w.m = w.emulated ? m : round_up(m, g[0]);
-    w.n = w.emulated ? n : round_up(n, g[1]);
+    w.n = w.emulated ? n : round_up(n, lcm(g[1], 8));
     w.k = w.emulated ? k : round_up(k, lcm(g[2], 8));
     return w;
 }

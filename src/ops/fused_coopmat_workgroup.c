@@ -136,6 +136,40 @@ static const uint32_t *workgroup_granularity(const device_caps *caps, uint32_t i
     return NULL;
 }
 
+/* What bounds the tiles besides the workgroup: the tuned rows (0: none) and
+ * keys, the untuned first rows, the subgroup size. */
+typedef struct tile_limits {
+    uint32_t rows, max_tile, untuned_rows, sg;
+    uint32_t first; /* out: the rows the choice started from */
+} tile_limits;
+
+/* t's sides and tiles on workgroups of `wg` whose products have granularity
+ * g (M, N, K; NULL for the emulated build, which has none); false where none
+ * fit the device: shared memory, its matrix sides and workgroup limits, and a
+ * power of 2 of subgroups (VUID-RuntimeSpirv-cooperativeMatrixWorkgroupScope-10169). */
+static bool tiles_for_workgroup(const vkattn_context *ctx, const attention_dims *d, uint32_t wg,
+                                const uint32_t *g, tile_limits *limits, workgroup_tiles *t)
+{
+    const vkattn_device_info *info = &ctx->info;
+    const device_caps *caps = &ctx->vk.caps;
+    uint32_t gm = g ? g[0] : 1, gn = g ? g[1] : 1, gk = g ? g[2] : 1, sg = limits->sg;
+    uint32_t key_unit = lcm(lcm(gn, gk), WORKGROUP_PACK);
+    uint32_t column_unit = lcm(gn, WORKGROUP_PACK);
+    t->dp = round_up((uint32_t)d->D, lcm(gk, WORKGROUP_PACK));
+    uint32_t dvp = round_up((uint32_t)d->Dv, column_unit);
+    t->pieces = div_up(dvp, WORKGROUP_PIECE);
+    t->on = round_up(div_up(dvp, t->pieces), column_unit);
+    t->wg = wg;
+    uint32_t largest = g ? caps->coopmat2_flexible_max : UINT32_MAX;
+    limits->first = round_up(limits->rows ? limits->rows : limits->untuned_rows, gm);
+    uint32_t subgroups = wg / sg;
+    return (!g || wg <= caps->coopmat2_workgroup_max) && wg % sg == 0 &&
+           !(subgroups & (subgroups - 1)) && wg <= info->max_workgroup_invocations &&
+           t->dp <= largest && t->on <= largest &&
+           choose_tiles(t, limits->first, limits->rows != 0, gm, key_unit, limits->max_tile, sg,
+                        largest, caps->coopmat2_reserved_shared, info);
+}
+
 static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emulated,
                         fused_plan *plan, char *why, size_t why_size)
 {
@@ -175,7 +209,8 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
 
     /* The workgroup: the emulated build's subgroups (2 unless tuned); the
      * real one's, a size the device lists workgroup-scope products for, the
-     * largest unless tuned. Matrix sides: multiples of that size's
+     * largest unless tuned (the next listed ones where its tiles do not fit:
+     * tiles_for_workgroup). Matrix sides: multiples of that size's
      * granularity (M; N; K) and of the packing wherever a side is a row of a
      * packed tile. */
     uint32_t subgroups = tuning_value(ctx, self, KNOB_SUBGROUPS, 0);
@@ -197,38 +232,39 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
             return false;
         }
     }
-    if (!emulated && wg > ctx->vk.caps.coopmat2_workgroup_max) {
-        snprintf(why, why_size, "%s: workgroups of %u invocations, past the %u that %s allows "
-                 "workgroup-scope matrices", name, wg, ctx->vk.caps.coopmat2_workgroup_max,
-                 info->name);
-        return false;
-    }
-    uint32_t gm = emulated ? 1 : g[0], gn = emulated ? 1 : g[1], gk = emulated ? 1 : g[2];
-    uint32_t key_unit = lcm(lcm(gn, gk), WORKGROUP_PACK);
-    uint32_t column_unit = lcm(gn, WORKGROUP_PACK);
-    workgroup_tiles t = {.emulated = emulated, .bf16 = attention_bf16_inputs(c)};
-    t.dp = round_up((uint32_t)d->D, lcm(gk, WORKGROUP_PACK));
-    uint32_t dvp = round_up((uint32_t)d->Dv, column_unit);
-    t.pieces = div_up(dvp, WORKGROUP_PIECE);
-    t.on = round_up(div_up(dvp, t.pieces), column_unit);
-
     bool cpu = info->type == VKATTN_DEVICE_TYPE_CPU;
     uint32_t rows = tuning_value(ctx, self, KNOB_ROWS, 0) * WORKGROUP_ROW_BLOCK;
     uint32_t max_tile = tuning_value(ctx, self, KNOB_KEYS,
                                      cpu ? WORKGROUP_MAX_TILE_CPU : WORKGROUP_MAX_TILE);
-    t.wg = wg;
-    uint32_t largest = emulated ? UINT32_MAX : ctx->vk.caps.coopmat2_flexible_max;
-    uint32_t first = round_up(rows ? rows : cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, gm);
-    if (!choose_tiles(&t, first, rows != 0, gm, key_unit, max_tile, sg, largest,
-                      caps->coopmat2_reserved_shared, info) ||
-        t.wg % sg || (t.wg / sg & (t.wg / sg - 1)) || /* a power of 2 of subgroups (10169) */
-        t.wg > info->max_workgroup_invocations || t.dp > largest ||
-        t.on > largest) {
+    workgroup_tiles t = {.emulated = emulated, .bf16 = attention_bf16_inputs(c)};
+    tile_limits limits = {.rows = rows, .max_tile = max_tile,
+                          .untuned_rows = cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, .sg = sg};
+    bool fits = tiles_for_workgroup(ctx, d, wg, emulated ? NULL : g, &limits, &t);
+    /* Untuned, where the largest workgroup fits no tiles, the other sizes the
+     * device lists, largest first: a finer granularity may fit. */
+    for (uint32_t tried = wg, i = 0; !fits && !emulated && !subgroups && i < COOPMAT2_MAX_SHAPES;
+         i++) {
+        uint32_t next = 0;
+        const device_caps *all = &ctx->vk.caps;
+        for (uint32_t j = 0; j < all->coopmat2_shape_count; j++)
+            if (all->coopmat2_shapes[j].invocations < tried &&
+                all->coopmat2_shapes[j].invocations > next)
+                next = all->coopmat2_shapes[j].invocations;
+        if (!next)
+            break;
+        workgroup_tiles other = t;
+        if (tiles_for_workgroup(ctx, d, next, workgroup_granularity(all, next), &limits, &other))
+            t = other, fits = true;
+        tried = next;
+    }
+    if (!fits) {
         snprintf(why, why_size, "%s: no tiles for head sizes %lld and %lld fit %u bytes of "
-                 "shared memory, workgroups of %u invocations (subgroups of %u) and matrix "
-                 "sides up to %u (from %u rows and %u keys, %u O columns)", name,
-                 (long long)d->D, (long long)d->Dv, info->shared_memory_bytes, t.wg, sg,
-                 largest, first, max_tile, t.on);
+                 "shared memory, workgroups of %u invocations (subgroups of %u, a power of 2 "
+                 "of them, up to %u) and matrix sides up to %u (from %u rows and %u keys, %u O "
+                 "columns)", name, (long long)d->D, (long long)d->Dv, info->shared_memory_bytes,
+                 wg, sg, emulated ? info->max_workgroup_invocations
+                                  : ctx->vk.caps.coopmat2_workgroup_max,
+                 emulated ? 0 : ctx->vk.caps.coopmat2_flexible_max, limits.first, max_tile, t.on);
         return false;
     }
     plan->rows_per_workgroup = t.br;
