@@ -428,6 +428,7 @@ typedef struct vk_state {
      * maintenance4 (LocalSizeId), unless VKATTN_SPIRV16=0. */
     bool spirv16;
     bool spirv16_refused; /* VKATTN_SPIRV16=refused: a diagnostic, pipeline.c */
+    bool spirv16_declined[SHADER_COUNT]; /* 1.6 forms refused once: not tried again */
     VkPhysicalDevice physical_device;
     VkDevice device;
     VkQueue queue;

@@ -143,6 +143,24 @@ static bool out_of_room(VkResult r)
            r == VK_ERROR_TOO_MANY_OBJECTS;
 }
 
+/* Frees the empty shared blocks kept for the next buffer (memory_pool_free
+ * keeps one a type) of `type`, or of every type (ANY_TYPE); returns how many. */
+#define ANY_TYPE UINT32_MAX
+static uint32_t release_kept_blocks(vkattn_context *ctx, uint32_t type)
+{
+    memory_pool *pool = &ctx->vk.memory_pool;
+    uint32_t released = 0;
+    for (uint32_t i = pool->count; i-- > 0;) {
+        const memory_block *b = pool->blocks[i];
+        if (b->shared && (type == ANY_TYPE || b->type == type) &&
+            memory_ranges_empty(&b->ranges)) {
+            block_destroy(ctx, i);
+            released++;
+        }
+    }
+    return released;
+}
+
 /* The first type of `order` with room; the block mapped where `mapped`. */
 static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirements *req,
                                   const uint32_t *order, uint32_t n, bool mapped,
@@ -152,6 +170,10 @@ static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirement
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
         r = allocate_in_type(ctx, req, order[i], out);
+        /* The type's own kept block first, before memory further down the
+         * order (slower, for a device tensor) is taken. */
+        if (out_of_room(r) && release_kept_blocks(ctx, order[i]))
+            r = allocate_in_type(ctx, req, order[i], out);
         if (r == VK_SUCCESS)
             break;
         if (!out_of_room(r))
@@ -176,20 +198,6 @@ static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirement
     return r;
 }
 
-/* Frees the empty shared blocks kept for the next buffer (memory_pool_free
- * keeps one a type); returns how many. */
-static uint32_t release_kept_blocks(vkattn_context *ctx)
-{
-    memory_pool *pool = &ctx->vk.memory_pool;
-    uint32_t released = 0;
-    for (uint32_t i = pool->count; i-- > 0;)
-        if (pool->blocks[i]->shared && memory_ranges_empty(&pool->blocks[i]->ranges)) {
-            block_destroy(ctx, i);
-            released++;
-        }
-    return released;
-}
-
 VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
                               const uint32_t *order, uint32_t n, bool mapped,
                               vk_allocation *out)
@@ -197,9 +205,11 @@ VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *r
     *out = (vk_allocation){0};
     VkResult r = allocate_in_order(ctx, req, order, n, mapped, out);
     /* A kept empty block (up to 64 MiB a type) holds memory, and an allocation,
-     * that nothing uses: where every type is out of room, give them back to
-     * the driver and try once more, so that a full GPU fails only when it is. */
-    if (out_of_room(r) && release_kept_blocks(ctx)) {
+     * that nothing uses: each type's goes before that type is passed over
+     * (above); where every type is out of room, those of types outside the
+     * order go too (the driver's cap on allocations counts them all), so that
+     * a full GPU fails only when it is. */
+    if (out_of_room(r) && release_kept_blocks(ctx, ANY_TYPE)) {
         ctx_log(ctx, VKATTN_LOG_DEBUG,
                 "memory: %llu bytes fit in no type (%s); freed the kept empty blocks, trying again",
                 (unsigned long long)req->size, vk_result_string(r));

@@ -96,9 +96,9 @@ static bool key_equal(const pipeline_key *a, const pipeline_key *b)
            memcmp(a->spec, b->spec, a->spec_count * sizeof a->spec[0]) == 0;
 }
 
-static vkattn_status get_module(vkattn_context *ctx, shader_id id, VkShaderModule *out)
+/* The module of `id`, made once a context. */
+static VkResult module_of(vk_state *vk, shader_id id, VkShaderModule *out)
 {
-    vk_state *vk = &ctx->vk;
     if (!vk->modules[id]) {
         const shader_code *code = shader_get(id);
         VkShaderModuleCreateInfo mi = {
@@ -108,10 +108,10 @@ static vkattn_status get_module(vkattn_context *ctx, shader_id id, VkShaderModul
         };
         VkResult r = vk->vkd.CreateShaderModule(vk->device, &mi, NULL, &vk->modules[id]);
         if (r != VK_SUCCESS)
-            return ctx_fail_vk(ctx, r, code->name);
+            return r;
     }
     *out = vk->modules[id];
-    return VKATTN_OK;
+    return VK_SUCCESS;
 }
 
 /* Logs (INFO) each executable of a new pipeline with the statistics its driver
@@ -204,21 +204,24 @@ static vkattn_status create_pipeline(vkattn_context *ctx, shader_id shader,
 {
     vk_state *vk = &ctx->vk;
     shader_id twin = shader_get(shader)->spirv16;
-    if (vk->spirv16 && twin) {
-        VkResult r = VK_ERROR_UNKNOWN;
-        if (!vk->spirv16_refused && get_module(ctx, twin, &pi->stage.module) == VKATTN_OK)
+    if (vk->spirv16 && twin && !vk->spirv16_declined[twin]) {
+        VkResult r = vk->spirv16_refused ? VK_ERROR_UNKNOWN
+                                         : module_of(vk, twin, &pi->stage.module);
+        if (r == VK_SUCCESS)
             r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, pi, NULL, out);
         if (r == VK_SUCCESS)
             return VKATTN_OK;
+        /* Once: the context's later pipelines of this module take the 1.3
+         * form straight away. */
+        vk->spirv16_declined[twin] = true;
         ctx_log(ctx, VKATTN_LOG_WARNING, "%s: its SPIR-V 1.6 form refused %s (%s); taking its "
                 "SPIR-V 1.3 form", shader_get(shader)->name,
                 vk->spirv16_refused ? "on purpose" : "by the driver",
                 vk->spirv16_refused ? "VKATTN_SPIRV16=refused" : vk_result_string(r));
     }
-    vkattn_status s = get_module(ctx, shader, &pi->stage.module);
-    if (s != VKATTN_OK)
-        return s;
-    VkResult r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, pi, NULL, out);
+    VkResult r = module_of(vk, shader, &pi->stage.module);
+    if (r == VK_SUCCESS)
+        r = vk->vkd.CreateComputePipelines(vk->device, vk->pipeline_cache, 1, pi, NULL, out);
     return r == VK_SUCCESS ? VKATTN_OK : ctx_fail_vk(ctx, r, shader_get(shader)->name);
 }
 

@@ -535,8 +535,10 @@ static void test_workgroup_spirv_forms(void **state)
     };
     const char *saved = getenv("VKATTN_SPIRV16");
     char *kept = saved ? strdup(saved) : NULL;
+    char problem[768] = "";
     bool taken = false;
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0] && !problem[0]; f++) {
+        const char *setting = forms[f].env ? forms[f].env : "(unset)";
         if (forms[f].env)
             setenv("VKATTN_SPIRV16", forms[f].env, 1);
         else
@@ -550,19 +552,21 @@ static void test_workgroup_spirv_forms(void **state)
         const char *line = env->gpu_log.spirv16;
         if (f == 0)
             taken = strstr(line, forms[0].line) != NULL;
-        if (taken && !strstr(line, forms[f].line))
-            fail_msg("VKATTN_SPIRV16=%s: the context said \"%s\", not \"%s\"",
-                     forms[f].env ? forms[f].env : "(unset)", line, forms[f].line);
         rng r = {29};
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             run_case(env, &cases[i], workgroup_emulated_paths, NPATHS(workgroup_emulated_paths),
                      &r);
+        /* A driver refusing the emulated kernel's 1.6 form fails here too:
+         * the fallback copes, but it is a finding to report. */
         const char *fallback = env->gpu_log.spirv16_fallback;
-        if (taken && (forms[f].warning != NULL) != (fallback[0] != '\0'))
-            fail_msg("VKATTN_SPIRV16=%s: %s", forms[f].env ? forms[f].env : "(unset)",
+        if (taken && !strstr(line, forms[f].line))
+            snprintf(problem, sizeof problem, "VKATTN_SPIRV16=%s: the context said \"%s\", not "
+                     "\"%s\"", setting, line, forms[f].line);
+        else if (taken && (forms[f].warning != NULL) != (fallback[0] != '\0'))
+            snprintf(problem, sizeof problem, "VKATTN_SPIRV16=%s: %s", setting,
                      fallback[0] ? fallback : "no fallback to the 1.3 form said");
-        if (taken && forms[f].warning && !strstr(fallback, forms[f].warning))
-            fail_msg("the fallback said \"%s\"", fallback);
+        else if (taken && forms[f].warning && !strstr(fallback, forms[f].warning))
+            snprintf(problem, sizeof problem, "the fallback said \"%s\"", fallback);
         test_env_destroy(env);
     }
     if (kept)
@@ -570,6 +574,8 @@ static void test_workgroup_spirv_forms(void **state)
     else
         unsetenv("VKATTN_SPIRV16");
     free(kept);
+    if (problem[0])
+        fail_msg("%s", problem);
     if (!taken)
         print_message("the SPIR-V 1.6 forms are not taken here; both runs took the 1.3 form\n");
 }

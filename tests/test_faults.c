@@ -765,9 +765,11 @@ static void test_kept_block_released(void **state)
     if (s != VKATTN_OK)
         fail_msg("with the kept block freeable, the large tensor failed: %s (\"%s\")",
                  vkattn_status_string(s), vkattn_last_error(ctx));
-    assert_int_equal(fault_live_allocations(), allocations);
+    /* (fewer where another type kept an empty block too: all are freed) */
+    assert_true(fault_live_allocations() <= allocations);
 
     /* Nothing kept now: one more fails, with the numbers. */
+    fault_cap_allocations(fault_live_allocations());
     vkattn_tensor *u = NULL;
     s = vkattn_tensor_create(ctx, &big, &u);
     assert_int_equal(s, VKATTN_ERROR_VULKAN);

@@ -240,6 +240,7 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
     tile_limits limits = {.rows = rows, .max_tile = max_tile,
                           .untuned_rows = cpu ? WORKGROUP_ROW_BLOCK : WORKGROUP_ROWS, .sg = sg};
     bool fits = tiles_for_workgroup(ctx, d, wg, emulated ? NULL : g, &limits, &t);
+    uint32_t first_rows = limits.first, first_on = t.on, smaller = 0;
     /* Untuned, where the largest workgroup fits no tiles, the other sizes the
      * device lists, largest first: a finer granularity may fit. */
     for (uint32_t tried = wg, i = 0; !fits && !emulated && !subgroups && i < COOPMAT2_MAX_SHAPES;
@@ -256,15 +257,20 @@ static bool plan_common(vkattn_context *ctx, const attention_call *c, bool emula
         if (tiles_for_workgroup(ctx, d, next, workgroup_granularity(all, next), &limits, &other))
             t = other, fits = true;
         tried = next;
+        smaller++;
     }
     if (!fits) {
+        char sides[48] = "";
+        if (!emulated)
+            snprintf(sides, sizeof sides, " and matrix sides up to %u",
+                     ctx->vk.caps.coopmat2_flexible_max);
         snprintf(why, why_size, "%s: no tiles for head sizes %lld and %lld fit %u bytes of "
                  "shared memory, workgroups of %u invocations (subgroups of %u, a power of 2 "
-                 "of them, up to %u) and matrix sides up to %u (from %u rows and %u keys, %u O "
-                 "columns)", name, (long long)d->D, (long long)d->Dv, info->shared_memory_bytes,
-                 wg, sg, emulated ? info->max_workgroup_invocations
-                                  : ctx->vk.caps.coopmat2_workgroup_max,
-                 emulated ? 0 : ctx->vk.caps.coopmat2_flexible_max, limits.first, max_tile, t.on);
+                 "of them, up to %u)%s (from %u rows and %u keys, %u O columns)%s", name,
+                 (long long)d->D, (long long)d->Dv, info->shared_memory_bytes, wg, sg,
+                 emulated ? info->max_workgroup_invocations : ctx->vk.caps.coopmat2_workgroup_max,
+                 sides, first_rows, max_tile, first_on,
+                 smaller ? "; nor the smaller workgroups the device lists" : "");
         return false;
     }
     plan->rows_per_workgroup = t.br;
