@@ -242,6 +242,8 @@ workgroup_step() {
   left=$(( end - $(date +%s) ))
   [ "$left" -ge 10 ] && workgroup_bench coopmat "$left"
   grep -E '^(# again|attention)' "$out/workgroup.txt" | cut -c1-200
+  # which SPIR-V form the workgroup-scope modules ran in (1.6 unless refused)
+  grep -E 'SPIR-V 1\.6 form' "$out/workgroup.txt" "$out/workgroup.log" | sort -u | cut -c1-240
   grep -E '^vkattn: pipeline statistics: attention_coopmat' "$out/workgroup.txt" | cut -c1-240
 }
 
