@@ -806,9 +806,9 @@ vkattn_status vk_mapping_invalidate(vkattn_context *ctx, const vk_allocation *me
 /* memory_pool.c. Memory for a buffer with requirements `req` in the first type
  * of `order` (memory_types_ranked's) that has room, from a shared block or, for
  * a large buffer, one of its own; `mapped`: the block is mapped too (the type
- * must be host-visible). Where one type has no room (out of memory, or at the
- * driver's cap on allocations) the next is tried; where none has, the empty
- * blocks kept for later buffers are freed and the types tried once more.
+ * must be host-visible). Where a type has no room (out of memory, or at the
+ * driver's cap on allocations), its empty block kept for later buffers is
+ * freed and the type tried again, then the next type is tried.
  * VK_SUCCESS, or the failure (no room: the last type's). */
 VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
                               const uint32_t *order, uint32_t n, bool mapped,

@@ -133,8 +133,8 @@ static VkResult allocate_in_type(vkattn_context *ctx, const VkMemoryRequirements
     return VK_SUCCESS;
 }
 
-/* Whether `r` says a type has no room (left for the next type, or for a try
- * after the kept empty blocks are freed): out of memory, or the driver's cap
+/* Whether `r` says a type has no room (for a try after its kept empty block
+ * is freed, then the next type): out of memory, or the driver's cap
  * on live allocations (maxMemoryAllocationCount), where a type's shared block
  * may still have room that needs no allocation. */
 static bool out_of_room(VkResult r)
@@ -143,37 +143,40 @@ static bool out_of_room(VkResult r)
            r == VK_ERROR_TOO_MANY_OBJECTS;
 }
 
-/* Frees the empty shared blocks kept for the next buffer (memory_pool_free
- * keeps one a type) of `type`, or of every type (ANY_TYPE); returns how many. */
-#define ANY_TYPE UINT32_MAX
-static uint32_t release_kept_blocks(vkattn_context *ctx, uint32_t type)
+/* Frees the empty shared block of `type` kept for the next buffer
+ * (memory_pool_free keeps one a type); whether there was one. */
+static bool release_kept_block(vkattn_context *ctx, uint32_t type)
 {
     memory_pool *pool = &ctx->vk.memory_pool;
-    uint32_t released = 0;
-    for (uint32_t i = pool->count; i-- > 0;) {
+    for (uint32_t i = 0; i < pool->count; i++) {
         const memory_block *b = pool->blocks[i];
-        if (b->shared && (type == ANY_TYPE || b->type == type) &&
-            memory_ranges_empty(&b->ranges)) {
+        if (b->shared && b->type == type && memory_ranges_empty(&b->ranges)) {
             block_destroy(ctx, i);
-            released++;
+            return true;
         }
     }
-    return released;
+    return false;
 }
 
-/* The first type of `order` with room; the block mapped where `mapped`. */
-static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirements *req,
-                                  const uint32_t *order, uint32_t n, bool mapped,
-                                  vk_allocation *out)
+VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
+                              const uint32_t *order, uint32_t n, bool mapped,
+                              vk_allocation *out)
 {
     vk_state *vk = &ctx->vk;
+    *out = (vk_allocation){0};
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
         r = allocate_in_type(ctx, req, order[i], out);
-        /* The type's own kept block first, before memory further down the
+        /* A kept empty block (up to 64 MiB) holds memory, and an allocation,
+         * that nothing uses: where the type has no room, it goes back to the
+         * driver and the type is tried again, before memory further down the
          * order (slower, for a device tensor) is taken. */
-        if (out_of_room(r) && release_kept_blocks(ctx, order[i]))
+        if (out_of_room(r) && release_kept_block(ctx, order[i])) {
+            ctx_log(ctx, VKATTN_LOG_DEBUG, "memory: freed type %u's kept empty block for %llu "
+                    "bytes (%s); trying again", order[i], (unsigned long long)req->size,
+                    vk_result_string(r));
             r = allocate_in_type(ctx, req, order[i], out);
+        }
         if (r == VK_SUCCESS)
             break;
         if (!out_of_room(r))
@@ -194,26 +197,6 @@ static VkResult allocate_in_order(vkattn_context *ctx, const VkMemoryRequirement
             b->host = NULL;
             memory_pool_free(ctx, out);
         }
-    }
-    return r;
-}
-
-VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
-                              const uint32_t *order, uint32_t n, bool mapped,
-                              vk_allocation *out)
-{
-    *out = (vk_allocation){0};
-    VkResult r = allocate_in_order(ctx, req, order, n, mapped, out);
-    /* A kept empty block (up to 64 MiB a type) holds memory, and an allocation,
-     * that nothing uses: each type's goes before that type is passed over
-     * (above); where every type is out of room, those of types outside the
-     * order go too (the driver's cap on allocations counts them all), so that
-     * a full GPU fails only when it is. */
-    if (out_of_room(r) && release_kept_blocks(ctx, ANY_TYPE)) {
-        ctx_log(ctx, VKATTN_LOG_DEBUG,
-                "memory: %llu bytes fit in no type (%s); freed the kept empty blocks, trying again",
-                (unsigned long long)req->size, vk_result_string(r));
-        r = allocate_in_order(ctx, req, order, n, mapped, out);
     }
     return r;
 }

@@ -276,7 +276,7 @@ vkattn_status vk_pipeline_get(vkattn_context *ctx, const pipeline_key *key, VkPi
     };
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        /* .stage.module: below */
+        /* .stage.module: create_pipeline, which picks the module */
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .pNext = key->subgroup_size ? &required_size : NULL,
