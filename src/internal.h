@@ -808,7 +808,8 @@ vkattn_status vk_mapping_invalidate(vkattn_context *ctx, const vk_allocation *me
  * a large buffer, one of its own; `mapped`: the block is mapped too (the type
  * must be host-visible). Where a type has no room (out of memory, or at the
  * driver's cap on allocations), its empty block kept for later buffers is
- * freed and the type tried again, then the next type is tried.
+ * freed and the type tried again, then the next type is tried; so is the
+ * next where `mapped` memory of a type cannot be mapped.
  * VK_SUCCESS, or the failure (no room: the last type's). */
 VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
                               const uint32_t *order, uint32_t n, bool mapped,

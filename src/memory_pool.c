@@ -158,11 +158,27 @@ static bool release_kept_block(vkattn_context *ctx, uint32_t type)
     return false;
 }
 
+/* Maps the block of `a` whole, once, when the first buffer that the host
+ * reaches lands in it: mapping per buffer is not allowed (one mapping per
+ * allocation). Where the map fails, `a` is given back. */
+static VkResult map_block(vkattn_context *ctx, vk_allocation *a)
+{
+    vk_state *vk = &ctx->vk;
+    memory_block *b = a->block;
+    if (b->host)
+        return VK_SUCCESS;
+    VkResult r = vk->vkd.MapMemory(vk->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->host);
+    if (r != VK_SUCCESS) {
+        b->host = NULL;
+        memory_pool_free(ctx, a);
+    }
+    return r;
+}
+
 VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
                               const uint32_t *order, uint32_t n, bool mapped,
                               vk_allocation *out)
 {
-    vk_state *vk = &ctx->vk;
     *out = (vk_allocation){0};
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
@@ -177,26 +193,18 @@ VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *r
                     vk_result_string(r));
             r = allocate_in_type(ctx, req, order[i], out);
         }
+        /* A type whose memory the host cannot map now (address space, a
+         * driver's limit on mappings) is passed over as a full one is. */
+        if (r == VK_SUCCESS && mapped)
+            r = map_block(ctx, out);
         if (r == VK_SUCCESS)
-            break;
-        if (!out_of_room(r))
+            return VK_SUCCESS;
+        if (!out_of_room(r) && r != VK_ERROR_MEMORY_MAP_FAILED)
             return r;
         if (i + 1 < n)
             ctx_log(ctx, VKATTN_LOG_DEBUG,
                     "%llu bytes do not fit in memory type %u (%s); trying type %u",
                     (unsigned long long)req->size, order[i], vk_result_string(r), order[i + 1]);
-    }
-    if (r != VK_SUCCESS)
-        return r;
-    /* Mapped whole, once, when the first buffer that the host reaches lands in
-     * it: mapping per buffer is not allowed (one mapping per allocation). */
-    memory_block *b = out->block;
-    if (mapped && !b->host) {
-        r = vk->vkd.MapMemory(vk->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->host);
-        if (r != VK_SUCCESS) {
-            b->host = NULL;
-            memory_pool_free(ctx, out);
-        }
     }
     return r;
 }

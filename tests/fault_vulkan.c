@@ -3,6 +3,7 @@
  * vkGetDeviceProcAddr, itself handed out by the wrapped vkGetInstanceProcAddr. */
 #include "fault_vulkan.h"
 #include "fault_descriptor_pools.h"
+#include "fault_memory_layout.h"
 #include "fault_pipeline_pool.h"
 
 #include <string.h>
@@ -124,23 +125,49 @@ static VkResult inject_queue(const char *entry_point)
 CREATE_WRAPPER(CreateBuffer, KIND_BUFFER, VkBufferCreateInfo, VkBuffer, NOTHING)
 DESTROY_WRAPPER(DestroyBuffer, KIND_BUFFER, VkBuffer)
 /* vkAllocateMemory also answers VK_ERROR_TOO_MANY_OBJECTS at the cap, as a
- * driver may past maxMemoryAllocationCount. */
+ * driver may past maxMemoryAllocationCount, and allocates in the real type
+ * behind a presented one (fault_memory_layout.h), or refuses as it is told. */
 static PFN_vkAllocateMemory real_AllocateMemory;
 static VKAPI_ATTR VkResult VKAPI_CALL wrap_AllocateMemory(VkDevice d,
                                                           const VkMemoryAllocateInfo *info,
                                                           const VkAllocationCallbacks *a,
                                                           VkDeviceMemory *out)
 {
+    VkMemoryAllocateInfo real = *info;
     VkResult r = inject("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY);
     if (r == VK_SUCCESS && allocation_cap && live[KIND_MEMORY] >= allocation_cap)
         r = VK_ERROR_TOO_MANY_OBJECTS;
     if (r == VK_SUCCESS)
-        r = real_AllocateMemory(d, info, a, out);
-    if (r == VK_SUCCESS && ++live[KIND_MEMORY] > allocations_peak)
+        r = fault_memory_backing(info->memoryTypeIndex, &real.memoryTypeIndex);
+    if (r == VK_SUCCESS)
+        r = real_AllocateMemory(d, &real, a, out);
+    if (r != VK_SUCCESS)
+        return r;
+    fault_memory_allocated(*out, info->memoryTypeIndex, info->allocationSize);
+    if (++live[KIND_MEMORY] > allocations_peak)
         allocations_peak = live[KIND_MEMORY];
     return r;
 }
-DESTROY_WRAPPER(FreeMemory, KIND_MEMORY, VkDeviceMemory)
+
+static PFN_vkFreeMemory real_FreeMemory;
+static VKAPI_ATTR void VKAPI_CALL wrap_FreeMemory(VkDevice d, VkDeviceMemory m,
+                                                  const VkAllocationCallbacks *a)
+{
+    if (m != VK_NULL_HANDLE) {
+        live[KIND_MEMORY]--;
+        fault_memory_freed(m);
+    }
+    real_FreeMemory(d, m, a);
+}
+
+/* A buffer may go in the presented types backed by the real types it may. */
+static PFN_vkGetBufferMemoryRequirements real_GetBufferMemoryRequirements;
+static VKAPI_ATTR void VKAPI_CALL wrap_GetBufferMemoryRequirements(VkDevice d, VkBuffer b,
+                                                                   VkMemoryRequirements *req)
+{
+    real_GetBufferMemoryRequirements(d, b, req);
+    fault_memory_translate_bits(&req->memoryTypeBits);
+}
 CREATE_WRAPPER(CreateBufferView, KIND_VIEW, VkBufferViewCreateInfo, VkBufferView, NOTHING)
 DESTROY_WRAPPER(DestroyBufferView, KIND_VIEW, VkBufferView)
 CREATE_WRAPPER(CreateShaderModule, KIND_SHADER, VkShaderModuleCreateInfo, VkShaderModule,
@@ -228,6 +255,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL wrap_MapMemory(VkDevice d, VkDeviceMemory 
 {
     /* Not counted as an object: vkFreeMemory unmaps implicitly. */
     VkResult r = inject("vkMapMemory", VK_ERROR_MEMORY_MAP_FAILED);
+    if (r == VK_SUCCESS)
+        r = fault_memory_map_refusal(m);
     return r != VK_SUCCESS ? r : real_MapMemory(d, m, offset, size, flags, data);
 }
 
@@ -327,6 +356,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL wrap_FlushMappedMemoryRanges(VkDevice d, u
                                                                    const VkMappedMemoryRange *r)
 {
     VkResult e = inject("vkFlushMappedMemoryRanges", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    for (uint32_t i = 0; e == VK_SUCCESS && i < n; i++)
+        fault_memory_synced(r[i].memory, true);
     return e != VK_SUCCESS ? e : real_FlushMappedMemoryRanges(d, n, r);
 }
 
@@ -335,6 +366,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL wrap_InvalidateMappedMemoryRanges(
     VkDevice d, uint32_t n, const VkMappedMemoryRange *r)
 {
     VkResult e = inject("vkInvalidateMappedMemoryRanges", VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    for (uint32_t i = 0; e == VK_SUCCESS && i < n; i++)
+        fault_memory_synced(r[i].memory, false);
     return e != VK_SUCCESS ? e : real_InvalidateMappedMemoryRanges(d, n, r);
 }
 
@@ -417,7 +450,7 @@ static const struct {
     ENTRY(ResetFences), ENTRY(ResetCommandPool), ENTRY(FlushMappedMemoryRanges),
     ENTRY(InvalidateMappedMemoryRanges), ENTRY(QueueSubmit), ENTRY(WaitForFences),
     ENTRY(QueueWaitIdle), ENTRY(DeviceWaitIdle), ENTRY(GetQueryPoolResults),
-    ENTRY(GetPipelineCacheData),
+    ENTRY(GetPipelineCacheData), ENTRY(GetBufferMemoryRequirements),
 };
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_device_proc_addr(VkDevice device,
@@ -432,6 +465,23 @@ static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_device_proc_addr(VkDev
     return real;
 }
 
+/* The device's memory as presented (fault_memory_layout.h). */
+static PFN_vkGetPhysicalDeviceMemoryProperties real_GetPhysicalDeviceMemoryProperties;
+static VKAPI_ATTR void VKAPI_CALL wrap_GetPhysicalDeviceMemoryProperties(
+    VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *properties)
+{
+    real_GetPhysicalDeviceMemoryProperties(pd, properties);
+    fault_memory_report(properties);
+}
+
+static PFN_vkGetPhysicalDeviceMemoryProperties2 real_GetPhysicalDeviceMemoryProperties2;
+static VKAPI_ATTR void VKAPI_CALL wrap_GetPhysicalDeviceMemoryProperties2(
+    VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties2 *properties)
+{
+    real_GetPhysicalDeviceMemoryProperties2(pd, properties);
+    fault_memory_report(&properties->memoryProperties);
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_instance_proc_addr(VkInstance instance,
                                                                      const char *name)
 {
@@ -439,5 +489,15 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fault_get_instance_proc_addr(VkInstance
         real_gdpa = (PFN_vkGetDeviceProcAddr)real_gipa(instance, name);
         return real_gdpa ? (PFN_vkVoidFunction)fault_get_device_proc_addr : NULL;
     }
-    return real_gipa(instance, name);
+    PFN_vkVoidFunction real = real_gipa(instance, name);
+    if (real && strcmp(name, "vkGetPhysicalDeviceMemoryProperties") == 0) {
+        real_GetPhysicalDeviceMemoryProperties = (PFN_vkGetPhysicalDeviceMemoryProperties)real;
+        return (PFN_vkVoidFunction)wrap_GetPhysicalDeviceMemoryProperties;
+    }
+    if (real && (strcmp(name, "vkGetPhysicalDeviceMemoryProperties2") == 0 ||
+                 strcmp(name, "vkGetPhysicalDeviceMemoryProperties2KHR") == 0)) {
+        real_GetPhysicalDeviceMemoryProperties2 = (PFN_vkGetPhysicalDeviceMemoryProperties2)real;
+        return (PFN_vkVoidFunction)wrap_GetPhysicalDeviceMemoryProperties2;
+    }
+    return real;
 }

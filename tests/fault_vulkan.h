@@ -5,7 +5,9 @@
  * destructions are counted, so a test can check that everything vkattn created
  * was destroyed. Compute pipelines are kept and handed out again
  * (fault_pipeline_pool.h); descriptor pools keep to their maxSets as a GPU
- * driver's do (fault_descriptor_pools.h). One device at a time, one thread. */
+ * driver's do (fault_descriptor_pools.h). The device's memory can be presented
+ * as another device's (fault_memory_layout.h). One device at a time, one
+ * thread. */
 #ifndef VKATTN_FAULT_VULKAN_H
 #define VKATTN_FAULT_VULKAN_H
 
