@@ -1,0 +1,312 @@
+/* The fused kernels' planners on GPUs this machine does not have: a context
+ * filled in as the NVIDIA H200 reported itself (bench/results/nvidia-h200:
+ * subgroups of 32 that can be required, 48 KiB of shared memory,
+ * VK_NV_cooperative_matrix's 16x16x16 f16 shapes), with no Vulkan device
+ * behind it, asked for the bench's calls. On lavapipe the planners take their
+ * CPU branches; these are the branches a GPU takes.
+ *  - Replay: AUTO's choice and the pipeline's specialization constants for
+ *    each call are those the H200 compiled and timed at its fourth check
+ *    (34dc617, fourth-check/profile.txt's "pipeline statistics" lines). A
+ *    planner change that moves a measured plan fails here, so that the next
+ *    GPU check's figures are not read against a different kernel unawares:
+ *    update the table with the reason.
+ *  - Every head size up to 256, GQA, Dv != D and decoding get a coopmat plan
+ *    on the H200, within its limits.
+ *  - The workgroup-scope kernel on a device listing several workgroup sizes
+ *    for VK_NV_cooperative_matrix2's products (synthetic: no GPU has reported
+ *    them to vkattn yet): the largest where its tiles fit, the next listed
+ *    size down where they do not, the tuned size or a refusal naming the
+ *    listed ones. */
+#define _POSIX_C_SOURCE 200809L /* unsetenv */
+#include "internal.h"
+#include "ops/attention_fused.h"
+#include "ops/tuning.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static vkattn_context ctx; /* large: not on the stack */
+
+/* The H200 as `vkattn devices` and the context's log reported it. */
+static void h200(void)
+{
+    memset(&ctx, 0, sizeof ctx);
+    vkattn_device_info *info = &ctx.info;
+    snprintf(info->name, sizeof info->name, "NVIDIA H200 (synthetic)");
+    info->type = VKATTN_DEVICE_TYPE_DISCRETE_GPU;
+    info->vendor_id = 0x10de;
+    info->subgroup_size = 32;
+    info->subgroup_arithmetic = true;
+    info->shared_memory_bytes = 49152;
+    info->max_workgroup_invocations = 1024;
+    device_caps *caps = &ctx.vk.caps;
+    caps->float16 = true;
+    caps->subgroup_size_control = true;
+    caps->subgroup_min = caps->subgroup_max = 32;
+    caps->memory_model = true;
+    caps->coopmat = true;
+    static const coopmat_shape nv_shapes[] = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}};
+    caps->coopmat_shape_count = 3;
+    memcpy(caps->coopmat_shapes, nv_shapes, sizeof nv_shapes);
+    ctx.vk.enabled = *caps;
+    ctx.vk.subgroup_shuffle = ctx.vk.subgroup_vote = true;
+    ctx.vk.prefer_texels = true;
+    ctx.vk.max_workgroup_count[0] = 0x7fffffff;
+    ctx.vk.max_workgroup_count[1] = ctx.vk.max_workgroup_count[2] = 65535;
+}
+
+static void tune(const char *tuning)
+{
+    vkattn_context_desc desc = {.tuning = tuning};
+    tuning_init(&ctx, &desc);
+}
+
+static vkattn_tensor q, k, v;
+
+static attention_call call(int64_t B, int64_t H, int64_t Hkv, int64_t Tq, int64_t Tk, int64_t D,
+                           vkattn_dtype dtype, bool causal)
+{
+    q.dtype = k.dtype = v.dtype = dtype;
+    attention_call c = {
+        .dims = {.B = B, .H = H, .Hkv = Hkv, .Tq = Tq, .Tk = Tk, .D = D, .Dv = D,
+                 .causal = causal, .fixed_q_offset = true, .q_offset = Tk - Tq,
+                 .scale = 1.0f, .var = {.window_left = -1, .window_right = -1}},
+        .q = &q, .k = &k, .v = &v,
+    };
+    return c;
+}
+
+static const fused_variant_row *row_of(vkattn_fused_variant v)
+{
+    const fused_variant_row *rows[] = {&fused_rows_variant, &fused_tiled_variant,
+                                       &fused_decode_variant, &fused_coopmat_variant,
+                                       &fused_coopmat_workgroup_variant};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i]->variant == v)
+            return rows[i];
+    fail_msg("no row for variant %d", (int)v);
+    return NULL;
+}
+
+/* The variant's plan for the call, or fails with the planner's reason. */
+static fused_plan plan_of(vkattn_fused_variant v, const attention_call *c, const char *what)
+{
+    fused_plan plan;
+    memset(&plan, 0, sizeof plan);
+    char why[512] = "";
+    if (!row_of(v)->plan(&ctx, c, &plan, why, sizeof why))
+        fail_msg("%s: %s refused: %s", what, row_of(v)->name, why);
+    return plan;
+}
+
+/* The pipeline key AUTO's (or the forced variant's) plan dispatches. */
+static pipeline_key key_of(attention_call *c, const char *what, vkattn_fused_variant *variant)
+{
+    vkattn_attention_choice choice = {0};
+    char why[512] = "";
+    if (!vk_attention_fused_choice(&ctx, c, &choice, why, sizeof why))
+        fail_msg("%s: no fused variant: %s", what, why);
+    *variant = choice.fused_variant;
+    fused_plan plan = plan_of(choice.fused_variant, c, what);
+    vk_dispatch d;
+    memset(&d, 0, sizeof d);
+    row_of(choice.fused_variant)->specialize(c, &plan, choice.kv_splits > 1, &d);
+    return d.key;
+}
+
+/* One call of the fourth check's bench and what the H200 compiled for it. */
+typedef struct replayed {
+    const char *what;
+    int64_t B, H, Hkv, Tq, Tk, D;
+    vkattn_dtype dtype;
+    bool causal;
+    vkattn_fused_variant forced;   /* AUTO, or the bench's forced variant */
+    vkattn_fused_variant expected; /* the variant that ran */
+    uint32_t spec[22];             /* its constants 0-21 as logged */
+} replayed;
+
+#define F16 VKATTN_DTYPE_F16
+#define BF16 VKATTN_DTYPE_BF16
+#define F32 VKATTN_DTYPE_F32
+#define AUTO VKATTN_FUSED_AUTO
+#define COOPMAT VKATTN_FUSED_COOPMAT
+#define TILED VKATTN_FUSED_TILED
+#define DECODE VKATTN_FUSED_DECODE
+
+static const replayed fourth_check[] = {
+    {"f16 causal prefill D=128", 4, 16, 16, 4096, 4096, 128, F16, true, AUTO, COOPMAT,
+     {128, 64, 48, 128, 128, 1, 0, 16, 16, 16, 32, 2, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1}},
+    {"f16 causal prefill D=64", 4, 16, 16, 4096, 4096, 64, F16, true, AUTO, COOPMAT,
+     {128, 64, 64, 64, 64, 1, 0, 16, 16, 16, 32, 2, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1}},
+    {"f32 causal prefill D=128", 4, 16, 16, 4096, 4096, 128, F32, true, AUTO, TILED,
+     {128, 8, 16, 128, 128, 1, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"f32 causal prefill D=64", 4, 16, 16, 4096, 4096, 64, F32, true, AUTO, TILED,
+     {128, 4, 16, 64, 64, 1, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"bf16 causal prefill D=128", 4, 16, 16, 4096, 4096, 128, BF16, true, AUTO, COOPMAT,
+     {128, 64, 48, 128, 128, 1, 0, 16, 16, 16, 32, 2, 7, 1, 1, 0, 0, 1, 0, 0, 0, 1}},
+    {"f16 decode Tk=8192", 1, 32, 8, 1, 8192, 128, F16, false, AUTO, DECODE,
+     {128, 32, 4, 128, 128, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"f16 decode Tk=8192, tiled", 1, 32, 8, 1, 8192, 128, F16, false, TILED, TILED,
+     {32, 8, 16, 128, 128, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"f32 causal T=2048 D=64", 1, 8, 8, 2048, 2048, 64, F32, true, AUTO, TILED,
+     {128, 4, 16, 64, 64, 1, 1, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"f32 T=2048 D=64", 1, 8, 8, 2048, 2048, 64, F32, false, AUTO, TILED,
+     {128, 4, 16, 64, 64, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {"f16 causal T=2048 D=64", 1, 8, 8, 2048, 2048, 64, F16, true, AUTO, COOPMAT,
+     {128, 64, 64, 64, 64, 1, 1, 16, 16, 16, 32, 2, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1}},
+    {"f16 T=2048 D=64", 1, 8, 8, 2048, 2048, 64, F16, false, AUTO, COOPMAT,
+     {128, 64, 64, 64, 64, 0, 1, 16, 16, 16, 32, 2, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1}},
+};
+
+/* Constants added since the fourth check, at the values that leave its
+ * kernels as they were: the coopmat kernel's BUFFERS (22) one buffer, and
+ * BF16_MATRICES (23) off; every other kernel's unused ones 0. */
+static uint32_t added_since(vkattn_fused_variant v, uint32_t id)
+{
+    return v == COOPMAT && id == 22 ? 1 : 0;
+}
+
+static void test_fourth_check_replayed(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof fourth_check / sizeof fourth_check[0]; i++) {
+        const replayed *r = &fourth_check[i];
+        h200();
+        attention_call c = call(r->B, r->H, r->Hkv, r->Tq, r->Tk, r->D, r->dtype, r->causal);
+        c.path = VKATTN_PATH_FUSED;
+        c.fused_variant = r->forced;
+        vkattn_fused_variant variant;
+        pipeline_key key = key_of(&c, r->what, &variant);
+        if (variant != r->expected)
+            fail_msg("%s: AUTO took %s, the H200 ran %s", r->what, row_of(variant)->name,
+                     row_of(r->expected)->name);
+        assert_int_equal(key.subgroup_size, 32);
+        char got[256] = "";
+        bool same = true;
+        for (uint32_t id = 0, at = 0; id < key.spec_count && at < sizeof got; id++) {
+            uint32_t want = id < 22 ? r->spec[id] : added_since(variant, id);
+            same &= key.spec[id] == want;
+            at += (uint32_t)snprintf(got + at, sizeof got - at, "%s%u", id ? "," : "", key.spec[id]);
+        }
+        if (!same)
+            fail_msg("%s: %s specialized as [%s], not as the H200 ran it", r->what,
+                     row_of(variant)->name, got);
+    }
+}
+
+/* Every head size to 256 (and Dv != D, GQA, decoding, each dtype) plans on
+ * the H200 within its limits: a workgroup of whole subgroups, whole 16-row
+ * blocks, keys in whole matrices. */
+static void test_coopmat_every_head_size(void **state)
+{
+    (void)state;
+    h200();
+    char what[96];
+    for (int64_t D = 1; D <= 256; D++) {
+        for (int g = 0; g < 3; g++) {
+            static const int64_t heads[][4] = {{16, 16, 512, 512}, {32, 8, 1, 4096},
+                                               {12, 4, 77, 300}};
+            vkattn_dtype dtype = g == 1 ? BF16 : F16;
+            attention_call c = call(2, heads[g][0], heads[g][1], heads[g][2], heads[g][3], D,
+                                    dtype, g != 1);
+            c.dims.Dv = g == 2 ? 257 - D : D;
+            snprintf(what, sizeof what, "D=%lld Dv=%lld H=%lld Hkv=%lld Tq=%lld",
+                     (long long)D, (long long)c.dims.Dv, (long long)heads[g][0],
+                     (long long)heads[g][1], (long long)heads[g][2]);
+            fused_plan p = plan_of(COOPMAT, &c, what);
+            if (p.workgroup % 32 || p.workgroup > 1024 || p.rows_per_workgroup % 16 ||
+                p.bc % 16 || p.bc == 0 || p.stages < 1 || p.stages > 2 ||
+                p.subgroup_size != 32)
+                fail_msg("%s: workgroup %u, %u rows, %u keys, %u stages, subgroup %u", what,
+                         p.workgroup, p.rows_per_workgroup, p.bc, p.stages, p.subgroup_size);
+        }
+    }
+}
+
+/* A device listing f16 workgroup-scope products for workgroups of 256 and
+ * 128 (granularities 64 and 32 a side), with workgroup scope enabled. */
+static void with_workgroup_products(uint32_t reserved_shared)
+{
+    h200();
+    device_caps *caps = &ctx.vk.caps;
+    caps->coopmat_khr = true;
+    caps->coopmat2 = true;
+    caps->coopmat2_features = DEVICE_COOPMAT2_WORKGROUP_SCOPE | DEVICE_COOPMAT2_FLEXIBLE_DIMENSIONS;
+    caps->coopmat2_workgroup_max = 256;
+    caps->coopmat2_flexible_max = 256;
+    caps->coopmat2_reserved_shared = reserved_shared;
+    caps->coopmat2_shape_count = 2;
+    caps->coopmat2_shapes[0].invocations = 256;
+    caps->coopmat2_shapes[1].invocations = 128;
+    for (int i = 0; i < 3; i++) {
+        caps->coopmat2_shapes[0].granularity[i] = 64;
+        caps->coopmat2_shapes[1].granularity[i] = 32;
+    }
+    caps->coopmat2_invocations = 256;
+    memcpy(caps->coopmat2_granularity, caps->coopmat2_shapes[0].granularity,
+           sizeof caps->coopmat2_granularity);
+    caps->coopmat2_workgroup = true;
+    caps->maintenance4 = true;
+    ctx.vk.enabled = *caps;
+}
+
+static void test_workgroup_sizes_walked(void **state)
+{
+    (void)state;
+    /* Room for 64-row tiles: the largest listed workgroup. */
+    with_workgroup_products(8192);
+    attention_call c = call(4, 16, 16, 4096, 4096, 128, F16, true);
+    fused_plan p = plan_of(VKATTN_FUSED_COOPMAT_WORKGROUP, &c, "D=128, 8 KiB reserved");
+    assert_int_equal(p.workgroup, 256);
+    assert_int_equal(p.rows_per_workgroup % 64, 0);
+    assert_int_equal(p.bc % 64, 0);
+
+    /* Where 64-row, 64-key tiles leave no room (most of shared memory
+     * reserved by the driver), the next listed size's 32-side tiles. */
+    with_workgroup_products(32768);
+    p = plan_of(VKATTN_FUSED_COOPMAT_WORKGROUP, &c, "D=128, 32 KiB reserved");
+    assert_int_equal(p.workgroup, 128);
+    assert_int_equal(p.rows_per_workgroup % 32, 0);
+    assert_int_equal(p.bc % 32, 0);
+
+    /* Nothing fits: a refusal that says the smaller sizes were tried. */
+    with_workgroup_products(48 * 1024);
+    fused_plan none;
+    memset(&none, 0, sizeof none);
+    char why[512] = "";
+    assert_false(row_of(VKATTN_FUSED_COOPMAT_WORKGROUP)->plan(&ctx, &c, &none, why, sizeof why));
+    if (!strstr(why, "nor the smaller workgroups the device lists"))
+        fail_msg("the refusal said \"%s\"", why);
+
+    /* A tuned size the device lists is kept; one it does not is refused
+     * with the sizes it lists. */
+    with_workgroup_products(8192);
+    tune("coopmat_workgroup.subgroups=4");
+    p = plan_of(VKATTN_FUSED_COOPMAT_WORKGROUP, &c, "tuned to 4 subgroups");
+    assert_int_equal(p.workgroup, 128);
+    tune("coopmat_workgroup.subgroups=2");
+    memset(why, 0, sizeof why);
+    assert_false(row_of(VKATTN_FUSED_COOPMAT_WORKGROUP)->plan(&ctx, &c, &none, why, sizeof why));
+    if (!strstr(why, "64 invocations") || !strstr(why, "256, 128"))
+        fail_msg("the refusal said \"%s\"", why);
+    tune(NULL);
+}
+
+int main(void)
+{
+    /* The planners read these; the table above is the default's. */
+    unsetenv("VKATTN_TUNE");
+    unsetenv("VKATTN_COOPMAT");
+    unsetenv("VKATTN_COOPMAT_EMULATED_TILING");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fourth_check_replayed),
+        cmocka_unit_test(test_coopmat_every_head_size),
+        cmocka_unit_test(test_workgroup_sizes_walked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
