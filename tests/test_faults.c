@@ -641,21 +641,6 @@ static void many_expect(vkattn_tensor *const *tensors, const int *ids, int n, fl
     }
 }
 
-/* An f32 tensor of `count` elements holds what is uploaded to it. */
-static void expect_round_trip(vkattn_tensor *t, size_t count)
-{
-    float *data = malloc(count * sizeof *data), *back = malloc(count * sizeof *back);
-    assert_non_null(data);
-    assert_non_null(back);
-    for (size_t j = 0; j < count; j++)
-        data[j] = (float)(j % 1000);
-    assert_int_equal(vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32), VKATTN_OK);
-    assert_int_equal(vkattn_tensor_download(t, back, VKATTN_DTYPE_F32), VKATTN_OK);
-    assert_memory_equal(back, data, count * sizeof *data);
-    free(data);
-    free(back);
-}
-
 /* Thousands of small tensors on a driver that allows 16 live memory allocations
  * (real ones allow 4096 or 4 billion, shared with the whole process): tensors
  * share blocks, so all of them fit, each holds what was uploaded to it after
@@ -703,7 +688,7 @@ static void test_many_tensors(void **state)
     vkattn_tensor *t = NULL;
     assert_int_equal(vkattn_tensor_create(ctx, &big, &t), VKATTN_OK);
     assert_int_equal(fault_live_allocations(), allocations + 1);
-    expect_round_trip(t, 4096 * 2049);
+    expect_f32_round_trip(t, 4096 * 2049);
     vkattn_tensor_destroy(t);
     assert_int_equal(fault_live_objects(&kind), before);
 
@@ -779,7 +764,7 @@ static void test_kept_block_released(void **state)
     /* The one made holds what is uploaded to it (staged in device memory:
      * the staging buffers need allocations of their own). */
     fault_cap_allocations(0);
-    expect_round_trip(t, 4096 * 4101);
+    expect_f32_round_trip(t, 4096 * 4101);
 
     vkattn_tensor_destroy(t);
     for (int i = 0; i < n; i++)

@@ -107,21 +107,6 @@ static void compute(vkattn_context *ctx, results *out)
     vkattn_tensor_destroy(o);
 }
 
-/* An f32 tensor of `count` elements holds what is uploaded to it. */
-static void expect_round_trip(vkattn_context *ctx, vkattn_tensor *t, size_t count)
-{
-    float *data = malloc(count * sizeof *data), *back = malloc(count * sizeof *back);
-    assert_non_null(data);
-    assert_non_null(back);
-    for (size_t j = 0; j < count; j++)
-        data[j] = (float)(j % 1009);
-    EXPECT_OK(ctx, vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32));
-    EXPECT_OK(ctx, vkattn_tensor_download(t, back, VKATTN_DTYPE_F32));
-    assert_memory_equal(back, data, count * sizeof *data);
-    free(data);
-    free(back);
-}
-
 typedef struct fixture {
     test_app app;
     results want; /* on the device's own layout */
@@ -226,7 +211,7 @@ static void test_full_vram(void **state)
     VkDeviceSize system_largest;
     fault_memory_made(SYSTEM_ONLY, &system_largest);
     assert_true(system_largest >= (VkDeviceSize)(rows * cols) * sizeof(float));
-    expect_round_trip(ctx, big, (size_t)(rows * cols));
+    expect_f32_round_trip(big, (size_t)(rows * cols));
     vkattn_tensor_destroy(big);
     expect_same_results(f, ctx, "VRAM full");
 
@@ -286,7 +271,7 @@ static void test_mapped_tensors_small_bar(void **state)
     VkDeviceSize largest;
     fault_memory_made(BAR, &largest);
     assert_true(largest <= 256 * MIB / 16);
-    expect_round_trip(ctx, big, (size_t)(rows * cols));
+    expect_f32_round_trip(big, (size_t)(rows * cols));
     vkattn_tensor_destroy(big);
     expect_same_results(f, ctx, "mapped tensors, a small BAR");
 

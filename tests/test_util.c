@@ -363,6 +363,23 @@ void pair_destroy(pair *p)
     memset(p, 0, sizeof *p);
 }
 
+void expect_f32_round_trip(vkattn_tensor *t, size_t count)
+{
+    float *data = malloc(count * sizeof *data), *back = malloc(count * sizeof *back);
+    assert_non_null(data);
+    assert_non_null(back);
+    for (size_t j = 0; j < count; j++)
+        data[j] = (float)(j % 1009);
+    vkattn_status s = vkattn_tensor_upload(t, data, VKATTN_DTYPE_F32);
+    if (s == VKATTN_OK)
+        s = vkattn_tensor_download(t, back, VKATTN_DTYPE_F32);
+    if (s != VKATTN_OK)
+        fail_msg("a round trip of %zu floats: %s", count, vkattn_status_string(s));
+    assert_memory_equal(back, data, count * sizeof *data);
+    free(data);
+    free(back);
+}
+
 double expect_close(const char *case_name, const pair *out, double atol, double rtol,
                     const float *scale)
 {

@@ -138,6 +138,10 @@ pair pair_random(test_env *env, vkattn_dtype dtype, int ndim, const int64_t *sha
 pair pair_output(test_env *env, int ndim, const int64_t *shape);
 void pair_destroy(pair *p);
 
+/* An f32 tensor of `count` elements gives back exactly what is uploaded to it
+ * (values 0 to 1008 in turn). */
+void expect_f32_round_trip(vkattn_tensor *t, size_t count);
+
 /* Downloads both sides of `out` and compares: NaN and Inf at the same places,
  * then |gpu - ref| <= atol + rtol * |ref| (scale[i] replaces |ref| when given).
  * Fails the test with the worst element and the case name. Returns max error. */
