@@ -171,6 +171,21 @@ static vkattn_device_info device_info(const vkattn_context *ctx)
     return info;
 }
 
+/* A 20 MiB tensor, more than a 256 MiB BAR takes in one buffer (16 MiB), is
+ * made in `type`, not the BAR, and holds what is uploaded to it. */
+static void expect_large_tensor_in(vkattn_context *ctx, uint32_t type)
+{
+    const int64_t rows = 5 * 1024, cols = 1024;
+    vkattn_tensor *big = tensor(ctx, 1, 1, rows, cols);
+    VkDeviceSize in_bar, in_type;
+    fault_memory_made(BAR, &in_bar);
+    fault_memory_made(type, &in_type);
+    assert_true(in_bar <= 256 * MIB / 16);
+    assert_true(in_type >= (VkDeviceSize)(rows * cols) * sizeof(float));
+    expect_f32_round_trip(big, (size_t)(rows * cols));
+    vkattn_tensor_destroy(big);
+}
+
 /* As on a discrete GPU: tensors in VRAM the host cannot map, uploads staged in
  * system memory, downloads in host-cached memory, nothing in the BAR. */
 static void test_discrete_gpu(void **state)
@@ -202,17 +217,7 @@ static void test_full_vram(void **state)
     assert_int_equal(made(VRAM), 0);
     assert_true(made(BAR) > 0);
 
-    /* 20 MiB: more than a 256 MiB BAR takes in one buffer (16 MiB). */
-    const int64_t rows = 5 * 1024, cols = 1024;
-    vkattn_tensor *big = tensor(ctx, 1, 1, rows, cols);
-    VkDeviceSize largest;
-    fault_memory_made(BAR, &largest);
-    assert_true(largest <= 256 * MIB / 16);
-    VkDeviceSize system_largest;
-    fault_memory_made(SYSTEM_ONLY, &system_largest);
-    assert_true(system_largest >= (VkDeviceSize)(rows * cols) * sizeof(float));
-    expect_f32_round_trip(big, (size_t)(rows * cols));
-    vkattn_tensor_destroy(big);
+    expect_large_tensor_in(ctx, SYSTEM_ONLY);
     expect_same_results(f, ctx, "VRAM full");
 
     fault_memory_present(&layout);
@@ -266,13 +271,7 @@ static void test_mapped_tensors_small_bar(void **state)
     assert_true(device_info(ctx).host_visible_device_memory);
     compute(ctx, &f->got);
     assert_true(made(BAR) > 0);
-    const int64_t rows = 5 * 1024, cols = 1024;
-    vkattn_tensor *big = tensor(ctx, 1, 1, rows, cols);
-    VkDeviceSize largest;
-    fault_memory_made(BAR, &largest);
-    assert_true(largest <= 256 * MIB / 16);
-    expect_f32_round_trip(big, (size_t)(rows * cols));
-    vkattn_tensor_destroy(big);
+    expect_large_tensor_in(ctx, UPLOAD);
     expect_same_results(f, ctx, "mapped tensors, a small BAR");
 
     fault_memory_present(&layout);
