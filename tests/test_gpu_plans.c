@@ -11,7 +11,10 @@
  *    GPU check's figures are not read against a different kernel unawares:
  *    update the table with the reason.
  *  - Every head size up to 256, GQA, Dv != D and decoding get a coopmat plan
- *    on the H200, within its limits.
+ *    within the limits of the H200 and, as their drivers list themselves, an
+ *    AMD RDNA3 and an Intel Alchemist GPU (KHR builds, other subgroup sizes
+ *    and matrix shapes); on Alchemist only to 120 (SIMD8: O's rows do not
+ *    fit a lane's registers past that), refused beyond with the reason.
  *  - The workgroup-scope kernel on a device listing several workgroup sizes
  *    for VK_NV_cooperative_matrix2's products (synthetic: no GPU has reported
  *    them to vkattn yet): the largest where its tiles fit, the next listed
@@ -32,33 +35,60 @@
 
 static vkattn_context ctx; /* large: not on the stack */
 
+/* A GPU as its driver reports itself, for what the planners read. */
+typedef struct synthetic_gpu {
+    const char *name;
+    uint32_t vendor_id, subgroup_size, subgroup_min, subgroup_max, shared_memory_bytes;
+    bool khr; /* its matrices through VK_KHR_cooperative_matrix */
+    uint32_t shape_count;
+    coopmat_shape shapes[4]; /* f16 x f16 + f32, subgroup scope */
+    /* The coopmat kernel's largest head sizes there: O's rows stay in a
+     * subgroup's registers, so SIMD8 (8 rows on 8 lanes, a lane a whole
+     * row of O) runs out past 120 columns; there it refuses, naming the
+     * registers, and AUTO takes the tiled kernel. */
+    int64_t largest_head;
+} synthetic_gpu;
+
 /* The H200 as `vkattn devices` and the context's log reported it. */
-static void h200(void)
+static const synthetic_gpu nvidia_h200 = {
+    "NVIDIA H200 (synthetic)", 0x10de, 32, 32, 32, 49152, false, 3,
+    {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}}, 256};
+/* As their drivers list them (no such device has run vkattn): RDNA3's WMMA
+ * through RADV, wave32 or wave64; Alchemist's DPAS through ANV, SIMD8 to 32. */
+static const synthetic_gpu amd_rdna3 = {
+    "AMD Radeon RX 7900 XTX (synthetic)", 0x1002, 64, 32, 64, 65536, true, 1, {{16, 16, 16}}, 256};
+static const synthetic_gpu intel_alchemist = {
+    "Intel Arc A770 (synthetic)", 0x8086, 32, 8, 32, 65536, true, 1, {{8, 8, 16}}, 120};
+
+static void gpu(const synthetic_gpu *g)
 {
     memset(&ctx, 0, sizeof ctx);
     vkattn_device_info *info = &ctx.info;
-    snprintf(info->name, sizeof info->name, "NVIDIA H200 (synthetic)");
+    snprintf(info->name, sizeof info->name, "%s", g->name);
     info->type = VKATTN_DEVICE_TYPE_DISCRETE_GPU;
-    info->vendor_id = 0x10de;
-    info->subgroup_size = 32;
+    info->vendor_id = g->vendor_id;
+    info->subgroup_size = g->subgroup_size;
     info->subgroup_arithmetic = true;
-    info->shared_memory_bytes = 49152;
+    info->shared_memory_bytes = g->shared_memory_bytes;
     info->max_workgroup_invocations = 1024;
     device_caps *caps = &ctx.vk.caps;
     caps->float16 = true;
     caps->subgroup_size_control = true;
-    caps->subgroup_min = caps->subgroup_max = 32;
+    caps->subgroup_min = g->subgroup_min;
+    caps->subgroup_max = g->subgroup_max;
     caps->memory_model = true;
     caps->coopmat = true;
-    static const coopmat_shape nv_shapes[] = {{16, 8, 16}, {16, 8, 8}, {16, 16, 16}};
-    caps->coopmat_shape_count = 3;
-    memcpy(caps->coopmat_shapes, nv_shapes, sizeof nv_shapes);
+    caps->coopmat_khr = g->khr;
+    caps->coopmat_shape_count = g->shape_count;
+    memcpy(caps->coopmat_shapes, g->shapes, sizeof g->shapes);
     ctx.vk.enabled = *caps;
     ctx.vk.subgroup_shuffle = ctx.vk.subgroup_vote = true;
     ctx.vk.prefer_texels = true;
     ctx.vk.max_workgroup_count[0] = 0x7fffffff;
     ctx.vk.max_workgroup_count[1] = ctx.vk.max_workgroup_count[2] = 65535;
 }
+
+static void h200(void) { gpu(&nvidia_h200); }
 
 static void tune(const char *tuning)
 {
@@ -199,31 +229,73 @@ static void test_fourth_check_replayed(void **state)
     }
 }
 
+static uint32_t lcm_of(uint32_t a, uint32_t b)
+{
+    uint32_t x = a, y = b;
+    while (y) {
+        uint32_t t = x % y;
+        x = y, y = t;
+    }
+    return a / x * b;
+}
+
+/* Past a GPU's largest head sizes: D = Dv refused for the registers; other
+ * pairs may fit (Q's registers and O's differ) or are refused so. */
+static bool register_refusal(const attention_call *c, const char *what)
+{
+    fused_plan p;
+    memset(&p, 0, sizeof p);
+    char why[512] = "";
+    if (fused_coopmat_variant.plan(&ctx, c, &p, why, sizeof why)) {
+        if (c->dims.D == c->dims.Dv)
+            fail_msg("%s: planned (%u rows, %u keys) past the head sizes expected to fit",
+                     what, p.rows_per_workgroup, p.bc);
+        return false;
+    }
+    if (!strstr(why, "do not fit") || !strstr(why, "registers"))
+        fail_msg("%s: refused with \"%s\"", what, why);
+    return true;
+}
+
 /* Every head size to 256 (and Dv != D, GQA, decoding, each dtype) plans on
- * the H200 within its limits: a workgroup of whole subgroups, whole 16-row
- * blocks, keys in whole matrices. */
+ * each GPU within its limits, up to its largest_head (past it, refused for the
+ * registers where D = Dv): a workgroup of whole subgroups of the size the
+ * kernel requires, whole matrix heights of rows, keys in whole matrices and
+ * packed elements. */
 static void test_coopmat_every_head_size(void **state)
 {
     (void)state;
-    h200();
-    char what[96];
-    for (int64_t D = 1; D <= 256; D++) {
-        for (int g = 0; g < 3; g++) {
-            static const int64_t heads[][4] = {{16, 16, 512, 512}, {32, 8, 1, 4096},
-                                               {12, 4, 77, 300}};
-            vkattn_dtype dtype = g == 1 ? BF16 : F16;
-            attention_call c = call(2, heads[g][0], heads[g][1], heads[g][2], heads[g][3], D,
-                                    dtype, g != 1);
-            c.dims.Dv = g == 2 ? 257 - D : D;
-            snprintf(what, sizeof what, "D=%lld Dv=%lld H=%lld Hkv=%lld Tq=%lld",
-                     (long long)D, (long long)c.dims.Dv, (long long)heads[g][0],
-                     (long long)heads[g][1], (long long)heads[g][2]);
-            fused_plan p = plan_of(COOPMAT, &c, what);
-            if (p.workgroup % 32 || p.workgroup > 1024 || p.rows_per_workgroup % 16 ||
-                p.bc % 16 || p.bc == 0 || p.stages < 1 || p.stages > 2 ||
-                p.subgroup_size != 32)
-                fail_msg("%s: workgroup %u, %u rows, %u keys, %u stages, subgroup %u", what,
-                         p.workgroup, p.rows_per_workgroup, p.bc, p.stages, p.subgroup_size);
+    const synthetic_gpu *gpus[] = {&nvidia_h200, &amd_rdna3, &intel_alchemist};
+    /* NVIDIA has one size; the KHR builds take the device's smallest. */
+    const uint32_t subgroup[] = {32, 32, 8};
+    char what[160];
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        gpu(gpus[i]);
+        coopmat_shape s = gpus[i]->shapes[gpus[i]->shape_count - 1];
+        uint32_t key_unit = lcm_of(lcm_of(lcm_of(s.m, s.n), s.k), 8);
+        for (int64_t D = 1; D <= 256; D++) {
+            for (int g = 0; g < 3; g++) {
+                static const int64_t heads[][4] = {{16, 16, 512, 512}, {32, 8, 1, 4096},
+                                                   {12, 4, 77, 300}};
+                vkattn_dtype dtype = g == 1 ? BF16 : F16;
+                attention_call c = call(2, heads[g][0], heads[g][1], heads[g][2], heads[g][3],
+                                        D, dtype, g != 1);
+                c.dims.Dv = g == 2 ? 257 - D : D;
+                snprintf(what, sizeof what, "%s: D=%lld Dv=%lld H=%lld Hkv=%lld Tq=%lld",
+                         gpus[i]->name, (long long)D, (long long)c.dims.Dv,
+                         (long long)heads[g][0], (long long)heads[g][1], (long long)heads[g][2]);
+                if ((D > gpus[i]->largest_head || c.dims.Dv > gpus[i]->largest_head) &&
+                    register_refusal(&c, what))
+                    continue;
+                fused_plan p = plan_of(COOPMAT, &c, what);
+                if (p.workgroup % subgroup[i] || p.workgroup > 1024 ||
+                    p.rows_per_workgroup % s.m || p.bc % key_unit || p.bc == 0 ||
+                    p.stages < 1 || p.stages > 2 || p.subgroup_size != subgroup[i] ||
+                    p.shape.m != s.m || p.shape.n != s.n || p.shape.k != s.k)
+                    fail_msg("%s: workgroup %u, %u rows, %u keys, %u stages, subgroup %u, "
+                             "%ux%ux%u matrices", what, p.workgroup, p.rows_per_workgroup, p.bc,
+                             p.stages, p.subgroup_size, p.shape.m, p.shape.n, p.shape.k);
+            }
         }
     }
 }
