@@ -75,19 +75,21 @@ static void block_destroy(vkattn_context *ctx, uint32_t index)
     pool->blocks[index] = pool->blocks[--pool->count];
 }
 
-/* `size` bytes at `alignment` from a shared block of `type` that has room. */
+/* `size` bytes at `alignment` from a shared block of `type` that has room;
+ * for a buffer the host maps, a block mapped already first. */
 static bool take_shared(memory_pool *pool, uint32_t type, VkDeviceSize size,
-                        VkDeviceSize alignment, vk_allocation *out)
+                        VkDeviceSize alignment, bool mapped, vk_allocation *out)
 {
-    for (uint32_t i = 0; i < pool->count; i++) {
-        memory_block *b = pool->blocks[i];
-        uint64_t offset;
-        if (b->shared && b->type == type &&
-            memory_ranges_take(&b->ranges, size, alignment, &offset)) {
-            *out = (vk_allocation){b, offset, size};
-            return true;
+    for (int pass = mapped ? 0 : 1; pass < 2; pass++)
+        for (uint32_t i = 0; i < pool->count; i++) {
+            memory_block *b = pool->blocks[i];
+            uint64_t offset;
+            if (b->shared && b->type == type && (pass || b->host) &&
+                memory_ranges_take(&b->ranges, size, alignment, &offset)) {
+                *out = (vk_allocation){b, offset, size};
+                return true;
+            }
         }
-    }
     return false;
 }
 
@@ -95,7 +97,7 @@ static bool take_shared(memory_pool *pool, uint32_t type, VkDeviceSize size,
  * the buffer's own (for a large buffer, or where a new shared block does not
  * fit but the buffer alone may). */
 static VkResult allocate_in_type(vkattn_context *ctx, const VkMemoryRequirements *req,
-                                 uint32_t type, vk_allocation *out)
+                                 uint32_t type, bool mapped, vk_allocation *out)
 {
     vk_state *vk = &ctx->vk;
     memory_pool *pool = &vk->memory_pool;
@@ -103,7 +105,7 @@ static VkResult allocate_in_type(vkattn_context *ctx, const VkMemoryRequirements
     VkDeviceSize alignment = req->alignment > atom ? req->alignment : atom;
     VkDeviceSize size = (req->size + atom - 1) / atom * atom;
 
-    if (take_shared(pool, type, size, alignment, out))
+    if (take_shared(pool, type, size, alignment, mapped, out))
         return VK_SUCCESS;
     VkDeviceSize block_size = memory_block_size(&vk->memory_properties, type, size + alignment,
                                                 pool->shared_made[type], vk->max_allocation_size);
@@ -158,58 +160,10 @@ static bool release_kept_block(vkattn_context *ctx, uint32_t type)
     return false;
 }
 
-/* Maps the block of `a` whole, once, when the first buffer that the host
- * reaches lands in it: mapping per buffer is not allowed (one mapping per
- * allocation). Where the map fails, `a` is given back. */
-static VkResult map_block(vkattn_context *ctx, vk_allocation *a)
-{
-    vk_state *vk = &ctx->vk;
-    memory_block *b = a->block;
-    if (b->host)
-        return VK_SUCCESS;
-    VkResult r = vk->vkd.MapMemory(vk->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->host);
-    if (r != VK_SUCCESS) {
-        b->host = NULL;
-        memory_pool_free(ctx, a);
-    }
-    return r;
-}
-
-VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
-                              const uint32_t *order, uint32_t n, bool mapped,
-                              vk_allocation *out)
-{
-    *out = (vk_allocation){0};
-    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
-    for (uint32_t i = 0; i < n; i++) {
-        r = allocate_in_type(ctx, req, order[i], out);
-        /* A kept empty block (up to 64 MiB) holds memory, and an allocation,
-         * that nothing uses: where the type has no room, it goes back to the
-         * driver and the type is tried again, before memory further down the
-         * order (slower, for a device tensor) is taken. */
-        if (out_of_room(r) && release_kept_block(ctx, order[i])) {
-            ctx_log(ctx, VKATTN_LOG_DEBUG, "memory: freed type %u's kept empty block for %llu "
-                    "bytes (%s); trying again", order[i], (unsigned long long)req->size,
-                    vk_result_string(r));
-            r = allocate_in_type(ctx, req, order[i], out);
-        }
-        /* A type whose memory the host cannot map now (address space, a
-         * driver's limit on mappings) is passed over as a full one is. */
-        if (r == VK_SUCCESS && mapped)
-            r = map_block(ctx, out);
-        if (r == VK_SUCCESS)
-            return VK_SUCCESS;
-        if (!out_of_room(r) && r != VK_ERROR_MEMORY_MAP_FAILED)
-            return r;
-        if (i + 1 < n)
-            ctx_log(ctx, VKATTN_LOG_DEBUG,
-                    "%llu bytes do not fit in memory type %u (%s); trying type %u",
-                    (unsigned long long)req->size, order[i], vk_result_string(r), order[i + 1]);
-    }
-    return r;
-}
-
-void memory_pool_free(vkattn_context *ctx, vk_allocation *a)
+/* Gives `a`'s range back to its block; a block left empty is freed, unless
+ * `keep` and it is the only empty shared block of its type (kept for the next
+ * buffer: staging comes and goes with every transfer). */
+static void give_back(vkattn_context *ctx, vk_allocation *a, bool keep)
 {
     memory_pool *pool = &ctx->vk.memory_pool;
     vk_allocation given = *a;
@@ -228,9 +182,66 @@ void memory_pool_free(vkattn_context *ctx, vk_allocation *a)
             memory_ranges_empty(&pool->blocks[i]->ranges))
             empty_shared_of_type++;
     }
-    if (!b->shared || empty_shared_of_type > 1)
+    if (!keep || !b->shared || empty_shared_of_type > 1)
         block_destroy(ctx, index);
 }
+
+/* Maps the block of `a` whole, once, when the first buffer that the host
+ * reaches lands in it: mapping per buffer is not allowed (one mapping per
+ * allocation). Where the map fails, `a` is given back, and its block too if
+ * that leaves it empty (not kept: the next buffer the host maps would fail
+ * on it again). */
+static VkResult map_block(vkattn_context *ctx, vk_allocation *a)
+{
+    vk_state *vk = &ctx->vk;
+    memory_block *b = a->block;
+    if (b->host)
+        return VK_SUCCESS;
+    VkResult r = vk->vkd.MapMemory(vk->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->host);
+    if (r != VK_SUCCESS) {
+        b->host = NULL;
+        give_back(ctx, a, false);
+    }
+    return r;
+}
+
+VkResult memory_pool_allocate(vkattn_context *ctx, const VkMemoryRequirements *req,
+                              const uint32_t *order, uint32_t n, bool mapped,
+                              vk_allocation *out)
+{
+    *out = (vk_allocation){0};
+    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    for (uint32_t i = 0; i < n; i++) {
+        r = allocate_in_type(ctx, req, order[i], mapped, out);
+        /* A kept empty block (up to 64 MiB) holds memory, and an allocation,
+         * that nothing uses: where the type has no room, it goes back to the
+         * driver and the type is tried again, before memory further down the
+         * order (slower, for a device tensor) is taken. */
+        if (out_of_room(r) && release_kept_block(ctx, order[i])) {
+            ctx_log(ctx, VKATTN_LOG_DEBUG, "memory: freed type %u's kept empty block for %llu "
+                    "bytes (%s); trying again", order[i], (unsigned long long)req->size,
+                    vk_result_string(r));
+            r = allocate_in_type(ctx, req, order[i], mapped, out);
+        }
+        /* A type whose memory the host cannot map now (address space, a
+         * driver's limit on mappings) is passed over as a full one is. */
+        if (r == VK_SUCCESS && mapped)
+            r = map_block(ctx, out);
+        if (r == VK_SUCCESS)
+            return VK_SUCCESS;
+        if (!out_of_room(r) && r != VK_ERROR_MEMORY_MAP_FAILED)
+            return r;
+        if (i + 1 < n)
+            ctx_log(ctx, VKATTN_LOG_DEBUG,
+                    "%llu bytes find no %s in memory type %u (%s); trying type %u",
+                    (unsigned long long)req->size,
+                    r == VK_ERROR_MEMORY_MAP_FAILED ? "mapping" : "room", order[i],
+                    vk_result_string(r), order[i + 1]);
+    }
+    return r;
+}
+
+void memory_pool_free(vkattn_context *ctx, vk_allocation *a) { give_back(ctx, a, true); }
 
 void memory_pool_destroy(vkattn_context *ctx)
 {

@@ -10,6 +10,7 @@ static VkResult refused_allocations[VK_MAX_MEMORY_TYPES], refused_maps[VK_MAX_ME
 static uint32_t made[VK_MAX_MEMORY_TYPES], live_in[VK_MAX_MEMORY_TYPES];
 static VkDeviceSize largest[VK_MAX_MEMORY_TYPES];
 static uint32_t flushed[VK_MAX_MEMORY_TYPES], invalidated[VK_MAX_MEMORY_TYPES];
+static uint32_t refused[VK_MAX_MEMORY_TYPES]; /* allocations and maps refused */
 
 /* Live allocations and their presented types, for maps and frees. */
 typedef struct allocation {
@@ -27,7 +28,7 @@ void fault_memory_present(const VkPhysicalDeviceMemoryProperties *layout)
     for (uint32_t i = 0; i < VK_MAX_MEMORY_TYPES; i++) {
         backing[i] = i;
         refused_allocations[i] = refused_maps[i] = VK_SUCCESS;
-        made[i] = 0, largest[i] = 0, flushed[i] = 0, invalidated[i] = 0;
+        made[i] = 0, largest[i] = 0, flushed[i] = 0, invalidated[i] = 0, refused[i] = 0;
     }
 }
 
@@ -47,6 +48,7 @@ uint32_t fault_memory_made(uint32_t type, VkDeviceSize *largest_bytes)
 uint32_t fault_memory_live(uint32_t type) { return live_in[type]; }
 uint32_t fault_memory_flushed(uint32_t type) { return flushed[type]; }
 uint32_t fault_memory_invalidated(uint32_t type) { return invalidated[type]; }
+uint32_t fault_memory_refused(uint32_t type) { return refused[type]; }
 
 /* The real type that has every host property `want` has, else the first. */
 static uint32_t real_type_for(const VkPhysicalDeviceMemoryProperties *real,
@@ -83,8 +85,13 @@ void fault_memory_translate_bits(uint32_t *memory_type_bits)
 
 VkResult fault_memory_backing(uint32_t type, uint32_t *real_type)
 {
-    *real_type = type < VK_MAX_MEMORY_TYPES ? backing[type] : type;
-    return type < VK_MAX_MEMORY_TYPES ? refused_allocations[type] : VK_SUCCESS;
+    *real_type = type;
+    if (!presenting || type >= VK_MAX_MEMORY_TYPES)
+        return VK_SUCCESS;
+    *real_type = backing[type];
+    if (refused_allocations[type] != VK_SUCCESS)
+        refused[type]++;
+    return refused_allocations[type];
 }
 
 void fault_memory_allocated(VkDeviceMemory memory, uint32_t type, VkDeviceSize size)
@@ -122,7 +129,10 @@ void fault_memory_freed(VkDeviceMemory memory)
 VkResult fault_memory_map_refusal(VkDeviceMemory memory)
 {
     const allocation *a = find(memory);
-    return a ? refused_maps[a->type] : VK_SUCCESS;
+    if (!a || refused_maps[a->type] == VK_SUCCESS)
+        return VK_SUCCESS;
+    refused[a->type]++;
+    return refused_maps[a->type];
 }
 
 void fault_memory_synced(VkDeviceMemory memory, bool flush)

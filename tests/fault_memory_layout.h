@@ -34,11 +34,15 @@ uint32_t fault_memory_live(uint32_t type);
  * fault_memory_present. */
 uint32_t fault_memory_flushed(uint32_t type);
 uint32_t fault_memory_invalidated(uint32_t type);
+/* Allocations and maps in presented type `type` refused as told, since
+ * fault_memory_present: the refusal was met. */
+uint32_t fault_memory_refused(uint32_t type);
 
 /* For fault_vulkan.c's wrappers. */
 void fault_memory_report(VkPhysicalDeviceMemoryProperties *properties);
 void fault_memory_translate_bits(uint32_t *memory_type_bits);
-/* The real type behind presented `type`, or the refusal (not VK_SUCCESS). */
+/* The real type behind presented `type` (itself where no layout is
+ * presented), or the refusal (not VK_SUCCESS). */
 VkResult fault_memory_backing(uint32_t type, uint32_t *real_type);
 void fault_memory_allocated(VkDeviceMemory memory, uint32_t type, VkDeviceSize size);
 void fault_memory_freed(VkDeviceMemory memory);

@@ -139,14 +139,15 @@ static vkattn_tensor *make(run *r, vkattn_dtype dtype, int ndim, int64_t d0, int
 /* Failures vkattn absorbs by design: a texel view it cannot create (the tensor
  * is then read through its storage binding, by other kernels whose results may
  * differ in the last bits), a command-pool reset after finished work (tried
- * again before the next recording), and memory that runs out in one memory
- * type where the buffer may go to another (discrete GPUs rank several; lavapipe
- * has one, so there the failure is reported). */
+ * again before the next recording), and memory that runs out, or cannot be
+ * mapped, in one memory type where the buffer may go to another (discrete GPUs
+ * rank several; lavapipe has one, so there the failure is reported). */
 static bool absorbable(const char *entry, VkResult injected)
 {
     return strcmp(entry, "vkCreateBufferView") == 0 || strcmp(entry, "vkResetCommandPool") == 0 ||
            (strcmp(entry, "vkAllocateMemory") == 0 &&
-            (injected == VK_ERROR_OUT_OF_DEVICE_MEMORY || injected == VK_ERROR_OUT_OF_HOST_MEMORY));
+            (injected == VK_ERROR_OUT_OF_DEVICE_MEMORY || injected == VK_ERROR_OUT_OF_HOST_MEMORY)) ||
+           (strcmp(entry, "vkMapMemory") == 0 && injected == VK_ERROR_MEMORY_MAP_FAILED);
 }
 
 /* Downloads an output and compares it with the run without faults (or keeps it). */
