@@ -9,7 +9,9 @@
  *    (34dc617, fourth-check/profile.txt's "pipeline statistics" lines). A
  *    planner change that moves a measured plan fails here, so that the next
  *    GPU check's figures are not read against a different kernel unawares:
- *    update the table with the reason.
+ *    update the table with the reason. Likewise the tiles of each coopmat
+ *    setting of the check's settings sweep (bench/tune_sweep.py), the
+ *    softmax in registers on the accumulator layout the H200's probe read.
  *  - Every head size up to 256, GQA, Dv != D and decoding get a coopmat plan
  *    within the limits of the H200 and, as their drivers list themselves, an
  *    AMD RDNA3 and an Intel Alchemist GPU (KHR builds, other subgroup sizes
@@ -21,6 +23,7 @@
  *    size down where they do not, the tuned size or a refusal naming the
  *    listed ones. */
 #define _POSIX_C_SOURCE 200809L /* unsetenv */
+#include "coopmat_layout.h"
 #include "internal.h"
 #include "ops/attention_fused.h"
 #include "ops/tuning.h"
@@ -111,6 +114,26 @@ static attention_call call(int64_t B, int64_t H, int64_t Hkv, int64_t Tq, int64_
     return c;
 }
 
+/* The H200's 16x16 f32 accumulator layout as its probe logged it (invocation
+ * 0: (0,0) (0,1) (0,8) (0,9) (8,0) (8,1) (8,8) (8,9), ...), read for the
+ * softmax in registers as the context does at its start. */
+static void h200_accumulator_layout(void)
+{
+    static coopmat_layout l;
+    l.rows = l.cols = 16, l.lanes = 32, l.elements = 8;
+    for (uint32_t lane = 0; lane < 32; lane++)
+        for (uint32_t k = 0; k < 8; k++)
+            l.cell[lane * 8 + k] = (lane / 4 + 8 * (k / 4)) * 16 + 2 * (lane % 4) + k % 2 +
+                                   8 * (k / 2 % 2);
+    coopmat_layout_traits t = coopmat_layout_analyze(&l);
+    uint32_t table = 0;
+    assert_true(t.bijective && t.row_lanes == 4 && t.lane_rows == 2);
+    assert_true(coopmat_layout_slot_table(&l, t.lane_rows, &table));
+    ctx.vk.coopmat_layouts[0] = (coopmat_register_layout_state){
+        .read = 1, .shape = {16, 16, 16}, .row_cluster = t.row_lanes, .lane_rows = t.lane_rows,
+        .slot_table = table};
+}
+
 static const fused_variant_row *row_of(vkattn_fused_variant v)
 {
     const fused_variant_row *rows[] = {&fused_rows_variant, &fused_tiled_variant,
@@ -192,6 +215,61 @@ static const replayed fourth_check[] = {
     {"f16 T=2048 D=64", 1, 8, 8, 2048, 2048, 64, F16, false, AUTO, COOPMAT,
      {128, 64, 64, 64, 64, 0, 1, 16, 16, 16, 32, 2, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1}},
 };
+
+/* The GPU check's settings sweep (bench/tune_sweep.py's coopmat settings for
+ * the f16 causal prefill, B=4 H=16 T=4096) planned on the H200: the tiles the
+ * fourth check's tune.md measured for the settings it ran, those the H200
+ * NOTES and tune_sweep.py's comments give the two-buffer settings, and what
+ * the others get today. */
+typedef struct swept {
+    int64_t D;
+    const char *tuning;
+    uint32_t rows, keys, stages, buffers;
+} swept;
+
+static const swept sweep[] = {
+    {128, NULL, 64, 48, 2, 1},
+    {128, "coopmat.softmax=2,coopmat.q=2,coopmat.stages=1", 64, 32, 1, 1},
+    {128, "coopmat.softmax=2,coopmat.buffers=2", 64, 32, 2, 2},
+    {128, "coopmat.softmax=2,coopmat.subgroups=8", 128, 64, 2, 1},
+    {128, "coopmat.softmax=2", 64, 64, 1, 1},
+    {128, "coopmat.keys=32", 64, 32, 2, 1},
+    {128, "coopmat.subgroups=8", 128, 32, 2, 1},
+    {128, "coopmat.buffers=2", 64, 16, 2, 2},
+    {128, "coopmat.buffers=2,coopmat.subgroups=3", 48, 32, 2, 2},
+    {128, "coopmat.softmax=2,coopmat.q=2", 64, 32, 2, 1},
+    {64, NULL, 64, 64, 2, 1},
+    {64, "coopmat.buffers=2", 64, 48, 2, 2},
+    {64, "coopmat.rows=2", 128, 32, 2, 1},
+    {64, "coopmat.softmax=2,coopmat.rows=2,coopmat.q=2", 128, 64, 1, 1},
+    {64, "coopmat.softmax=2", 64, 64, 2, 1},
+};
+
+static void test_sweep_settings(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof sweep / sizeof sweep[0]; i++) {
+        const swept *w = &sweep[i];
+        h200();
+        h200_accumulator_layout();
+        tune(w->tuning);
+        attention_call c = call(4, 16, 16, 4096, 4096, w->D, F16, true);
+        char what[128];
+        snprintf(what, sizeof what, "D=%lld %s", (long long)w->D, w->tuning ? w->tuning : "");
+        fused_plan p = plan_of(COOPMAT, &c, what);
+        if (p.rows_per_workgroup != w->rows || p.bc != w->keys || p.stages != w->stages ||
+            p.buffers != w->buffers)
+            fail_msg("%s: %u rows x %u keys, %u stages, %u buffers (the sweep expects %u x %u, "
+                     "%u, %u)", what, p.rows_per_workgroup, p.bc, p.stages, p.buffers, w->rows,
+                     w->keys, w->stages, w->buffers);
+        /* The softmax in registers takes the layout the probe read. */
+        bool registers = w->tuning && strstr(w->tuning, "softmax=2");
+        assert_int_equal(p.row_cluster, registers ? 4 : 0);
+        if (registers)
+            assert_int_equal(p.slot_table, 0x5500);
+    }
+    tune(NULL);
+}
 
 /* Constants added since the fourth check, at the values that leave its
  * kernels as they were: the coopmat kernel's BUFFERS (22) one buffer, and
@@ -384,6 +462,7 @@ int main(void)
     unsetenv("VKATTN_COOPMAT_EMULATED_TILING");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fourth_check_replayed),
+        cmocka_unit_test(test_sweep_settings),
         cmocka_unit_test(test_coopmat_every_head_size),
         cmocka_unit_test(test_workgroup_sizes_walked),
     };
