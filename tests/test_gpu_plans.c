@@ -17,6 +17,8 @@
  *    AMD RDNA3 and an Intel Alchemist GPU (KHR builds, other subgroup sizes
  *    and matrix shapes); on Alchemist only to 120 (SIMD8: O's rows do not
  *    fit a lane's registers past that), refused beyond with the reason.
+ *  - Subgroup sizes pinned (issue 10's point 2) on the three GPUs, with and
+ *    without subgroup size control: a size the device allows, or none.
  *  - The workgroup-scope kernel on a device listing several workgroup sizes
  *    for VK_NV_cooperative_matrix2's products (synthetic: no GPU has reported
  *    them to vkattn yet): the largest where its tiles fit, the next listed
@@ -86,7 +88,10 @@ static void gpu(const synthetic_gpu *g)
     memcpy(caps->coopmat_shapes, g->shapes, sizeof g->shapes);
     ctx.vk.enabled = *caps;
     ctx.vk.subgroup_shuffle = ctx.vk.subgroup_vote = true;
-    ctx.vk.prefer_texels = true;
+    ctx.vk.prefer_texels = false; /* as on every GPU (device_query.c) */
+    ctx.vk.texel_f32 = ctx.vk.texel_f16 = ctx.vk.texel4_f32 = ctx.vk.texel4_f16 = true;
+    ctx.vk.texel_u16 = ctx.vk.texel4_u16 = true;
+    ctx.vk.max_texel_elements = 1u << 27; /* maxTexelBufferElements: NVIDIA's 2^27 */
     ctx.vk.max_workgroup_count[0] = 0x7fffffff;
     ctx.vk.max_workgroup_count[1] = ctx.vk.max_workgroup_count[2] = 65535;
 }
@@ -105,6 +110,11 @@ static attention_call call(int64_t B, int64_t H, int64_t Hkv, int64_t Tq, int64_
                            vkattn_dtype dtype, bool causal)
 {
     q.dtype = k.dtype = v.dtype = dtype;
+    /* Texel views, as a GPU's tensors have (any handle: nothing uses them). */
+    vkattn_tensor *all[] = {&q, &k, &v};
+    for (int i = 0; i < 3; i++)
+        all[i]->texels = all[i]->texels4 = all[i]->bits = all[i]->bits4 =
+            (VkBufferView)(uintptr_t)0x1000;
     attention_call c = {
         .dims = {.B = B, .H = H, .Hkv = Hkv, .Tq = Tq, .Tk = Tk, .D = D, .Dv = D,
                  .causal = causal, .fixed_q_offset = true, .q_offset = Tk - Tq,
@@ -385,6 +395,67 @@ static void test_coopmat_every_head_size(void **state)
     }
 }
 
+/* Issue 10's point 2 on each GPU, with and without subgroup size control
+ * (an old driver): every kernel that plans requires a size the device allows
+ * (a power of 2 from its min to its max) or none, and none where the size
+ * cannot be required; the coopmat kernel refuses where it cannot be required
+ * (full subgroups), the decode kernel where it can neither be required nor is
+ * the device's only one (whole subgroups). */
+static void test_subgroup_sizes_pinned(void **state)
+{
+    (void)state;
+    const synthetic_gpu *gpus[] = {&nvidia_h200, &amd_rdna3, &intel_alchemist};
+    const vkattn_fused_variant variants[] = {VKATTN_FUSED_ROWS, TILED, DECODE, COOPMAT};
+    /* Head sizes within every GPU's coopmat reach (Alchemist's: 120). */
+    static const int64_t shapes[][6] = {
+        {4, 16, 16, 512, 512, 96}, {1, 32, 8, 1, 8192, 64}, {2, 12, 4, 77, 300, 72},
+    };
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+        for (int control = 0; control < 2; control++)
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
+                for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+                    gpu(gpus[i]);
+                    ctx.vk.caps.subgroup_size_control = control;
+                    ctx.vk.enabled.subgroup_size_control = control;
+                    const int64_t *x = shapes[sh];
+                    vkattn_dtype dtype = variants[v] == COOPMAT ? F16 : F32;
+                    attention_call c = call(x[0], x[1], x[2], x[3], x[4], x[5], dtype, sh != 1);
+                    if (variants[v] == DECODE && fused_rows(&c.dims) > 16)
+                        continue; /* decoding only */
+                    fused_plan p;
+                    memset(&p, 0, sizeof p);
+                    char why[512] = "";
+                    const synthetic_gpu *g = gpus[i];
+                    bool one_size = g->subgroup_min == g->subgroup_max;
+                    bool planned = row_of(variants[v])->plan(&ctx, &c, &p, why, sizeof why);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s, size control %s: %s on %lld,%lld,%lld,%lld,"
+                             "%lld,%lld", g->name, control ? "on" : "off",
+                             row_of(variants[v])->name, (long long)x[0], (long long)x[1],
+                             (long long)x[2], (long long)x[3], (long long)x[4],
+                             (long long)x[5]);
+                    /* The coopmat kernel needs full subgroups (a matrix
+                     * operation takes every lane), which only a required size
+                     * promises; the decode kernel whole ones, which one size
+                     * gives too. */
+                    bool fixed = variants[v] == COOPMAT || variants[v] == DECODE;
+                    bool can = control || (variants[v] == DECODE ? one_size : !fixed);
+                    if (planned != can)
+                        fail_msg("%s: %s", what, planned ? "planned without a size it can count on"
+                                                         : why);
+                    if (!planned)
+                        continue;
+                    uint32_t sg = p.subgroup_size;
+                    if (sg && (!control || sg < g->subgroup_min || sg > g->subgroup_max ||
+                               (sg & (sg - 1))))
+                        fail_msg("%s: requires subgroups of %u (the device: %u to %u, %s)", what,
+                                 sg, g->subgroup_min, g->subgroup_max,
+                                 control ? "can be required" : "cannot be required");
+                    if (control && fixed && !sg)
+                        fail_msg("%s: requires no size", what);
+                }
+}
+
 /* A device listing f16 workgroup-scope products for workgroups of 256 and
  * 128 (granularities 64 and 32 a side), with workgroup scope enabled. */
 static void with_workgroup_products(uint32_t reserved_shared)
@@ -464,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_fourth_check_replayed),
         cmocka_unit_test(test_sweep_settings),
         cmocka_unit_test(test_coopmat_every_head_size),
+        cmocka_unit_test(test_subgroup_sizes_pinned),
         cmocka_unit_test(test_workgroup_sizes_walked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
