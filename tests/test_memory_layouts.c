@@ -8,7 +8,8 @@
  *    downloads' staging host-cached, the BAR left alone;
  *  - VRAM full: tensors in the next type down, never a large one in the BAR;
  *  - a type whose maps fail: the next type that maps;
- *  - mapped tensors on a device with a small BAR: large ones kept out of it;
+ *  - mapped tensors on a device with a small BAR, or an integrated GPU's
+ *    512 MiB carve-out: large ones kept out of it;
  *  - staging that is not host-coherent: flushed and invalidated.
  * Each run's results are compared, bit for bit, with the same calls on the
  * device's own layout, and nothing vkattn made is left afterwards. */
@@ -183,16 +184,18 @@ static vkattn_device_info device_info(const vkattn_context *ctx)
     return info;
 }
 
-/* A 20 MiB tensor, more than a 256 MiB BAR takes in one buffer (16 MiB), is
- * made in `type`, not the BAR, and holds what is uploaded to it. */
-static void expect_large_tensor_in(vkattn_context *ctx, uint32_t type)
+/* A tensor 4 MiB larger than a small device-local host-visible heap
+ * (`small_type`'s, of `heap_bytes`) takes in one buffer (1/16 of it: 16 MiB of
+ * a 256 MiB BAR) is made in `type`, not there, and holds what is uploaded. */
+static void expect_large_tensor_in(vkattn_context *ctx, uint32_t type, uint32_t small_type,
+                                   VkDeviceSize heap_bytes)
 {
-    const int64_t rows = 5 * 1024, cols = 1024;
+    const int64_t cols = 1024, rows = (int64_t)((heap_bytes / 16 + 4 * MIB) / (cols * 4));
     vkattn_tensor *big = tensor(ctx, 1, 1, rows, cols);
-    VkDeviceSize in_bar, in_type;
-    fault_memory_made(BAR, &in_bar);
+    VkDeviceSize in_small, in_type;
+    fault_memory_made(small_type, &in_small);
     fault_memory_made(type, &in_type);
-    assert_true(in_bar <= 256 * MIB / 16);
+    assert_true(in_small <= heap_bytes / 16);
     assert_true(in_type >= (VkDeviceSize)(rows * cols) * sizeof(float));
     expect_f32_round_trip(big, (size_t)(rows * cols));
     vkattn_tensor_destroy(big);
@@ -230,7 +233,7 @@ static void test_full_vram(void **state)
     assert_int_equal(made(VRAM), 0);
     assert_true(made(BAR) > 0);
 
-    expect_large_tensor_in(ctx, SYSTEM_ONLY);
+    expect_large_tensor_in(ctx, SYSTEM_ONLY, BAR, 256 * MIB);
     expect_same_results(f, ctx, "VRAM full");
 
     fault_memory_present(&layout);
@@ -296,7 +299,7 @@ static void test_mapped_tensors_small_bar(void **state)
     assert_true(device_info(ctx).host_visible_device_memory);
     compute(ctx, &f->got);
     assert_true(made(BAR) > 0);
-    expect_large_tensor_in(ctx, UPLOAD);
+    expect_large_tensor_in(ctx, UPLOAD, BAR, 256 * MIB);
     expect_same_results(f, ctx, "mapped tensors, a small BAR");
 
     fault_memory_present(&layout);
@@ -307,6 +310,31 @@ static void test_mapped_tensors_small_bar(void **state)
     assert_int_equal(fault_memory_live(BAR), 0);
     assert_true(made(UPLOAD) + made(DOWNLOAD) > 0);
     expect_same_results(f, ctx, "mapped tensors, the BAR's maps refused");
+}
+
+/* An integrated GPU whose device-local memory is a 512 MiB carve-out beside
+ * system memory (tests/test_memory_types.c's layout): tensors mapped, small
+ * ones in the carve-out, one over 32 MiB in system memory. */
+enum { CARVE_OUT_ONLY, SYSTEM_MAPPED, CARVE_OUT_MAPPED, SYSTEM_CACHED, CARVE_OUT_TYPES };
+static void test_integrated_carve_out(void **state)
+{
+    fixture *f = *state;
+    VkPhysicalDeviceMemoryProperties mp = {.memoryTypeCount = CARVE_OUT_TYPES,
+                                           .memoryHeapCount = 2};
+    mp.memoryHeaps[0] = (VkMemoryHeap){512 * MIB, VK_MEMORY_HEAP_DEVICE_LOCAL_BIT};
+    mp.memoryHeaps[1] = (VkMemoryHeap){16 * GIB, 0};
+    mp.memoryTypes[CARVE_OUT_ONLY] = (VkMemoryType){DL, 0};
+    mp.memoryTypes[SYSTEM_MAPPED] = (VkMemoryType){HV | HC, 1};
+    mp.memoryTypes[CARVE_OUT_MAPPED] = (VkMemoryType){DL | HV | HC, 0};
+    mp.memoryTypes[SYSTEM_CACHED] = (VkMemoryType){HV | HC | CACHED, 1};
+    fault_memory_present(&mp);
+    vkattn_context *ctx = context_on(&f->app, VKATTN_MEMORY_AUTO);
+    assert_true(device_info(ctx).host_visible_device_memory);
+    compute(ctx, &f->got);
+    assert_true(made(CARVE_OUT_MAPPED) > 0);
+    assert_int_equal(made(CARVE_OUT_ONLY), 0);
+    expect_large_tensor_in(ctx, SYSTEM_MAPPED, CARVE_OUT_MAPPED, 512 * MIB);
+    expect_same_results(f, ctx, "an integrated GPU's carve-out");
 }
 
 /* Staging that is not host-coherent (some ARM and AMD drivers' system
@@ -336,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_full_vram),
         cmocka_unit_test(test_refused_maps),
         cmocka_unit_test(test_mapped_tensors_small_bar),
+        cmocka_unit_test(test_integrated_carve_out),
         cmocka_unit_test(test_noncoherent_staging),
     };
     return test_run_group(tests, setup, teardown);
