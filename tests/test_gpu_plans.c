@@ -281,6 +281,35 @@ static void test_sweep_settings(void **state)
     tune(NULL);
 }
 
+/* Two buffers with bf16 K or V reduce the next tile's exponents from the
+ * registers its loads land in, so they take two stages: the kernel stages
+ * bf16 through registers only then, and nothing in the shader stops the
+ * other combination (it would stage unconverted bf16), so the planner must. */
+static void test_two_buffers_bf16_stages(void **state)
+{
+    (void)state;
+    h200();
+    /* (call() sets the one set of tensors' dtype: a call is used before the next.) */
+    attention_call bf16 = call(4, 16, 16, 4096, 4096, 128, BF16, true);
+    tune("coopmat.buffers=2");
+    fused_plan p = plan_of(COOPMAT, &bf16, "bf16, two buffers");
+    assert_int_equal(p.buffers, 2);
+    assert_int_equal(p.stages, 2);
+    tune("coopmat.buffers=2,coopmat.stages=1");
+    attention_call f16 = call(4, 16, 16, 4096, 4096, 128, F16, true);
+    p = plan_of(COOPMAT, &f16, "f16, two buffers, one stage");
+    assert_int_equal(p.buffers, 2);
+    assert_int_equal(p.stages, 1);
+    bf16 = call(4, 16, 16, 4096, 4096, 128, BF16, true);
+    fused_plan none;
+    memset(&none, 0, sizeof none);
+    char why[512] = "";
+    assert_false(fused_coopmat_variant.plan(&ctx, &bf16, &none, why, sizeof why));
+    if (!strstr(why, "two buffers only in two stages"))
+        fail_msg("bf16 with two buffers and one stage: refused with \"%s\"", why);
+    tune(NULL);
+}
+
 /* Constants added since the fourth check, at the values that leave its
  * kernels as they were: the coopmat kernel's BUFFERS (22) one buffer, and
  * BF16_MATRICES (23) off; every other kernel's unused ones 0. */
@@ -534,6 +563,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fourth_check_replayed),
         cmocka_unit_test(test_sweep_settings),
+        cmocka_unit_test(test_two_buffers_bf16_stages),
         cmocka_unit_test(test_coopmat_every_head_size),
         cmocka_unit_test(test_subgroup_sizes_pinned),
         cmocka_unit_test(test_workgroup_sizes_walked),
