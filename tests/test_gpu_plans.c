@@ -353,16 +353,6 @@ static void test_fourth_check_replayed(void **state)
     }
 }
 
-static uint32_t lcm_of(uint32_t a, uint32_t b)
-{
-    uint32_t x = a, y = b;
-    while (y) {
-        uint32_t t = x % y;
-        x = y, y = t;
-    }
-    return a / x * b;
-}
-
 /* Past a GPU's largest head sizes: D = Dv refused for the registers; other
  * pairs may fit (Q's registers and O's differ) or are refused so. */
 static bool register_refusal(const attention_call *c, const char *what)
@@ -396,7 +386,7 @@ static void test_coopmat_every_head_size(void **state)
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         gpu(gpus[i]);
         coopmat_shape s = gpus[i]->shapes[gpus[i]->shape_count - 1];
-        uint32_t key_unit = lcm_of(lcm_of(lcm_of(s.m, s.n), s.k), 8);
+        uint32_t key_unit = lcm(lcm(lcm(s.m, s.n), s.k), COOPMAT_PACK);
         for (int64_t D = 1; D <= 256; D++) {
             for (int g = 0; g < 3; g++) {
                 static const int64_t heads[][4] = {{16, 16, 512, 512}, {32, 8, 1, 4096},
