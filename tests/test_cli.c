@@ -1368,11 +1368,75 @@ static void test_attention_empty_batches(void **state)
     free(q);
 }
 
+/* Dense Q, K and V with no rows, as numpy and PyTorch take them: no keys give
+ * zeros in --out-dtype (every row sees none), no query rows or batch entries an
+ * O with none; the shapes are still checked, and a refused run writes nothing. */
+static void test_attention_empty_dense(void **state)
+{
+    (void)state;
+    rng r = {44};
+    float *data = random_floats(&r, 2 * 3 * 5 * 8, -1.0f, 1.0f);
+    write_npy("dq.npy", data, 4, (const int64_t[4]){2, 3, 5, 8});
+    write_npy("dk0.npy", data, 4, (const int64_t[4]){2, 3, 0, 8});
+    write_npy("dv0.npy", data, 4, (const int64_t[4]){2, 3, 0, 6});
+    write_npy("dqt0.npy", data, 4, (const int64_t[4]){2, 0, 3, 8}); /* BSHD: Tq = 0 */
+    write_npy("dk.npy", data, 4, (const int64_t[4]){2, 4, 3, 8});
+    write_npy("dv.npy", data, 4, (const int64_t[4]){2, 4, 3, 6});
+    write_npy("dqb0.npy", data, 4, (const int64_t[4]){0, 3, 5, 8});
+    write_npy("dkb0.npy", data, 4, (const int64_t[4]){0, 3, 4, 8});
+    write_npy("dvb0.npy", data, 4, (const int64_t[4]){0, 3, 4, 6});
+    static const float sinks[3] = {0.5f, -1.0f, 2.0f}, zeros[2 * 3 * 5 * 6] = {0};
+    write_npy("ds.npy", sinks, 1, (const int64_t[1]){3});
+    assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o do.npy --causal "
+                         "--sinks ds.npy --kv-len 0,0"), 0);
+    expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 3, 5, 6}, 0.0);
+    assert_int_equal(run("attention -q dqt0.npy -k dk.npy -v dv.npy -o do.npy --layout bshd"), 0);
+    expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 0, 3, 6}, 0.0);
+    assert_int_equal(run("attention -q dqb0.npy -k dkb0.npy -v dvb0.npy -o do.npy"), 0);
+    expect_npy("do.npy", zeros, 4, (const int64_t[4]){0, 3, 5, 6}, 0.0);
+    /* zeros in float16, as --out-dtype f16 writes every O */
+    assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o dh.npy --out-dtype f16"), 0);
+    char path[128], err[256];
+    npy_array a;
+    snprintf(path, sizeof path, "%s/dh.npy", dir);
+    if (npy_read(path, &a, err, sizeof err))
+        fail_msg("%s: %s", path, err);
+    assert_int_equal(a.dtype, NPY_F16);
+    assert_int_equal(a.count, 2 * 3 * 5 * 6);
+    for (size_t i = 0; i < a.count; i++)
+        assert_int_equal(((const uint16_t *)a.data)[i], 0);
+    npy_free(&a);
+    write_npy("dk1.npy", data, 4, (const int64_t[4]){1, 3, 0, 8});
+    write_npy("dv1.npy", data, 4, (const int64_t[4]){1, 3, 0, 6});
+    write_npy("dvd0.npy", data, 4, (const int64_t[4]){2, 3, 0, 0});
+    write_npy("dm.npy", data, 2, (const int64_t[2]){5, 2});
+    static const struct {
+        const char *k, *v, *extra, *message;
+        int status;
+    } bad[] = {
+        {"dk1.npy", "dv1.npy", "", "dk1.npy (K): K has batch size 1 but Q has 2", 1},
+        {"dk0.npy", "dv0.npy", "--mask dm.npy", "dm.npy (mask): must broadcast to (B, H, Tq, "
+                                                "Tk) = (2, 3, 5, 0)", 1},
+        {"dk0.npy", "dv0.npy", "--kv-len 1", "--kv-len has 1 lengths, but B is 2", 2},
+        {"dk0.npy", "dvd0.npy", "", "3 kv heads of sizes 8 and 0", 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run("attention -q dq.npy -k %s -v %s -o dbad.npy %s", bad[i].k, bad[i].v,
+                     bad[i].extra);
+        if (rc != bad[i].status || !strstr(err_text, bad[i].message))
+            fail_msg("case %zu: exit %d, stderr \"%s\", expected %d and \"%s\"", i, rc,
+                     err_text, bad[i].status, bad[i].message);
+        assert_false(exists("dbad.npy"));
+    }
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_runs),
         cmocka_unit_test(test_attention_empty_batches),
+        cmocka_unit_test(test_attention_empty_dense),
         cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_out_dtype),
         cmocka_unit_test(test_float64_files),

@@ -16,6 +16,8 @@ static const char *const usage[] = {
     "  4-D  (B, H, T, D) with --layout bhsd, (B, T, H, D) with --layout bshd\n"
     "(packed and paged ones are below).\n"
     "H must be a multiple of Hkv (grouped-query attention). O has Q's rank.\n"
+    "Any of them may have no rows (B, H, Tq or Tk of 0): O then has none, or is\n"
+    "zeros where there are no keys (every row sees none).\n"
     "\n"
     "options:\n"
     "  --causal              mask key j for query row i when j > i + q_offset\n"
@@ -69,7 +71,8 @@ static const char *const usage[] = {
     "                        V (total_k, Hkv, Dv) hold B sequences packed, sequence b\n"
     "                        being rows cu[b]..cu[b+1]-1; O is (total_q, H, Dv);\n"
     "                        q_offset defaults to Tk_b - Tq_b per sequence; all\n"
-    "                        may be empty (total 0: O has no rows, or is zeros)\n"
+    "                        may be empty (total 0: O has no rows, or is zeros),\n"
+    "                        as dense ones may\n"
     "  --block-table T.npy   (B, max_blocks): K (num_blocks, block_size, Hkv, D) and\n"
     "                        V (num_blocks, block_size, Hkv, Dv) are caches; key j of\n"
     "                        entry b is row j % block_size of block\n"
@@ -200,31 +203,37 @@ static void as_4d(const npy_array *a, int64_t out[4])
         out[i] = i < pad ? 1 : a->shape[i - pad];
 }
 
-/* Reads the comma-separated lengths into an I32 tensor of B entries. */
-static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_tensor **out)
+/* Reads the comma-separated lengths into `lens`, B entries. */
+static int parse_kv_len(const char *text, int64_t B, int32_t *lens)
 {
-    int32_t *lens = calloc((size_t)B, sizeof *lens);
     int64_t n = 0;
     const char *p = text;
     args a = {0, NULL, 0, "attention"};
-    int rc = lens ? 0 : cli_error("attention", EXIT_RUNTIME, "out of memory");
-    while (!rc && *p) {
+    while (*p) {
         char item[32];
         size_t len = strcspn(p, ",");
         snprintf(item, sizeof item, "%.*s", (int)(len < 31 ? len : 31), p);
         int64_t v;
         if (n == B)
-            rc = cli_error("attention", EXIT_USAGE, "--kv-len has more than B = %lld lengths",
-                           (long long)B);
-        else if (parse_int(&a, "--kv-len", item, 0, 2147483647, &v))
-            rc = EXIT_USAGE;
-        else
-            lens[n++] = (int32_t)v;
+            return cli_error("attention", EXIT_USAGE, "--kv-len has more than B = %lld lengths",
+                             (long long)B);
+        if (parse_int(&a, "--kv-len", item, 0, 2147483647, &v))
+            return EXIT_USAGE;
+        lens[n++] = (int32_t)v;
         p += len + (p[len] == ',');
     }
-    if (!rc && n != B)
-        rc = cli_error("attention", EXIT_USAGE, "--kv-len has %lld lengths, but B is %lld",
-                       (long long)n, (long long)B);
+    if (n != B)
+        return cli_error("attention", EXIT_USAGE, "--kv-len has %lld lengths, but B is %lld",
+                         (long long)n, (long long)B);
+    return 0;
+}
+
+/* The lengths as an I32 tensor of B entries. */
+static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_tensor **out)
+{
+    int32_t *lens = calloc(B ? (size_t)B : 1, sizeof *lens);
+    int rc = lens ? parse_kv_len(text, B, lens)
+                  : cli_error("attention", EXIT_RUNTIME, "out of memory");
     vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_I32, .ndim = 1, .shape = {B}};
     if (!rc && (vkattn_tensor_create(ctx, &desc, out) ||
                 vkattn_tensor_upload(*out, lens, VKATTN_DTYPE_I32)))
@@ -246,11 +255,11 @@ static int load_files(const attention_options *o, attention_files *f)
     loaded *all[6] = {&f->q, &f->k, &f->v, &f->cu_q, &f->cu_k, &f->table};
     int rc = 0;
     for (int i = 0; i < 6 && !rc; i++) {
-        /* Packed Q, or packed K and V, may have no rows at all. */
-        bool packed = (i == 0 && o->cu_seqlens_q) || ((i == 1 || i == 2) && o->cu_seqlens_k);
+        /* Q, K and V may have no rows at all, but for a paged cache's blocks. */
+        bool rows = i < 3 && !(i > 0 && o->block_table);
         if (paths[i])
-            rc = packed ? load_npy_maybe_empty("attention", paths[i], names[i], all[i])
-                        : load_npy("attention", paths[i], names[i], all[i]);
+            rc = rows ? load_npy_maybe_empty("attention", paths[i], names[i], all[i])
+                      : load_npy("attention", paths[i], names[i], all[i]);
     }
     return rc;
 }
@@ -351,58 +360,121 @@ static int check_offsets(const char *path, const char *name, const loaded *l, in
     return 0;
 }
 
-/* What the library would check of a run with rows, for one without (which
- * never reaches it): head sizes, kv heads and the grouping of query heads. */
-static int check_empty_shapes(const attention_options *o, const attention_files *f)
+/* The longest of the B sequences that packed offsets (checked) mark out. */
+static int64_t longest_sequence(const loaded *offsets)
 {
-    const npy_array *q = &f->q.array, *k = &f->k.array, *v = &f->v.array;
-    int64_t d = q->shape[q->ndim - 1], dk = k->shape[k->ndim - 1];
-    int64_t heads = q->shape[q->ndim - 2], kv_heads = k->shape[k->ndim - 2];
-    if (dk != d)
+    const int32_t *cu = offsets->array.data;
+    int64_t longest = 0;
+    for (int64_t b = 0; b + 1 < offsets->array.shape[0]; b++)
+        if (cu[b + 1] - cu[b] > longest)
+            longest = cu[b + 1] - cu[b];
+    return longest;
+}
+
+/* (B, heads, rows, width) of Q (which = 0), K (1) or V (2) as the library sees
+ * them: packed ones (total, heads, width) with the longest sequence for rows,
+ * paged caches (num_blocks, block_size, heads, width) with max_blocks *
+ * block_size keys, dense ones as the layout has them. */
+static void problem_dims(const attention_options *o, const attention_files *f,
+                         const attention_shapes *s, int which, int64_t out[4])
+{
+    const int64_t *shape = which == 0 ? s->q : which == 1 ? s->k : s->v;
+    const char *packed = which == 0 ? o->cu_seqlens_q : o->cu_seqlens_k;
+    bool bshd = o->desc.layout == VKATTN_LAYOUT_BSHD;
+    out[0] = s->batch;
+    if (packed) {
+        out[1] = shape[1], out[2] = longest_sequence(which == 0 ? &f->cu_q : &f->cu_k);
+        out[3] = shape[2];
+    } else if (which > 0 && o->block_table) {
+        out[1] = shape[2], out[2] = f->table.array.shape[1] * shape[1], out[3] = shape[3];
+    } else {
+        out[0] = shape[0], out[1] = shape[bshd ? 2 : 1], out[2] = shape[bshd ? 1 : 2];
+        out[3] = shape[3];
+    }
+}
+
+/* What the library would check of a run with rows, for one without (which
+ * never reaches it): head sizes, batch sizes, kv heads and the grouping of
+ * query heads, the mask's broadcast and the --kv-len count. */
+static int check_shapes_without_rows(const attention_options *o, const attention_files *f,
+                                     const attention_shapes *s)
+{
+    const npy_array *k = &f->k.array, *v = &f->v.array;
+    int64_t q4[4], k4[4], v4[4];
+    problem_dims(o, f, s, 0, q4);
+    problem_dims(o, f, s, 1, k4);
+    problem_dims(o, f, s, 2, v4);
+    if (k4[3] != q4[3])
         return cli_error("attention", EXIT_RUNTIME, "%s (K): K has head size %lld but Q has %lld",
-                         o->k, (long long)dk, (long long)d);
+                         o->k, (long long)k4[3], (long long)q4[3]);
     for (int i = 0; i < k->ndim - 1; i++)
         if (v->shape[i] != k->shape[i])
             return cli_error("attention", EXIT_RUNTIME, "%s (V): V's dimension %d is %lld but "
                              "K's is %lld", o->v, i, (long long)v->shape[i],
                              (long long)k->shape[i]);
-    if (d < 1 || v->shape[v->ndim - 1] < 1 || kv_heads < 1 || heads % kv_heads)
+    if (!o->cu_seqlens_q && k4[0] != q4[0]) /* packed: both from the offsets, checked */
+        return o->block_table
+                   ? cli_error("attention", EXIT_RUNTIME, "%s (block_table): has %lld rows but "
+                               "Q has batch size %lld", o->block_table, (long long)k4[0],
+                               (long long)q4[0])
+                   : cli_error("attention", EXIT_RUNTIME, "%s (K): K has batch size %lld but "
+                               "Q has %lld", o->k, (long long)k4[0], (long long)q4[0]);
+    if (q4[3] < 1 || v4[3] < 1 || k4[1] < 1 || q4[1] % k4[1])
         return cli_error("attention", EXIT_RUNTIME, "%s (Q): %lld heads of size %lld against "
                          "%lld kv heads of sizes %lld and %lld: the query heads must be a "
-                         "multiple of the kv heads, every size positive", o->q, (long long)heads,
-                         (long long)d, (long long)kv_heads, (long long)dk,
-                         (long long)v->shape[v->ndim - 1]);
-    return 0;
+                         "multiple of the kv heads, every size positive", o->q, (long long)q4[1],
+                         (long long)q4[3], (long long)k4[1], (long long)k4[3],
+                         (long long)v4[3]);
+    if (o->variants.mask) {
+        const npy_array *m = &f->variants.mask.array;
+        const int64_t want[4] = {q4[0], q4[1], q4[2], k4[2]};
+        bool ok = m->ndim >= 2 && m->ndim <= 4;
+        for (int i = 0; ok && i < m->ndim; i++)
+            ok = m->shape[i] == 1 || m->shape[i] == want[4 - m->ndim + i];
+        if (!ok)
+            return cli_error("attention", EXIT_RUNTIME, "%s (mask): must broadcast to (B, H, Tq, "
+                             "Tk) = (%lld, %lld, %lld, %lld): 2 to 4 dimensions, aligned to the "
+                             "right, each equal or 1", o->variants.mask, (long long)want[0],
+                             (long long)want[1], (long long)want[2], (long long)want[3]);
+    }
+    if (!o->kv_len)
+        return 0;
+    int32_t *lens = calloc(s->batch ? (size_t)s->batch : 1, sizeof *lens);
+    int rc = lens ? parse_kv_len(o->kv_len, s->batch, lens)
+                  : cli_error("attention", EXIT_RUNTIME, "out of memory");
+    free(lens);
+    return rc;
 }
 
-/* Packed sequences with no query rows at all give an O with none; with no keys
- * at all, every query row sees no key and is zeros (DESIGN.md section 1). The
- * library takes no empty tensor, so such a run writes its O here. Returns -1
- * when Q and K both have rows (the library's run). */
+/* Q with no rows gives an O with none; K with no rows, zeros, since every
+ * query row then sees no key (DESIGN.md section 1). The library takes no
+ * empty tensor, so such a run writes its O here, in --out-dtype. Returns -1
+ * when Q, K and V all have rows (the library's run). */
 static int run_without_rows(const attention_options *o, const attention_files *f,
                             const attention_shapes *s)
 {
-    bool no_queries = o->cu_seqlens_q && f->q.array.count == 0;
-    bool no_keys = o->cu_seqlens_k && (f->k.array.count == 0 || f->v.array.count == 0);
-    if (!no_queries && !no_keys)
+    if (f->q.array.count && f->k.array.count && f->v.array.count)
         return -1;
-    int rc = check_empty_shapes(o, f);
-    if (!rc && o->cu_seqlens_q)
+    int rc = 0;
+    if (o->cu_seqlens_q)
         rc = check_offsets(o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, f->q.array.shape[0],
                            s->batch);
     if (!rc && o->cu_seqlens_k)
         rc = check_offsets(o->cu_seqlens_k, "cu_seqlens_k", &f->cu_k, f->k.array.shape[0],
                            s->batch);
-    if (rc)
+    if (rc || (rc = check_shapes_without_rows(o, f, s)))
         return rc;
     size_t count = 1;
     for (int i = 0; i < s->file_ndim; i++)
         count *= (size_t)s->file_shape[i];
-    float *zeros = calloc(count ? count : 1, sizeof *zeros);
+    /* zeros in every dtype are zero bits; F16 is written as float16, the others float32 */
+    bool f16 = o->common.out_dtype == VKATTN_DTYPE_F16;
+    void *zeros = calloc(count ? count : 1, f16 ? sizeof(uint16_t) : sizeof(float));
     if (!zeros)
         return cli_error("attention", EXIT_RUNTIME, "out of memory for the output");
     char err[256];
-    if (npy_write_f32(o->o, zeros, s->file_ndim, s->file_shape, err, sizeof err))
+    if (npy_write(o->o, zeros, f16 ? NPY_F16 : NPY_F32, s->file_ndim, s->file_shape, err,
+                  sizeof err))
         rc = cli_error("attention", EXIT_RUNTIME, "%s: %s", o->o, err);
     free(zeros);
     return rc;
