@@ -12,7 +12,7 @@ BSHD, packed variable-length sequences (--cu-seqlens-q/-k), a paged KV cache
 shape, -inf entries, or float64's min as Hugging Face masks), --scale, --dtype
 f16/bf16 (the reference reads the same rounded inputs), float64 files (rounded
 once to --dtype), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty
-sequences;
+sequences, packed or dense (Tq or Tk of 0);
 and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases and the
 variants it takes (the mask among them).
 
@@ -198,6 +198,8 @@ def dense(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, layout):
     Returns the tensors to save and the longest Tq and Tk (for a mask)."""
     r = c.r
     Tq, Tk = int(r.integers(1, most + 1)), int(r.integers(1, most + 1))
+    if r.random() < 0.05:  # no query rows (an O with none) or no keys (zeros)
+        Tq, Tk = (0, Tk) if r.random() < 0.5 else (Tq, 0)
     if layout == "bshd":
         q, k, v = c.normal((B, Tq, H, D), magnitude), c.normal((B, Tk, Hkv, D), magnitude), c.normal((B, Tk, Hkv, Dv))
         c.args += ["--layout", "bshd"]
@@ -283,6 +285,9 @@ def draw_mask(c, B, H, Tq, Tk):
     if r.random() >= 0.25:
         return None
     shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, 1)]
+    shapes = [s for s in shapes if all(s)]  # the CLI takes no empty mask file
+    if not shapes:
+        return None
     shape = shapes[int(r.integers(0, len(shapes)))]
     mask = c.normal(shape)
     if c.float64 and r.random() < 0.5:
