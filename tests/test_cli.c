@@ -1243,12 +1243,14 @@ static void test_bad_runs(void **state)
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --alibi s3.npy", 1,
          "s3.npy (alibi_slopes): is (3), must be (2)"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --mask s3.npy", 1,
-         "s3.npy (mask): is 1-D, must have 2 to 4 dimensions"},
+         "s3.npy (mask): is (3), must broadcast to (B, H, Tq, Tk) = (1, 2, 4, 4): 2 to 4 "
+         "dimensions"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask s3.npy", 1,
-         "s3.npy (mask): is 1-D, must have 2 to 4 dimensions that broadcast to (B, H, Tq, Tk)"},
+         "s3.npy (mask): is (3), must broadcast to (B, H, Tq, Tk) = (1, 1, 4, 6)"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk3.npy", 1,
-         "bk3.npy (mask): mask is 1x6x16, must broadcast to (B, H, Tq, Tk) = (1, 1, 4, 6)"},
-        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk.npy", 1, "mask is 6x16"},
+         "bk3.npy (mask): is (1, 6, 16), must broadcast to (B, H, Tq, Tk) = (1, 1, 4, 6)"},
+        {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --mask bk.npy", 1,
+         "bk.npy (mask): is (6, 16), must"},
         {"attention -q bq.npy -k bk4.npy -v bk4.npy -o out.npy --block-table bt.npy --kv-len 7", 1,
          "bt.npy (block_table): block_table[0][1] = 9 is outside the cache's 1 blocks"},
     };
@@ -1390,6 +1392,10 @@ static void test_attention_empty_dense(void **state)
     assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o do.npy --causal "
                          "--sinks ds.npy --kv-len 0,0"), 0);
     expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 3, 5, 6}, 0.0);
+    /* a mask of the problem's shape is empty too, as numpy broadcasts it */
+    write_npy("dme.npy", data, 2, (const int64_t[2]){5, 0});
+    assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o do.npy --mask dme.npy"), 0);
+    expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 3, 5, 6}, 0.0);
     assert_int_equal(run("attention -q dqt0.npy -k dk.npy -v dv.npy -o do.npy --layout bshd"), 0);
     expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 0, 3, 6}, 0.0);
     assert_int_equal(run("attention -q dqb0.npy -k dkb0.npy -v dvb0.npy -o do.npy"), 0);
@@ -1415,9 +1421,10 @@ static void test_attention_empty_dense(void **state)
         int status;
     } bad[] = {
         {"dk1.npy", "dv1.npy", "", "dk1.npy (K): K has batch size 1 but Q has 2", 1},
-        {"dk0.npy", "dv0.npy", "--mask dm.npy", "dm.npy (mask): must broadcast to (B, H, Tq, "
-                                                "Tk) = (2, 3, 5, 0)", 1},
+        {"dk0.npy", "dv0.npy", "--mask dm.npy", "dm.npy (mask): is (5, 2), must broadcast to "
+                                                "(B, H, Tq, Tk) = (2, 3, 5, 0)", 1},
         {"dk0.npy", "dv0.npy", "--kv-len 1", "--kv-len has 1 lengths, but B is 2", 2},
+        {"dk0.npy", "dv0.npy", "--kv-len 0,3", "kv_len[1] = 3 is outside 0..0 (Tk of K)", 1},
         {"dk0.npy", "dvd0.npy", "", "3 kv heads of sizes 8 and 0", 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -1,5 +1,5 @@
 /* vkattn attention: scaled dot-product attention over .npy files. */
-#include "cli.h"
+#include "attention_cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,14 +82,6 @@ static const char *const usage[] = {
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
 };
-
-typedef struct attention_options {
-    const char *q, *k, *v, *o, *kv_len;
-    const char *cu_seqlens_q, *cu_seqlens_k, *block_table;
-    variant_options variants;
-    vkattn_attention_desc desc;
-    common_options common;
-} attention_options;
 
 /* Which options go together: where the keys are is said once, and a paged
  * cache needs each entry's key count. */
@@ -203,8 +195,7 @@ static void as_4d(const npy_array *a, int64_t out[4])
         out[i] = i < pad ? 1 : a->shape[i - pad];
 }
 
-/* Reads the comma-separated lengths into `lens`, B entries. */
-static int parse_kv_len(const char *text, int64_t B, int32_t *lens)
+int parse_kv_len(const char *text, int64_t B, int32_t *lens)
 {
     int64_t n = 0;
     const char *p = text;
@@ -241,12 +232,6 @@ static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_
     free(lens);
     return rc;
 }
-
-/* The files of one run. */
-typedef struct attention_files {
-    loaded q, k, v, cu_q, cu_k, table;
-    variant_files variants;
-} attention_files;
 
 static int load_files(const attention_options *o, attention_files *f)
 {
@@ -293,17 +278,6 @@ static int check_ranks(const attention_options *o, const attention_files *f)
     return 0;
 }
 
-/* The shapes the tensors get: packed and paged files keep their own, dense
- * ones stand for 4-D tensors (leading dimensions of 1). */
-typedef struct attention_shapes {
-    int q_ndim, k_ndim, o_ndim;
-    int64_t q[4], k[4], v[4], o[4];
-    int file_ndim;              /* O as written: Q's rank */
-    const int64_t *file_shape;
-    int64_t batch;              /* B, the number of --kv-len entries */
-    int64_t heads;              /* H, the length of --sinks and --alibi */
-} attention_shapes;
-
 static void plan_shapes(attention_options *o, const attention_files *f, attention_shapes *s)
 {
     const npy_array *q = &f->q.array, *k = &f->k.array, *v = &f->v.array;
@@ -313,7 +287,6 @@ static void plan_shapes(attention_options *o, const attention_files *f, attentio
         memcpy(s->q, q->shape, 3 * sizeof q->shape[0]);
         s->o[0] = q->shape[0], s->o[1] = q->shape[1], s->o[2] = dv;
         s->file_shape = s->o;
-        s->heads = q->shape[1];
     } else {
         s->q_ndim = s->o_ndim = 4;
         as_4d(q, s->q);
@@ -323,7 +296,6 @@ static void plan_shapes(attention_options *o, const attention_files *f, attentio
         s->o[0] = s->q[0], s->o[1] = s->q[1], s->o[2] = s->q[2], s->o[3] = dv;
         s->file_ndim = q->ndim;
         s->file_shape = s->o + (4 - q->ndim);
-        s->heads = o->desc.layout == VKATTN_LAYOUT_BSHD ? s->q[2] : s->q[1];
     }
     if (o->cu_seqlens_k || o->block_table) {
         s->k_ndim = k->ndim;
@@ -337,147 +309,6 @@ static void plan_shapes(attention_options *o, const attention_files *f, attentio
     s->batch = o->cu_seqlens_q ? f->cu_q.array.shape[0] - 1
                : o->block_table ? f->table.array.shape[0]
                                 : s->q[0];
-}
-
-/* Offsets of packed sequences: B + 1 int entries from 0, never decreasing, the
- * last at most the tensor's rows (what the library checks, for the runs it
- * does not see). */
-static int check_offsets(const char *path, const char *name, const loaded *l, int64_t rows,
-                         int64_t batch)
-{
-    const npy_array *a = &l->array;
-    if (a->dtype != NPY_I32 || a->ndim != 1 || a->shape[0] != batch + 1)
-        return cli_error("attention", EXIT_RUNTIME,
-                         "%s (%s): must be int32 or int64 of shape (%lld) (B + 1 offsets)", path,
-                         name, (long long)batch + 1);
-    const int32_t *v = a->data;
-    for (int64_t b = 0; b <= batch; b++)
-        if (v[b] < (b ? v[b - 1] : 0) || v[b] > rows)
-            return cli_error("attention", EXIT_RUNTIME,
-                             "%s (%s): entry %lld = %d is outside %d..%lld (offsets into %lld rows)",
-                             path, name, (long long)b, v[b], b ? v[b - 1] : 0, (long long)rows,
-                             (long long)rows);
-    return 0;
-}
-
-/* The longest of the B sequences that packed offsets (checked) mark out. */
-static int64_t longest_sequence(const loaded *offsets)
-{
-    const int32_t *cu = offsets->array.data;
-    int64_t longest = 0;
-    for (int64_t b = 0; b + 1 < offsets->array.shape[0]; b++)
-        if (cu[b + 1] - cu[b] > longest)
-            longest = cu[b + 1] - cu[b];
-    return longest;
-}
-
-/* (B, heads, rows, width) of Q (which = 0), K (1) or V (2) as the library sees
- * them: packed ones (total, heads, width) with the longest sequence for rows,
- * paged caches (num_blocks, block_size, heads, width) with max_blocks *
- * block_size keys, dense ones as the layout has them. */
-static void problem_dims(const attention_options *o, const attention_files *f,
-                         const attention_shapes *s, int which, int64_t out[4])
-{
-    const int64_t *shape = which == 0 ? s->q : which == 1 ? s->k : s->v;
-    const char *packed = which == 0 ? o->cu_seqlens_q : o->cu_seqlens_k;
-    bool bshd = o->desc.layout == VKATTN_LAYOUT_BSHD;
-    out[0] = s->batch;
-    if (packed) {
-        out[1] = shape[1], out[2] = longest_sequence(which == 0 ? &f->cu_q : &f->cu_k);
-        out[3] = shape[2];
-    } else if (which > 0 && o->block_table) {
-        out[1] = shape[2], out[2] = f->table.array.shape[1] * shape[1], out[3] = shape[3];
-    } else {
-        out[0] = shape[0], out[1] = shape[bshd ? 2 : 1], out[2] = shape[bshd ? 1 : 2];
-        out[3] = shape[3];
-    }
-}
-
-/* What the library would check of a run with rows, for one without (which
- * never reaches it): head sizes, batch sizes, kv heads and the grouping of
- * query heads, the mask's broadcast and the --kv-len count. */
-static int check_shapes_without_rows(const attention_options *o, const attention_files *f,
-                                     const attention_shapes *s)
-{
-    const npy_array *k = &f->k.array, *v = &f->v.array;
-    int64_t q4[4], k4[4], v4[4];
-    problem_dims(o, f, s, 0, q4);
-    problem_dims(o, f, s, 1, k4);
-    problem_dims(o, f, s, 2, v4);
-    if (k4[3] != q4[3])
-        return cli_error("attention", EXIT_RUNTIME, "%s (K): K has head size %lld but Q has %lld",
-                         o->k, (long long)k4[3], (long long)q4[3]);
-    for (int i = 0; i < k->ndim - 1; i++)
-        if (v->shape[i] != k->shape[i])
-            return cli_error("attention", EXIT_RUNTIME, "%s (V): V's dimension %d is %lld but "
-                             "K's is %lld", o->v, i, (long long)v->shape[i],
-                             (long long)k->shape[i]);
-    if (!o->cu_seqlens_q && k4[0] != q4[0]) /* packed: both from the offsets, checked */
-        return o->block_table
-                   ? cli_error("attention", EXIT_RUNTIME, "%s (block_table): has %lld rows but "
-                               "Q has batch size %lld", o->block_table, (long long)k4[0],
-                               (long long)q4[0])
-                   : cli_error("attention", EXIT_RUNTIME, "%s (K): K has batch size %lld but "
-                               "Q has %lld", o->k, (long long)k4[0], (long long)q4[0]);
-    if (q4[3] < 1 || v4[3] < 1 || k4[1] < 1 || q4[1] % k4[1])
-        return cli_error("attention", EXIT_RUNTIME, "%s (Q): %lld heads of size %lld against "
-                         "%lld kv heads of sizes %lld and %lld: the query heads must be a "
-                         "multiple of the kv heads, every size positive", o->q, (long long)q4[1],
-                         (long long)q4[3], (long long)k4[1], (long long)k4[3],
-                         (long long)v4[3]);
-    if (o->variants.mask) {
-        const npy_array *m = &f->variants.mask.array;
-        const int64_t want[4] = {q4[0], q4[1], q4[2], k4[2]};
-        bool ok = m->ndim >= 2 && m->ndim <= 4;
-        for (int i = 0; ok && i < m->ndim; i++)
-            ok = m->shape[i] == 1 || m->shape[i] == want[4 - m->ndim + i];
-        if (!ok)
-            return cli_error("attention", EXIT_RUNTIME, "%s (mask): must broadcast to (B, H, Tq, "
-                             "Tk) = (%lld, %lld, %lld, %lld): 2 to 4 dimensions, aligned to the "
-                             "right, each equal or 1", o->variants.mask, (long long)want[0],
-                             (long long)want[1], (long long)want[2], (long long)want[3]);
-    }
-    if (!o->kv_len)
-        return 0;
-    int32_t *lens = calloc(s->batch ? (size_t)s->batch : 1, sizeof *lens);
-    int rc = lens ? parse_kv_len(o->kv_len, s->batch, lens)
-                  : cli_error("attention", EXIT_RUNTIME, "out of memory");
-    free(lens);
-    return rc;
-}
-
-/* Q with no rows gives an O with none; K with no rows, zeros, since every
- * query row then sees no key (DESIGN.md section 1). The library takes no
- * empty tensor, so such a run writes its O here, in --out-dtype. Returns -1
- * when Q, K and V all have rows (the library's run). */
-static int run_without_rows(const attention_options *o, const attention_files *f,
-                            const attention_shapes *s)
-{
-    if (f->q.array.count && f->k.array.count && f->v.array.count)
-        return -1;
-    int rc = 0;
-    if (o->cu_seqlens_q)
-        rc = check_offsets(o->cu_seqlens_q, "cu_seqlens_q", &f->cu_q, f->q.array.shape[0],
-                           s->batch);
-    if (!rc && o->cu_seqlens_k)
-        rc = check_offsets(o->cu_seqlens_k, "cu_seqlens_k", &f->cu_k, f->k.array.shape[0],
-                           s->batch);
-    if (rc || (rc = check_shapes_without_rows(o, f, s)))
-        return rc;
-    size_t count = 1;
-    for (int i = 0; i < s->file_ndim; i++)
-        count *= (size_t)s->file_shape[i];
-    /* zeros in every dtype are zero bits; F16 is written as float16, the others float32 */
-    bool f16 = o->common.out_dtype == VKATTN_DTYPE_F16;
-    void *zeros = calloc(count ? count : 1, f16 ? sizeof(uint16_t) : sizeof(float));
-    if (!zeros)
-        return cli_error("attention", EXIT_RUNTIME, "out of memory for the output");
-    char err[256];
-    if (npy_write(o->o, zeros, f16 ? NPY_F16 : NPY_F32, s->file_ndim, s->file_shape, err,
-                  sizeof err))
-        rc = cli_error("attention", EXIT_RUNTIME, "%s: %s", o->o, err);
-    free(zeros);
-    return rc;
 }
 
 static int make_tensors(vkattn_context *ctx, const attention_options *o, attention_files *f,
@@ -559,8 +390,12 @@ int run_attention(int argc, char **argv)
     if ((rc = load_files(&o, &f)) || (rc = check_ranks(&o, &f)))
         goto done;
     plan_shapes(&o, &f, &s);
+    if ((rc = check_index_files(&o, &f, &s)))
+        goto done;
     /* --sinks, --alibi and --mask checked before a run without rows too */
-    if ((rc = load_variant_files("attention", &o.variants, s.heads, &f.variants)))
+    int64_t problem[4];
+    attention_problem(&o, &f, &s, problem);
+    if ((rc = load_variant_files("attention", &o.variants, problem, &f.variants)))
         goto done;
     if ((rc = run_without_rows(&o, &f, &s)) >= 0)
         goto done;

@@ -101,17 +101,21 @@ void unload(loaded *l);
  * tensor, or F16 for float16 files when `keep_f16` (the additive mask). */
 int make_index_tensor(const char *command, vkattn_context *ctx, const char *path,
                       const char *name, loaded *l, int ndim, const char *what);
+/* make_index_tensor's checks of the file alone (its dtype and rank). */
+int check_index_file(const char *command, const char *path, const char *name, const loaded *l,
+                     int ndim, const char *what);
 int make_float_tensor(const char *command, vkattn_context *ctx, const char *path,
                       const char *name, loaded *l, bool keep_f16);
 
 /* The variants' files: --sinks and --alibi loaded and checked to be float
- * vectors of one value per query head (`heads`), then made F32 tensors; --mask
- * checked to be a float array of 2 to 4 dimensions, then made an F16 tensor
- * from a float16 file, else F32 (the library checks how it broadcasts). */
+ * vectors of one value per query head (problem[1]), then made F32 tensors;
+ * --mask checked to be a float array that broadcasts to `problem` (B, H, Tq,
+ * Tk) as the library would check it, then made an F16 tensor from a float16
+ * file, else F32. Empty files pass where the problem has no rows. */
 typedef struct variant_files {
     loaded sinks, alibi, mask;
 } variant_files;
-int load_variant_files(const char *command, const variant_options *o, int64_t heads,
+int load_variant_files(const char *command, const variant_options *o, const int64_t problem[4],
                        variant_files *out);
 int make_variant_tensors(const char *command, vkattn_context *ctx, const variant_options *o,
                          variant_files *f);

@@ -366,8 +366,8 @@ static const char *shape_text(const npy_array *a, char *buf, size_t size)
     return buf;
 }
 
-int make_index_tensor(const char *command, vkattn_context *ctx, const char *path,
-                      const char *name, loaded *l, int ndim, const char *what)
+int check_index_file(const char *command, const char *path, const char *name, const loaded *l,
+                     int ndim, const char *what)
 {
     char shape[96];
     if (l->array.dtype != NPY_I32)
@@ -377,7 +377,14 @@ int make_index_tensor(const char *command, vkattn_context *ctx, const char *path
     if (l->array.ndim != ndim)
         return cli_error(command, EXIT_RUNTIME, "%s (%s): is %s, must be %d-D (%s)", path, name,
                          shape_text(&l->array, shape, sizeof shape), ndim, what);
-    return create_from(command, ctx, path, name, l, VKATTN_DTYPE_I32, ndim, l->array.shape);
+    return 0;
+}
+
+int make_index_tensor(const char *command, vkattn_context *ctx, const char *path,
+                      const char *name, loaded *l, int ndim, const char *what)
+{
+    int rc = check_index_file(command, path, name, l, ndim, what);
+    return rc ? rc : create_from(command, ctx, path, name, l, VKATTN_DTYPE_I32, ndim, l->array.shape);
 }
 
 int make_float_tensor(const char *command, vkattn_context *ctx, const char *path,
@@ -395,7 +402,26 @@ int make_float_tensor(const char *command, vkattn_context *ctx, const char *path
     return create_from(command, ctx, path, name, l, dtype, l->array.ndim, l->array.shape);
 }
 
-int load_variant_files(const char *command, const variant_options *o, int64_t heads,
+/* The mask broadcasts like a numpy array to `problem` (B, H, Tq, Tk): 2 to 4
+ * dimensions aligned to the right, each equal or 1 (so an empty one only where
+ * the problem has no rows). */
+static int check_mask_shape(const char *command, const char *path, const npy_array *m,
+                            const int64_t problem[4])
+{
+    bool ok = m->ndim >= 2 && m->ndim <= 4;
+    for (int i = 0; ok && i < m->ndim; i++)
+        ok = m->shape[i] == 1 || m->shape[i] == problem[4 - m->ndim + i];
+    if (ok)
+        return 0;
+    char shape[96];
+    return cli_error(command, EXIT_RUNTIME,
+                     "%s (mask): is %s, must broadcast to (B, H, Tq, Tk) = (%lld, %lld, %lld, "
+                     "%lld): 2 to 4 dimensions, aligned to the right, each equal or 1", path,
+                     shape_text(m, shape, sizeof shape), (long long)problem[0],
+                     (long long)problem[1], (long long)problem[2], (long long)problem[3]);
+}
+
+int load_variant_files(const char *command, const variant_options *o, const int64_t problem[4],
                        variant_files *out)
 {
     const char *paths[3] = {o->sinks, o->alibi, o->mask};
@@ -405,19 +431,17 @@ int load_variant_files(const char *command, const variant_options *o, int64_t he
     for (int i = 0; i < 3; i++) {
         if (!paths[i])
             continue;
-        int rc = load_npy(command, paths[i], names[i], all[i]);
+        int rc = load_npy_maybe_empty(command, paths[i], names[i], all[i]);
         if (rc || (rc = check_float_file(command, paths[i], names[i], all[i])))
             return rc;
         char shape[96];
         const npy_array *a = &all[i]->array;
-        if (i == 2 && (a->ndim < 2 || a->ndim > 4))
-            return cli_error(command, EXIT_RUNTIME,
-                             "%s (mask): is %d-D, must have 2 to 4 dimensions that broadcast to "
-                             "(B, H, Tq, Tk)", paths[i], a->ndim);
-        if (i < 2 && (a->ndim != 1 || a->shape[0] != heads))
+        if (i == 2 && (rc = check_mask_shape(command, paths[i], a, problem)))
+            return rc;
+        if (i < 2 && (a->ndim != 1 || a->shape[0] != problem[1]))
             return cli_error(command, EXIT_RUNTIME,
                              "%s (%s): is %s, must be (%lld): one value per query head", paths[i],
-                             names[i], shape_text(a, shape, sizeof shape), (long long)heads);
+                             names[i], shape_text(a, shape, sizeof shape), (long long)problem[1]);
     }
     return 0;
 }

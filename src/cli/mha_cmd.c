@@ -122,16 +122,18 @@ int run_mha(int argc, char **argv)
             rc = cli_error("mha", EXIT_RUNTIME, "%s (%s): is %d-D, must be %s", paths[i], names[i],
                            ndim, i == 0 ? "(B, T, C) or (T, C)" : ranks[i] == 2 ? "2-D" : "1-D");
     }
-    if (rc || (rc = load_variant_files("mha", &o.variants, o.desc.heads, &variants)) ||
+    /* the mask broadcasts to (B, H, T, T) */
+    int64_t xs[3] = {1, 1, 1};
+    for (int i = 0; !rc && i < x.array.ndim; i++)
+        xs[3 - x.array.ndim + i] = x.array.shape[i];
+    const int64_t problem[4] = {xs[0], o.desc.heads, xs[1], xs[1]};
+    if (rc || (rc = load_variant_files("mha", &o.variants, problem, &variants)) ||
         (rc = open_context("mha", &o.common, &ctx)) ||
         (rc = make_variant_tensors("mha", ctx, &o.variants, &variants)))
         goto done;
     o.desc.sinks = variants.sinks.tensor;
     o.desc.alibi_slopes = variants.alibi.tensor;
     o.desc.mask = variants.mask.tensor;
-    int64_t xs[3] = {1, 1, 1};
-    for (int i = 0; i < x.array.ndim; i++)
-        xs[3 - x.array.ndim + i] = x.array.shape[i];
     for (int i = 0; i < 5 && !rc; i++)
         if (paths[i])
             rc = make_tensor("mha", ctx, &o.common, paths[i], names[i], all[i],
