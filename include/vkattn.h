@@ -757,7 +757,10 @@ typedef struct vkattn_attention_desc {
                                        (num_blocks, block_size, Hkv, Dv), block_size 1..256;
                                        key j of entry b is row j % block_size of block
                                        block_table[b][j / block_size]; kv_len is required and
-                                       is each entry's key count (Tk_b). Fused path only */
+                                       is each entry's key count (Tk_b), so q_offset defaults
+                                       per entry to kv_len[b] - Tq; entries past the blocks an
+                                       entry uses are never read (padding such as -1 is
+                                       fine). Fused path only */
 } vkattn_attention_desc;
 
 /* O = softmax(scale * Q K^T, masked) V per batch entry and query head; DESIGN.md

@@ -60,7 +60,8 @@ static const char *const usage[] = {
     "                        dimensions, each equal or 1); -inf = key not allowed;\n"
     "                        a finite float64 value past float32's range (numpy's\n"
     "                        float64 min) becomes float32's largest: still finite\n"
-    "                        Packed: Tq and Tk are the longest sequences; paged: Tk\n"
+    "                        Packed: Tq and Tk are the longest sequences (row i and\n"
+    "                        key j of sequence b read mask[b, h, i, j]); paged: Tk\n"
     "                        is max_blocks * block_size\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
     "\n",
@@ -77,7 +78,9 @@ static const char *const usage[] = {
     "                        V (num_blocks, block_size, Hkv, Dv) are caches; key j of\n"
     "                        entry b is row j % block_size of block\n"
     "                        T[b][j / block_size].\n"
-    "                        Needs --kv-len (each entry's key count, Tk_b). Q is\n"
+    "                        Needs --kv-len (each entry's key count, Tk_b: q_offset\n"
+    "                        defaults to Tk_b - Tq); entries past the blocks an\n"
+    "                        entry uses are never read (-1 padding is fine). Q is\n"
     "                        (B, H, Tq, D), or packed with --cu-seqlens-q\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
