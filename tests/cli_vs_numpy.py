@@ -285,7 +285,8 @@ def draw_mask(c, B, H, Tq, Tk):
     if r.random() >= 0.25:
         return None
     shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, 1)]
-    shapes = [s for s in shapes if all(s)]  # the CLI takes no empty mask file
+    # none with an empty dimension: to a packed run, Tq and Tk are at least 1
+    shapes = [s for s in shapes if all(s)]
     if not shapes:
         return None
     shape = shapes[int(r.integers(0, len(shapes)))]
