@@ -1358,6 +1358,8 @@ static void test_attention_empty_batches(void **state)
         {"ek.npy", "ev2.npy", "", "ev2.npy (V): V's dimension 1 is 2 but K's is 1"},
         {"ek3h.npy", "ev3h.npy", "", "eq0.npy (Q): 2 heads of size 8 against 3 kv heads"},
         {"ek.npy", "ev.npy", "--sinks es3.npy", "es3.npy (sinks): is (1), must be (2)"},
+        {"ek.npy", "ev.npy", "--kv-len 3,1",
+         "kv_len[0] = 3 is outside 0..2 (that sequence's keys in cu_seqlens_k)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run("attention -q eq0.npy -k %s -v %s -o ebad.npy --cu-seqlens-q "
@@ -1433,6 +1435,28 @@ static void test_attention_empty_dense(void **state)
         if (rc != bad[i].status || !strstr(err_text, bad[i].message))
             fail_msg("case %zu: exit %d, stderr \"%s\", expected %d and \"%s\"", i, rc,
                      err_text, bad[i].status, bad[i].message);
+        assert_false(exists("dbad.npy"));
+    }
+    /* No query rows against a paged cache: --kv-len within max_blocks *
+     * block_size and every block it uses in the cache, as the library checks */
+    write_npy("dpk.npy", data, 4, (const int64_t[4]){2, 2, 3, 8});
+    write_npy("dpv.npy", data, 4, (const int64_t[4]){2, 2, 3, 6});
+    write_npy("dq0.npy", data, 4, (const int64_t[4]){2, 3, 0, 8});
+    write_i32("dt.npy", (const int32_t[4]){0, 1, 1, 5}, 2, (const int64_t[2]){2, 2});
+    const char *paged = "attention -q dq0.npy -k dpk.npy -v dpv.npy --block-table dt.npy";
+    assert_int_equal(run("%s -o dpo.npy --kv-len 3,2", paged), 0);
+    expect_npy("dpo.npy", zeros, 4, (const int64_t[4]){2, 3, 0, 6}, 0.0);
+    static const struct {
+        const char *lens, *message;
+    } bad_paged[] = {
+        {"3,4", "dt.npy (block_table): entry [1][1] = 5 is outside the cache's 2 blocks"},
+        {"5,0", "kv_len[0] = 5 is outside 0..4 (max_blocks * block_size of the block table)"},
+    };
+    for (size_t i = 0; i < sizeof bad_paged / sizeof bad_paged[0]; i++) {
+        int rc = run("%s -o dbad.npy --kv-len %s", paged, bad_paged[i].lens);
+        if (rc != 1 || !strstr(err_text, bad_paged[i].message))
+            fail_msg("paged case %zu: exit %d, stderr \"%s\", expected 1 and \"%s\"", i, rc,
+                     err_text, bad_paged[i].message);
         assert_false(exists("dbad.npy"));
     }
     free(data);
