@@ -1462,12 +1462,85 @@ static void test_attention_empty_dense(void **state)
     free(data);
 }
 
+/* mha with X of no rows (B or T of 0), as nn.Linear takes it: Y has none
+ * either, in --out-dtype; the weights, biases and variants' files are checked
+ * as for a run with rows, and a refused run writes no Y. */
+static void test_mha_empty(void **state)
+{
+    (void)state;
+    rng r = {45};
+    float *data = random_floats(&r, 24 * 6, -1.0f, 1.0f);
+    write_npy("ex0.npy", data, 3, (const int64_t[3]){2, 0, 6});  /* T = 0 */
+    write_npy("exb0.npy", data, 3, (const int64_t[3]){0, 3, 6}); /* B = 0 */
+    write_npy("ex2.npy", data, 2, (const int64_t[2]){0, 6});     /* (T, C), T = 0 */
+    write_npy("exc0.npy", data, 3, (const int64_t[3]){2, 3, 0}); /* C = 0 */
+    write_npy("ewq.npy", data, 2, (const int64_t[2]){24, 6});    /* H 2, Dh 4 */
+    write_npy("ebq.npy", data, 1, (const int64_t[1]){24});
+    write_npy("ewo.npy", data, 2, (const int64_t[2]){5, 8});
+    write_npy("ebo.npy", data, 1, (const int64_t[1]){5});
+    write_npy("es.npy", data, 1, (const int64_t[1]){2});
+    write_npy("em.npy", data, 2, (const int64_t[2]){3, 1}); /* broadcasts to (0, 2, 3, 3) */
+    const char *layer = "mha --w-qkv ewq.npy --b-qkv ebq.npy --w-out ewo.npy --b-out ebo.npy "
+                        "--heads 2";
+    assert_int_equal(run("%s -x ex0.npy -o ey.npy --causal --sinks es.npy", layer), 0);
+    expect_npy("ey.npy", NULL, 3, (const int64_t[3]){2, 0, 5}, 0.0);
+    assert_int_equal(run("%s -x exb0.npy -o ey.npy --mask em.npy --window 1,0", layer), 0);
+    expect_npy("ey.npy", NULL, 3, (const int64_t[3]){0, 3, 5}, 0.0);
+    assert_int_equal(run("%s -x ex2.npy -o ey.npy --out-dtype f16", layer), 0);
+    char path[128], err[256];
+    npy_array a;
+    snprintf(path, sizeof path, "%s/ey.npy", dir);
+    if (npy_read(path, &a, err, sizeof err))
+        fail_msg("%s: %s", path, err);
+    assert_int_equal(a.dtype, NPY_F16);
+    assert_int_equal(a.ndim, 2);
+    assert_int_equal(a.shape[0], 0);
+    assert_int_equal(a.shape[1], 5);
+    npy_free(&a);
+    write_npy("ewq5.npy", data, 2, (const int64_t[2]){24, 5});
+    write_npy("ebq3.npy", data, 1, (const int64_t[1]){3});
+    write_npy("ewo7.npy", data, 2, (const int64_t[2]){5, 7});
+    write_npy("ebo4.npy", data, 1, (const int64_t[1]){4});
+    write_npy("es3.npy", data, 1, (const int64_t[1]){3});
+    write_npy("em2.npy", data, 2, (const int64_t[2]){3, 2});
+    write_i32("exi.npy", (const int32_t[1]){0}, 3, (const int64_t[3]){0, 3, 6});
+    static const struct {
+        const char *args, *message;
+    } bad[] = {
+        {"-x ex0.npy --w-qkv ewq5.npy --w-out ewo.npy",
+         "ewq5.npy (W_qkv): is (24, 5), must be (3*H*Dh, C) = (a multiple of 6, 6) for X "
+         "(2, 0, 6) and 2 heads"},
+        {"-x ex0.npy --w-qkv ewq.npy --b-qkv ebq3.npy --w-out ewo.npy",
+         "ebq3.npy (b_qkv): is (3), must be (24)"},
+        {"-x ex0.npy --w-qkv ewq.npy --w-out ewo7.npy",
+         "ewo7.npy (W_out): is (5, 7), must be (C_out, H*Dh) with H*Dh = 8"},
+        {"-x ex0.npy --w-qkv ewq.npy --w-out ewo.npy --b-out ebo4.npy",
+         "ebo4.npy (b_out): is (4), must be (5)"},
+        {"-x ex0.npy --w-qkv ewq.npy --w-out ewo.npy --sinks es3.npy",
+         "es3.npy (sinks): is (3), must be (2)"},
+        {"-x exb0.npy --w-qkv ewq.npy --w-out ewo.npy --mask em2.npy",
+         "em2.npy (mask): is (3, 2), must broadcast to (B, H, Tq, Tk) = (0, 2, 3, 3)"},
+        {"-x exc0.npy --w-qkv ewq.npy --w-out ewo.npy", "exc0.npy (X): is (2, 3, 0), its C "
+                                                        "must be positive"},
+        {"-x exi.npy --w-qkv ewq.npy --w-out ewo.npy", "exi.npy (X): is an integer array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = run("mha --heads 2 -o ebad.npy %s", bad[i].args);
+        if (rc != 1 || !strstr(err_text, bad[i].message))
+            fail_msg("case %zu: exit %d, stderr \"%s\", expected 1 and \"%s\"", i, rc, err_text,
+                     bad[i].message);
+        assert_false(exists("ebad.npy"));
+    }
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_runs),
         cmocka_unit_test(test_attention_empty_batches),
         cmocka_unit_test(test_attention_empty_dense),
+        cmocka_unit_test(test_mha_empty),
         cmocka_unit_test(test_attention_dtype),
         cmocka_unit_test(test_out_dtype),
         cmocka_unit_test(test_float64_files),

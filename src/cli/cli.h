@@ -93,6 +93,10 @@ int load_npy_maybe_empty(const char *command, const char *path, const char *name
 int make_tensor(const char *command, vkattn_context *ctx, const common_options *common,
                 const char *path, const char *name, loaded *l, int ndim, const int64_t *shape);
 void unload(loaded *l);
+/* Q, K, V and the like hold floats; an integer file is a mistake worth naming. */
+int check_float_file(const char *command, const char *path, const char *name, const loaded *l);
+/* "(2, 3)": the array's shape, for messages. */
+const char *shape_text(const npy_array *a, char *buf, size_t size);
 
 /* Tensors that --dtype does not round, of the file's own shape (1- to 4-D):
  * make_index_tensor takes integer files (int32, or int64 narrowed on reading)

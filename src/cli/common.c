@@ -334,8 +334,7 @@ static int create_from(const char *command, vkattn_context *ctx, const char *pat
     return 0;
 }
 
-/* Q, K, V and the like hold floats; an integer file is a mistake worth naming. */
-static int check_float_file(const char *command, const char *path, const char *name,
+int check_float_file(const char *command, const char *path, const char *name,
                             const loaded *l)
 {
     if (l->array.dtype == NPY_I32)
@@ -356,8 +355,7 @@ int make_tensor(const char *command, vkattn_context *ctx, const common_options *
     return create_from(command, ctx, path, name, l, dtype, ndim, shape);
 }
 
-/* "(2, 3)", for messages. */
-static const char *shape_text(const npy_array *a, char *buf, size_t size)
+const char *shape_text(const npy_array *a, char *buf, size_t size)
 {
     int n = snprintf(buf, size, "(");
     for (int i = 0; i < a->ndim && n > 0 && (size_t)n < size; i++)

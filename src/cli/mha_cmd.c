@@ -12,6 +12,7 @@ static const char *const usage[] = {
     "  Y = o W_out^T + b_out\n"
     "X is (B, T, C) or (T, C); W_qkv (3*H*Dh, C); b_qkv (3*H*Dh); W_out (C_out, H*Dh);\n"
     "b_out (C_out). Y (float32) has X's rank, and is written only if the run succeeds.\n"
+    "X may have B or T of 0, as nn.Linear takes it: Y then has no rows either.\n"
     "\n"
     "options:\n"
     "  --b-qkv b.npy, --b-out b.npy   optional biases\n"
@@ -98,6 +99,55 @@ static int parse(int argc, char **argv, mha_options *o)
     return 0;
 }
 
+/* X with no rows (B or T of 0), as numpy and PyTorch's nn.Linear take it: Y
+ * has none either. The library takes no empty tensor, so the command makes the
+ * checks the library would have made (the weights' and biases' shapes against
+ * X and the heads; the variants' files were checked as they were loaded) and
+ * writes the empty Y itself, in --out-dtype. Returns -1 when X has rows (the
+ * library's run), else the exit status. */
+static int run_without_rows(const mha_options *o, loaded *const all[5], const char *const paths[5],
+                            const char *const names[5], const int64_t xs[3])
+{
+    const npy_array *x = &all[0]->array, *w_qkv = &all[1]->array, *b_qkv = &all[2]->array;
+    const npy_array *w_out = &all[3]->array, *b_out = &all[4]->array;
+    if (x->count)
+        return -1;
+    for (int i = 0; i < 5; i++) {
+        int rc = paths[i] ? check_float_file("mha", paths[i], names[i], all[i]) : 0;
+        if (rc)
+            return rc;
+    }
+    char a[96], b[96];
+    int64_t C = xs[2], H = o->desc.heads;
+    if (C < 1)
+        return cli_error("mha", EXIT_RUNTIME, "%s (X): is %s, its C must be positive", o->x,
+                         shape_text(x, a, sizeof a));
+    if (w_qkv->shape[1] != C || w_qkv->shape[0] % (3 * H))
+        return cli_error("mha", EXIT_RUNTIME, "%s (W_qkv): is %s, must be (3*H*Dh, C) = (a "
+                         "multiple of %lld, %lld) for X %s and %lld heads", o->w_qkv,
+                         shape_text(w_qkv, a, sizeof a), (long long)(3 * H), (long long)C,
+                         shape_text(x, b, sizeof b), (long long)H);
+    int64_t width = w_qkv->shape[0] / 3; /* H * Dh */
+    if (o->b_qkv && b_qkv->shape[0] != 3 * width)
+        return cli_error("mha", EXIT_RUNTIME, "%s (b_qkv): is %s, must be (%lld)", o->b_qkv,
+                         shape_text(b_qkv, a, sizeof a), (long long)(3 * width));
+    if (w_out->shape[1] != width)
+        return cli_error("mha", EXIT_RUNTIME, "%s (W_out): is %s, must be (C_out, H*Dh) with "
+                         "H*Dh = %lld", o->w_out, shape_text(w_out, a, sizeof a),
+                         (long long)width);
+    if (o->b_out && b_out->shape[0] != w_out->shape[0])
+        return cli_error("mha", EXIT_RUNTIME, "%s (b_out): is %s, must be (%lld)", o->b_out,
+                         shape_text(b_out, a, sizeof a), (long long)w_out->shape[0]);
+    const int64_t ys[3] = {xs[0], xs[1], w_out->shape[0]};
+    /* Y has no elements, so only its header says float16 (--out-dtype f16) or float32 */
+    static const float nothing;
+    char err[256];
+    if (npy_write(o->y, &nothing, o->common.out_dtype == VKATTN_DTYPE_F16 ? NPY_F16 : NPY_F32,
+                  x->ndim, ys + (3 - x->ndim), err, sizeof err))
+        return cli_error("mha", EXIT_RUNTIME, "%s: %s", o->y, err);
+    return 0;
+}
+
 int run_mha(int argc, char **argv)
 {
     mha_options o;
@@ -116,7 +166,9 @@ int run_mha(int argc, char **argv)
     for (int i = 0; i < 5 && !rc; i++) {
         if (!paths[i])
             continue;
-        rc = load_npy("mha", paths[i], names[i], all[i]);
+        /* X may have no rows (run_without_rows); the weights and biases must have elements */
+        rc = i == 0 ? load_npy_maybe_empty("mha", paths[i], names[i], all[i])
+                    : load_npy("mha", paths[i], names[i], all[i]);
         int ndim = all[i]->array.ndim;
         bool ok = ndim == ranks[i] || (i == 0 && ndim == 2);
         if (!rc && !ok)
@@ -128,8 +180,12 @@ int run_mha(int argc, char **argv)
     for (int i = 0; !rc && i < x.array.ndim; i++)
         xs[3 - x.array.ndim + i] = x.array.shape[i];
     const int64_t problem[4] = {xs[0], o.desc.heads, xs[1], xs[1]};
-    if (rc || (rc = load_variant_files("mha", &o.variants, problem, &variants)) ||
-        (rc = open_context("mha", &o.common, &ctx)) ||
+    if (rc || (rc = load_variant_files("mha", &o.variants, problem, &variants)))
+        goto done;
+    if ((rc = run_without_rows(&o, all, paths, names, xs)) >= 0)
+        goto done;
+    rc = 0;
+    if ((rc = open_context("mha", &o.common, &ctx)) ||
         (rc = make_variant_tensors("mha", ctx, &o.variants, &variants)))
         goto done;
     o.desc.sinks = variants.sinks.tensor;
