@@ -726,8 +726,8 @@ typedef struct vkattn_attention_desc {
     bool has_window;                /* default false; true: sliding window (FlashAttention's
                                        window_size): key j is allowed only if
                                        pos - window_left <= j <= pos + window_right */
-    int32_t window_left, window_right; /* with has_window: >= 0, or -1 (any negative) =
-                                          unbounded */
+    int32_t window_left, window_right; /* with has_window: >= 0, or -1 = unbounded (other
+                                          negatives: VKATTN_ERROR_INVALID_ARGUMENT) */
     float softcap;                  /* default 0: off; else positive and finite: each score
                                        s becomes softcap * tanh(s / softcap) (Gemma 2) */
     const vkattn_tensor *sinks;     /* default NULL; else F32 (H): one raw logit per query

@@ -434,7 +434,7 @@ static void attn_scalar(fuzz *f, attn_plan *p)
 {
     rng *r = &f->r;
     f->expect = EXPECT_ARG;
-    switch (rng_int(r, 0, 5)) {
+    switch (rng_int(r, 0, 6)) {
     case 0:
         p->d.scale = bad_positive(r, false);
         set_mutation(f, "scalar: scale = %g", (double)p->d.scale);
@@ -447,16 +447,25 @@ static void attn_scalar(fuzz *f, attn_plan *p)
         set_mutation(f, "scalar: q_offset = %lld", (long long)p->d.q_offset);
         break;
     }
-    /* no window is refused: a negative side is unbounded */
-    case 2:
+    case 2: {
+        static const int32_t bad[] = {-2, -100, INT32_MIN};
+        p->d.has_window = true;
+        if (p->d.window_left < -1 || chance(r, 50))
+            p->d.window_left = bad[rng_int(r, 0, 2)];
+        else
+            p->d.window_right = bad[rng_int(r, 0, 2)];
+        set_mutation(f, "scalar: window (%d, %d)", p->d.window_left, p->d.window_right);
+        break;
+    }
+    case 3:
         p->d.softcap = bad_positive(r, true);
         set_mutation(f, "scalar: softcap = %g", (double)p->d.softcap);
         break;
-    case 3:
+    case 4:
         p->d.layout = (vkattn_layout)(int[]){2, -1, 77}[rng_int(r, 0, 2)];
         set_mutation(f, "enum: layout = %d", (int)p->d.layout);
         break;
-    case 4:
+    case 5:
         p->d.path = (vkattn_attention_path)(int[]){3, -1}[rng_int(r, 0, 1)];
         set_mutation(f, "enum: path = %d", (int)p->d.path);
         break;

@@ -520,14 +520,17 @@ void fuzz_mha(fuzz *f)
         f->expect = EXPECT_ARG;
     } else {
         f->expect = EXPECT_ARG;
-        /* (no window is refused: a negative side is unbounded) */
-        int y = rng_int(r, 0, 2);
+        int y = rng_int(r, 0, 3);
         if (y == 0) {
             d.scale = bad_positive(r, false);
             set_mutation(f, "scalar: scale = %g", (double)d.scale);
         } else if (y == 1) {
             d.softcap = bad_positive(r, true);
             set_mutation(f, "scalar: softcap = %g", (double)d.softcap);
+        } else if (y == 2) {
+            d.has_window = true;
+            d.window_left = (int32_t[]){-2, INT32_MIN}[rng_int(r, 0, 1)];
+            set_mutation(f, "scalar: window (%d, %d)", d.window_left, d.window_right);
         } else {
             d.path = (vkattn_attention_path)(int[]){3, -1}[rng_int(r, 0, 1)];
             f->forced = false;

@@ -108,8 +108,8 @@ static int parse_float_dtype(const args *a, const char *option, const char *valu
            -1;
 }
 
-/* --window L,R: two integers, each >= 0, or negative (-1) to leave that side
- * unbounded. */
+/* --window L,R: two integers, each >= 0, or -1 to leave that side unbounded;
+ * any other negative is refused, as issue 11 has it and the library does. */
 static int parse_window(const args *a, const char *text, variant_options *o)
 {
     char *end;
@@ -121,15 +121,15 @@ static int parse_window(const args *a, const char *text, variant_options *o)
         right = strtoll(rest, &end, 10);
         ok = !errno && end != rest && !*end;
     }
-    if (!ok || left > INT32_MAX || right > INT32_MAX) {
+    if (!ok || left < -1 || right < -1 || left > INT32_MAX || right > INT32_MAX) {
         cli_error(a->command, EXIT_USAGE,
-                  "--window %s: expected L,R: two integers up to %d, each >= 0, or -1 (any "
-                  "negative) for unbounded", text, INT32_MAX);
+                  "--window %s: expected L,R: two integers, each >= 0 (up to %d), or -1 for "
+                  "unbounded", text, INT32_MAX);
         return -1;
     }
     o->has_window = true;
-    o->window_left = left < 0 ? -1 : (int32_t)left;
-    o->window_right = right < 0 ? -1 : (int32_t)right;
+    o->window_left = (int32_t)left;
+    o->window_right = (int32_t)right;
     return 0;
 }
 

@@ -166,16 +166,21 @@ vkattn_status attention_check_variants(vkattn_context *ctx, const char *op,
                                       const vkattn_attention_desc *a, attention_dims *d)
 {
     attention_variants *v = &d->var;
+    /* -1 is the one unbounded side (FlashAttention's window_size); any other
+     * negative is likelier a mistake than a wish, and issue 11 asks that it be
+     * refused. DESIGN.md's "window_left < 0 ||" is then -1's case. */
+    if (a->has_window && (a->window_left < -1 || a->window_right < -1))
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "%s: window (%d, %d): each side must be >= 0, or -1 for unbounded", op,
+                        a->window_left, a->window_right);
     /* Not subnormal either: GPUs may flush it to 0. */
     if (a->softcap != 0.0f && !(isfinite(a->softcap) && a->softcap >= FLT_MIN))
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
                         "%s: softcap is %g, must be positive (at least %g) and finite "
                         "(0: off)", op, (double)a->softcap, (double)FLT_MIN);
     v->has_window = a->has_window;
-    /* A negative side is unbounded, -1 or any other (DESIGN.md's "window_left <
-     * 0 ||", FlashAttention's window_size): the kernels take -1. */
-    v->window_left = a->has_window && a->window_left >= 0 ? a->window_left : -1;
-    v->window_right = a->has_window && a->window_right >= 0 ? a->window_right : -1;
+    v->window_left = a->has_window ? a->window_left : -1;
+    v->window_right = a->has_window ? a->window_right : -1;
     v->softcap = a->softcap;
     vkattn_status s;
     if (a->sinks && (s = check_head_vector(ctx, op, a->sinks, "sinks", d->H)))
