@@ -243,7 +243,7 @@ def packed(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt):
         c.entries.append((qr[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2), kr[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2),
                           vr[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2), q_offset, keys,
                           ("packed", int(cu_q[b]), int(cu_q[b + 1]))))
-    return (q, k, v), max(max(tq), 1), max(max(tk), 1)
+    return (q, k, v), max(tq), max(tk)
 
 
 def paged(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, block_sizes, packed_q):
@@ -275,20 +275,18 @@ def paged(c, B, H, Hkv, D, Dv, most, magnitude, rnd, opt, block_sizes, packed_q)
             q_b, where = qr[b], ("dense", b, "bhsd")
         q_offset = kv_len[b] - tq[b] if opt["q_offset"] is None else opt["q_offset"]
         c.entries.append((q_b, keys_b.transpose(1, 0, 2), values_b.transpose(1, 0, 2), q_offset, kv_len[b], where))
-    return (q, k, v), max(max(tq), 1), max_blocks * block
+    return (q, k, v), max(tq), max_blocks * block
 
 
 def draw_mask(c, B, H, Tq, Tk):
     """An additive mask of a random broadcast shape (Tq, Tk: the longest
-    sequences, or the paged table's span), some entries -inf; or None."""
+    sequences, 0 where all are empty, or the paged table's span), some entries
+    -inf; or None."""
     r = c.r
     if r.random() >= 0.25:
         return None
+    # (an empty dimension where the problem has none: such a mask is never read)
     shapes = [(Tq, Tk), (B, 1, Tq, Tk), (B, H, Tq, Tk), (H, Tq, Tk), (B, 1, 1, Tk), (B, 1, Tq, 1)]
-    # none with an empty dimension: to a packed run, Tq and Tk are at least 1
-    shapes = [s for s in shapes if all(s)]
-    if not shapes:
-        return None
     shape = shapes[int(r.integers(0, len(shapes)))]
     mask = c.normal(shape)
     if c.float64 and r.random() < 0.5:

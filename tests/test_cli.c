@@ -1338,6 +1338,23 @@ static void test_attention_empty_batches(void **state)
     assert_int_equal(run("attention -q eq0.npy -k ek.npy -v ev.npy -o eo0.npy "
                          "--cu-seqlens-q ecq0.npy --cu-seqlens-k eck.npy"), 0);
     expect_npy("eo0.npy", zeros, 3, (const int64_t[3]){0, 2, 6}, 0.0);
+    /* Every query sequence empty: the mask's Tq is 0, so a mask of 0 rows (never
+     * read) broadcasts, as one of 1 does, and one of 2 does not; Q's rows, in
+     * no sequence, are zeros. */
+    write_npy("emq0.npy", q, 4, (const int64_t[4]){1, 1, 0, 2});
+    write_npy("emq1.npy", q, 4, (const int64_t[4]){2, 1, 1, 2});
+    write_npy("emq2.npy", q, 4, (const int64_t[4]){1, 1, 2, 2});
+    const char *none_in_sequences = "attention -k ek.npy -v ev.npy -o eo.npy --cu-seqlens-q "
+                                    "ecq0.npy --cu-seqlens-k eck.npy";
+    assert_int_equal(run("%s -q eq0.npy --mask emq0.npy", none_in_sequences), 0);
+    expect_npy("eo.npy", zeros, 3, (const int64_t[3]){0, 2, 6}, 0.0);
+    assert_int_equal(run("%s -q eq.npy --mask emq0.npy --causal", none_in_sequences), 0);
+    expect_npy("eo.npy", zeros, 3, (const int64_t[3]){3, 2, 6}, 0.0);
+    assert_int_equal(run("%s -q eq.npy --mask emq1.npy", none_in_sequences), 0);
+    expect_npy("eo.npy", zeros, 3, (const int64_t[3]){3, 2, 6}, 0.0);
+    assert_int_equal(run("%s -q eq.npy --mask emq2.npy", none_in_sequences), 1);
+    assert_non_null(strstr(err_text, "emq2.npy (mask): is (1, 1, 2, 2), must broadcast to "
+                                     "(B, H, Tq, Tk) = (2, 2, 0, 2)"));
     /* cu_seqlens_k says 2 keys, K has none */
     assert_int_not_equal(run("attention -q eq.npy -k ek0.npy -v ev0.npy -o eo.npy "
                              "--cu-seqlens-q ecq.npy --cu-seqlens-k eck.npy"), 0);
@@ -1405,6 +1422,16 @@ static void test_attention_empty_dense(void **state)
     expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 0, 3, 6}, 0.0);
     assert_int_equal(run("attention -q dqb0.npy -k dkb0.npy -v dvb0.npy -o do.npy"), 0);
     expect_npy("do.npy", zeros, 4, (const int64_t[4]){0, 3, 5, 6}, 0.0);
+    /* no query heads and no kv heads */
+    write_npy("dqh0.npy", data, 4, (const int64_t[4]){2, 0, 5, 8});
+    write_npy("dkh0.npy", data, 4, (const int64_t[4]){2, 0, 3, 8});
+    write_npy("dvh0.npy", data, 4, (const int64_t[4]){2, 0, 3, 6});
+    assert_int_equal(run("attention -q dqh0.npy -k dkh0.npy -v dvh0.npy -o do.npy"), 0);
+    expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 0, 5, 6}, 0.0);
+    /* query heads but no kv heads to group them on */
+    assert_int_equal(run("attention -q dq.npy -k dkh0.npy -v dvh0.npy -o dbad.npy"), 1);
+    assert_non_null(strstr(err_text, "3 heads of size 8 against 0 kv heads"));
+    assert_false(exists("dbad.npy"));
     /* zeros in float16, as --out-dtype f16 writes every O */
     assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o dh.npy --out-dtype f16"), 0);
     char path[128], err[256];

@@ -38,10 +38,9 @@ int parse_kv_len(const char *text, int64_t B, int32_t *lens);
 int check_index_files(const attention_options *o, const attention_files *f,
                       const attention_shapes *s);
 
-/* (B, H, Tq, Tk): the problem the mask broadcasts to, as the library sees it
- * (packed: the longest sequences, at least 1; paged: max_blocks * block_size
- * keys; dense: as they are, 0 where there are no rows). After
- * check_index_files. */
+/* (B, H, Tq, Tk): the problem the mask broadcasts to (packed: the longest
+ * sequences, 0 where all are empty; paged: max_blocks * block_size keys;
+ * dense: as they are, 0 where there are no rows). After check_index_files. */
 void attention_problem(const attention_options *o, const attention_files *f,
                        const attention_shapes *s, int64_t out[4]);
 

@@ -65,11 +65,12 @@ static int64_t longest_sequence(const loaded *offsets)
     return longest;
 }
 
-/* (B, heads, rows, width) of Q (which = 0), K (1) or V (2) as the library sees
- * them: packed ones (total, heads, width) with the longest sequence for rows
- * (at least 1, as the library sizes them), paged caches (num_blocks,
- * block_size, heads, width) with max_blocks * block_size keys, dense ones as
- * the layout has them. */
+/* (B, heads, rows, width) of Q (which = 0), K (1) or V (2): packed ones
+ * (total, heads, width) with the longest sequence for rows (0 where all are
+ * empty: the library counts 1 there, which a mask of 1 broadcasts to as well,
+ * and a mask of 0 is never read), paged caches (num_blocks, block_size, heads,
+ * width) with max_blocks * block_size keys, dense ones as the layout has
+ * them. */
 static void problem_dims(const attention_options *o, const attention_files *f,
                          const attention_shapes *s, int which, int64_t out[4])
 {
@@ -79,7 +80,7 @@ static void problem_dims(const attention_options *o, const attention_files *f,
     out[0] = s->batch;
     if (packed) {
         int64_t longest = longest_sequence(which == 0 ? &f->cu_q : &f->cu_k);
-        out[1] = shape[1], out[2] = longest > 0 ? longest : 1, out[3] = shape[2];
+        out[1] = shape[1], out[2] = longest, out[3] = shape[2];
     } else if (which > 0 && o->block_table) {
         out[1] = shape[2], out[2] = f->table.array.shape[1] * shape[1], out[3] = shape[3];
     } else {
@@ -153,7 +154,8 @@ static int check_shapes(const attention_options *o, const attention_files *f,
                                (long long)q4[0])
                    : cli_error("attention", EXIT_RUNTIME, "%s (K): K has batch size %lld but "
                                "Q has %lld", o->k, (long long)k4[0], (long long)q4[0]);
-    if (q4[3] < 1 || v4[3] < 1 || k4[1] < 1 || q4[1] % k4[1])
+    /* no query heads and no kv heads: nothing to group */
+    if (q4[3] < 1 || v4[3] < 1 || (k4[1] < 1 && q4[1] > 0) || (k4[1] > 0 && q4[1] % k4[1]))
         return cli_error("attention", EXIT_RUNTIME, "%s (Q): %lld heads of size %lld against "
                          "%lld kv heads of sizes %lld and %lld: the query heads must be a "
                          "multiple of the kv heads, every size positive", o->q, (long long)q4[1],

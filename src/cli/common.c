@@ -453,8 +453,12 @@ int make_variant_tensors(const char *command, vkattn_context *ctx, const variant
         rc = make_float_tensor(command, ctx, o->sinks, "sinks", &f->sinks, false);
     if (!rc && o->alibi)
         rc = make_float_tensor(command, ctx, o->alibi, "alibi_slopes", &f->alibi, false);
-    /* float16 masks stay F16: a mask is not an input --dtype rounds */
-    if (!rc && o->mask)
+    /* float16 masks stay F16: a mask is not an input --dtype rounds. A mask
+     * with no elements that passed load_variant_files' broadcast has a
+     * dimension of 0 where the problem has no rows or keys (packed sequences
+     * all empty): it is never read, and the library takes no empty tensor, so
+     * the run goes on without it. */
+    if (!rc && o->mask && f->mask.array.count)
         rc = make_float_tensor(command, ctx, o->mask, "mask", &f->mask, true);
     return rc;
 }
