@@ -282,8 +282,9 @@ static int check_ranks(const attention_options *o, const attention_files *f)
     }
     bool dense = !o->cu_seqlens_q && !o->block_table;
     if (dense && (f->k.array.ndim != f->q.array.ndim || f->v.array.ndim != f->q.array.ndim))
-        return cli_error("attention", EXIT_RUNTIME, "Q is %d-D but K is %d-D and V %d-D: use one rank",
-                         f->q.array.ndim, f->k.array.ndim, f->v.array.ndim);
+        return cli_error("attention", EXIT_RUNTIME,
+                         "%s (Q) is %d-D but %s (K) is %d-D and %s (V) %d-D: use one rank", o->q,
+                         f->q.array.ndim, o->k, f->k.array.ndim, o->v, f->v.array.ndim);
     return 0;
 }
 
