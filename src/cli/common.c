@@ -334,8 +334,7 @@ static int create_from(const char *command, vkattn_context *ctx, const char *pat
     return 0;
 }
 
-int check_float_file(const char *command, const char *path, const char *name,
-                            const loaded *l)
+int check_float_file(const char *command, const char *path, const char *name, const loaded *l)
 {
     if (l->array.dtype == NPY_I32)
         return cli_error(command, EXIT_RUNTIME,
