@@ -1,10 +1,11 @@
 /* Recording into the application's command buffer: the application (with its
  * own instance, device, validation with synchronization checks, and messenger)
- * records its own commands around vkattn's, submits, and reads the results with
- * its own copy. Two recordings stay unreleased at once, the second growing the
- * scratch memory the first still uses (the unfused path's scores, and the f32
- * output that a 16-bit output is narrowed from). Validation-clean, and every
- * result matches the CPU reference. */
+ * records its own commands around vkattn's (attention, and the mha layer),
+ * submits, and reads the results with its own copy. Two recordings stay
+ * unreleased at once, the second growing the scratch memory the first still
+ * uses (the unfused path's scores, the f32 output that a 16-bit output is
+ * narrowed from, and the layer's q, k, v and head outputs). Validation-clean,
+ * and every result matches the CPU reference. */
 #include "test_app.h"
 #include "test_util.h"
 
@@ -61,29 +62,67 @@ static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccess
     vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-/* One problem: inputs in vkattn tensors (GPU and CPU), the output read back. */
+/* One problem: inputs in vkattn tensors (GPU and CPU), the output read back.
+ * Attention's inputs are Q, K and V; the layer's X, W_qkv, b_qkv, W_out and
+ * b_out. */
 typedef struct problem {
-    pair q, k, v, o;
+    bool layer;
+    pair in[5];
+    int inputs;
+    pair o;
     vkattn_tensor *o16; /* an F16 output on the GPU instead of o.gpu (NULL: F32) */
     readback back;
     VkCommandBuffer cb;
     vkattn_recording *recording;
 } problem;
 
+/* The problem's op (attention by `path`, causal; or the layer with 2 heads)
+ * on one backend's tensors. */
+static vkattn_status run_op(const problem *p, vkattn_context *ctx, bool gpu,
+                            vkattn_attention_path path, vkattn_tensor *out)
+{
+    const vkattn_tensor *in[5];
+    for (int i = 0; i < p->inputs; i++)
+        in[i] = gpu ? p->in[i].gpu : p->in[i].cpu;
+    if (p->layer) {
+        vkattn_mha_desc d = {.heads = 2, .causal = true, .path = path};
+        return vkattn_mha(ctx, &d, in[0], in[1], in[2], in[3], in[4], out);
+    }
+    vkattn_attention_desc d = {.causal = true, .path = path};
+    return vkattn_attention(ctx, &d, in[0], in[1], in[2], out);
+}
+
+/* Random inputs: attention's Q, K, V (1, 2, T, D); or, with `layer`, the
+ * layer's X (1, T, D) and its weights and biases for 2 heads of D / 2. */
+static void make_inputs(test_env *env, problem *p, int64_t T, int64_t D, rng *r)
+{
+    if (!p->layer) {
+        int64_t shape[4] = {1, 2, T, D};
+        for (p->inputs = 0; p->inputs < 3; p->inputs++)
+            p->in[p->inputs] = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
+        p->o = pair_output(env, 4, shape);
+        return;
+    }
+    const int64_t x[3] = {1, T, D}, w_qkv[2] = {3 * D, D}, b_qkv[1] = {3 * D}, w_out[2] = {D, D},
+                  b_out[1] = {D};
+    const struct { int ndim; const int64_t *shape; } in[5] = {
+        {3, x}, {2, w_qkv}, {1, b_qkv}, {2, w_out}, {1, b_out}};
+    for (p->inputs = 0; p->inputs < 5; p->inputs++)
+        p->in[p->inputs] = pair_random(env, VKATTN_DTYPE_F32, in[p->inputs].ndim,
+                                       in[p->inputs].shape, r, -0.5, 0.5);
+    p->o = pair_output(env, 3, x);
+}
+
 /* Records into a new command buffer of the application: its own fill of O, the
- * entry barrier, vkattn's attention (by `path`, into an F16 O with half_output),
- * the exit barrier, its own copy of O into its read-back buffer. */
+ * entry barrier, vkattn's op (by `path`, into an F16 O with half_output), the
+ * exit barrier, its own copy of O into its read-back buffer. */
 static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, int64_t D,
                            vkattn_attention_path path, bool half_output, rng *r)
 {
-    int64_t shape[4] = {1, 2, T, D};
-    p->q = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
-    p->k = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
-    p->v = pair_random(env, VKATTN_DTYPE_F32, 4, shape, r, -1, 1);
-    p->o = pair_output(env, 4, shape);
+    make_inputs(env, p, T, D, r);
     if (half_output) {
-        vkattn_tensor_desc hd = {.dtype = VKATTN_DTYPE_F16, .ndim = 4,
-                                 .shape = {1, 2, T, D}};
+        vkattn_tensor_desc hd = vkattn_tensor_get_desc(p->o.gpu);
+        hd.dtype = VKATTN_DTYPE_F16;
         assert_int_equal(vkattn_tensor_create(env->gpu, &hd, &p->o16), VKATTN_OK);
     }
     vkattn_tensor *out = half_output ? p->o16 : p->o.gpu;
@@ -110,8 +149,7 @@ static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, in
     assert_int_equal(vkattn_tensor_download(out, scratch, VKATTN_DTYPE_F32),
                      VKATTN_ERROR_INVALID_ARGUMENT);
     assert_int_equal(vkattn_synchronize(env->gpu), VKATTN_ERROR_INVALID_ARGUMENT);
-    vkattn_attention_desc d = {.causal = true, .path = path};
-    vkattn_status s = vkattn_attention(env->gpu, &d, p->q.gpu, p->k.gpu, p->v.gpu, out);
+    vkattn_status s = run_op(p, env->gpu, true, path, out);
     if (s != VKATTN_OK)
         fail_msg("%s", vkattn_last_error(env->gpu));
     assert_int_equal(vkattn_recording_end(env->gpu, &p->recording), VKATTN_OK);
@@ -124,8 +162,7 @@ static void record_problem(test_app *a, test_env *env, problem *p, int64_t T, in
             VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     assert_int_equal(vkEndCommandBuffer(p->cb), VK_SUCCESS);
 
-    assert_int_equal(vkattn_attention(env->cpu, &d, p->q.cpu, p->k.cpu, p->v.cpu, p->o.cpu),
-                     VKATTN_OK);
+    assert_int_equal(run_op(p, env->cpu, false, path, p->o.cpu), VKATTN_OK);
 }
 
 static void check_problem(test_app *a, test_env *env, problem *p, const char *name)
@@ -144,10 +181,10 @@ static void check_problem(test_app *a, test_env *env, problem *p, const char *na
         assert_non_null(got);
         assert_int_equal(vkattn_tensor_download(widen, got, VKATTN_DTYPE_F32), VKATTN_OK);
         vkattn_tensor_destroy(widen);
-        tolerance = 2e-5f + 0x1p-11f; /* |O| <= 1: one f16 rounding */
+        tolerance = 2e-5f + 0x1p-11f; /* one f16 rounding, relative */
     }
     for (size_t i = 0; i < p->o.count; i++)
-        if (!(fabsf(got[i] - want[i]) <= tolerance))
+        if (!(fabsf(got[i] - want[i]) <= tolerance * fmaxf(1.0f, fabsf(want[i]))))
             fail_msg("%s: element %zu is %g, reference %g", name, i, (double)got[i],
                      (double)want[i]);
     if (got != p->back.mapped)
@@ -157,9 +194,8 @@ static void check_problem(test_app *a, test_env *env, problem *p, const char *na
     vkattn_recording_release(p->recording);
     vkFreeCommandBuffers(a->device, a->pool, 1, &p->cb);
     readback_destroy(a, &p->back);
-    pair_destroy(&p->q);
-    pair_destroy(&p->k);
-    pair_destroy(&p->v);
+    for (int i = 0; i < p->inputs; i++)
+        pair_destroy(&p->in[i]);
     pair_destroy(&p->o);
 }
 
@@ -185,19 +221,26 @@ static void test_recording(void **state)
      * (an application's buffer barriers would cover its own tensors only). The
      * results are checked; Debian 12's validation layer (1.3.239) checks
      * synchronization within a command buffer, not across them, so the ordering
-     * itself is not. */
+     * itself is not. The layer's three recordings follow: the second, larger
+     * and unfused, grows the scratch of q, k, v and the heads' output (and the
+     * scores) that the first still uses; the third writes an F16 Y. */
     problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0},
-            half_again = {0};
+            half_again = {0}, layer = {.layer = true}, layer_large = {.layer = true},
+            layer_half = {.layer = true};
     record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, false, &r);
     record_problem(&a, &env, &half_small, 9, 7, VKATTN_PATH_AUTO, true, &r);
     record_problem(&a, &env, &half_large, 61, 16, VKATTN_PATH_UNFUSED, true, &r);
     record_problem(&a, &env, &half_again, 61, 16, VKATTN_PATH_UNFUSED, true, &r);
-    VkCommandBuffer cbs[6] = {small.cb,      large.cb,      fused.cb,
-                              half_small.cb, half_large.cb, half_again.cb};
+    record_problem(&a, &env, &layer, 20, 16, VKATTN_PATH_AUTO, false, &r);
+    record_problem(&a, &env, &layer_large, 70, 32, VKATTN_PATH_UNFUSED, false, &r);
+    record_problem(&a, &env, &layer_half, 33, 16, VKATTN_PATH_AUTO, true, &r);
+    VkCommandBuffer cbs[9] = {small.cb,      large.cb,      fused.cb,
+                              half_small.cb, half_large.cb, half_again.cb,
+                              layer.cb,      layer_large.cb, layer_half.cb};
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 6,
+                       .commandBufferCount = 9,
                        .pCommandBuffers = cbs};
     assert_int_equal(vkQueueSubmit(a.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
     assert_int_equal(vkQueueWaitIdle(a.queue), VK_SUCCESS);
@@ -207,6 +250,9 @@ static void test_recording(void **state)
     check_problem(&a, &env, &half_small, "f16 output, fused");
     check_problem(&a, &env, &half_large, "f16 output, unfused, larger");
     check_problem(&a, &env, &half_again, "f16 output, unfused, the same size again");
+    check_problem(&a, &env, &layer, "mha");
+    check_problem(&a, &env, &layer_large, "mha, unfused, larger");
+    check_problem(&a, &env, &layer_half, "mha, f16 output");
 
     /* vkattn's own submissions work again afterwards. */
     int64_t shape[4] = {1, 1, 9, 8};
