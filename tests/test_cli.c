@@ -1431,7 +1431,7 @@ static void test_attention_empty_dense(void **state)
     expect_npy("do.npy", zeros, 4, (const int64_t[4]){2, 0, 5, 6}, 0.0);
     /* query heads but no kv heads to group them on */
     assert_int_equal(run("attention -q dq.npy -k dkh0.npy -v dvh0.npy -o dbad.npy"), 1);
-    assert_non_null(strstr(err_text, "3 heads of size 8 against 0 kv heads"));
+    assert_non_null(strstr(err_text, "dq.npy (Q): Q has 3 heads but K and V 0"));
     assert_false(exists("dbad.npy"));
     /* zeros in float16, as --out-dtype f16 writes every O */
     assert_int_equal(run("attention -q dq.npy -k dk0.npy -v dv0.npy -o dh.npy --out-dtype f16"), 0);
@@ -1458,7 +1458,7 @@ static void test_attention_empty_dense(void **state)
                                                 "(B, H, Tq, Tk) = (2, 3, 5, 0)", 1},
         {"dk0.npy", "dv0.npy", "--kv-len 1", "--kv-len has 1 lengths, but B is 2", 2},
         {"dk0.npy", "dv0.npy", "--kv-len 0,3", "kv_len[1] = 3 is outside 0..0 (Tk of K)", 1},
-        {"dk0.npy", "dvd0.npy", "", "3 kv heads of sizes 8 and 0", 1},
+        {"dk0.npy", "dvd0.npy", "", "dvd0.npy (V): V has head size 0, must be >= 1", 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run("attention -q dq.npy -k %s -v %s -o dbad.npy %s", bad[i].k, bad[i].v,

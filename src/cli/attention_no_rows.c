@@ -154,13 +154,17 @@ static int check_shapes(const attention_options *o, const attention_files *f,
                                (long long)q4[0])
                    : cli_error("attention", EXIT_RUNTIME, "%s (K): K has batch size %lld but "
                                "Q has %lld", o->k, (long long)k4[0], (long long)q4[0]);
+    if (q4[3] < 1)
+        return cli_error("attention", EXIT_RUNTIME, "%s (Q): Q has head size %lld, must be "
+                         ">= 1", o->q, (long long)q4[3]);
+    if (v4[3] < 1)
+        return cli_error("attention", EXIT_RUNTIME, "%s (V): V has head size %lld, must be "
+                         ">= 1", o->v, (long long)v4[3]);
     /* no query heads and no kv heads: nothing to group */
-    if (q4[3] < 1 || v4[3] < 1 || (k4[1] < 1 && q4[1] > 0) || (k4[1] > 0 && q4[1] % k4[1]))
-        return cli_error("attention", EXIT_RUNTIME, "%s (Q): %lld heads of size %lld against "
-                         "%lld kv heads of sizes %lld and %lld: the query heads must be a "
-                         "multiple of the kv heads, every size positive", o->q, (long long)q4[1],
-                         (long long)q4[3], (long long)k4[1], (long long)k4[3],
-                         (long long)v4[3]);
+    if ((k4[1] < 1 && q4[1] > 0) || (k4[1] > 0 && q4[1] % k4[1]))
+        return cli_error("attention", EXIT_RUNTIME, "%s (Q): Q has %lld heads but K and V %lld: "
+                         "the query heads must be a multiple of the kv heads", o->q,
+                         (long long)q4[1], (long long)k4[1]);
     return o->kv_len ? check_kv_len(o, f, s->batch, k4[2]) : 0;
 }
 
