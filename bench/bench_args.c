@@ -418,6 +418,11 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
         return bad("--variant, --splits and --with apply to --shape cases%s", "");
     if (c->matmul_variant_given && !c->matmul_count)
         return bad("--matmul-variant applies to --matmul cases%s", "");
+    /* --op leaving out the op of the cases given would drop them unseen */
+    if (c->op_mask && c->shape_count && !(c->op_mask & (1u << OP_ATTENTION)))
+        return bad("--shape gives attention cases, which --op leaves out%s", "");
+    if (c->op_mask && c->matmul_count && !(c->op_mask & (1u << OP_MATMUL)))
+        return bad("--matmul gives matmul cases, which --op leaves out%s", "");
     /* Timed runs of one case take about this long at most (see bench_time). */
     c->opt.budget_ms = c->full ? 4000.0 : 1500.0;
     return 0;

@@ -59,6 +59,7 @@ refused "not 'f8'" --shape 1,1,1,1,4,4 --with kv=f8
 refused "'softcap=3' takes no value" --shape 1,1,1,1,4,4 --with softcap=3
 refused "not 'ring'" --shape 1,1,1,1,4,4 --with plain,ring
 refused "apply to --shape cases" --with paged=16
+refused "--shape gives attention cases, which --op leaves out" --op mha --shape 1,2,2,16,16,8
 
 # --matmul: the given shapes replace the sweep's matmuls, by the kernel named.
 if ! "$bench" --op matmul --reps 2 --matmul 33,17,40,2 --matmul 5,9,3 --matmul-variant tiled \
@@ -74,4 +75,5 @@ refused "not '4,x,4'" --matmul 4,x,4
 refused "not 'strassen'" --matmul 4,4,4 --matmul-variant strassen
 refused "applies to --matmul cases" --matmul-variant auto
 refused "more than 2^40 elements" --matmul 2147483648,2147483648,2
-echo "bench --with: 18 cases verified, 16 paired, 8 refusals; --matmul: 2 cases, 5 refusals"
+refused "--matmul gives matmul cases, which --op leaves out" --op attention,softmax --matmul 8,8,8
+echo "bench --with: 18 cases verified, 16 paired, 9 refusals; --matmul: 2 cases, 6 refusals"
