@@ -855,6 +855,19 @@ VKATTN_API vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *
                                     const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
                                     const vkattn_tensor *b_out, vkattn_tensor *y);
 
+/* What vkattn_mha's attention step would run for these arguments on this
+ * context, as vkattn_attention_choose says it for vkattn_attention (AUTO on
+ * the CPU backend). Records nothing; on a Vulkan context it may allocate the
+ * layer's scratch memory (q, k, v and the heads' output), which vkattn_mha
+ * then reuses, since the choice depends on them. Same arguments and statuses
+ * as vkattn_mha, and `out` (not NULL). */
+VKATTN_API vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc,
+                                           const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                                           const vkattn_tensor *b_qkv,
+                                           const vkattn_tensor *w_out,
+                                           const vkattn_tensor *b_out, const vkattn_tensor *y,
+                                           vkattn_attention_choice *out);
+
 #ifdef __cplusplus
 }
 #endif

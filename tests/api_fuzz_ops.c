@@ -1,5 +1,5 @@
-/* Random calls of matmul, softmax, head_transpose, mha, tensor_create and
- * the transfers, valid or invalid in one way: see api_fuzz.h. */
+/* Random calls of matmul, softmax, head_transpose, mha (and vkattn_mha_choose),
+ * tensor_create and the transfers, valid or invalid in one way: see api_fuzz.h. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "api_fuzz.h"
 
@@ -409,10 +409,22 @@ static vkattn_status mha_call(fuzz *f, int side, const void *args)
     d.sinks = side_of(a->t[HSINKS], side);
     d.alibi_slopes = side_of(a->t[HALIBI], side);
     d.mask = side_of(a->t[HMASK], side);
-    return vkattn_mha(ctx_of(f, side), a->null_desc ? NULL : &d, side_of(a->t[HX], side),
-                      side_of(a->t[HW_QKV], side), side_of(a->t[HB_QKV], side),
-                      side_of(a->t[HW_OUT], side), side_of(a->t[HB_OUT], side),
-                      side_of(a->t[HY], side));
+    vkattn_context *ctx = ctx_of(f, side);
+    const vkattn_mha_desc *dp = a->null_desc ? NULL : &d;
+    vkattn_tensor *x = side_of(a->t[HX], side), *w_qkv = side_of(a->t[HW_QKV], side),
+                  *b_qkv = side_of(a->t[HB_QKV], side), *w_out = side_of(a->t[HW_OUT], side),
+                  *b_out = side_of(a->t[HB_OUT], side), *y = side_of(a->t[HY], side);
+    /* vkattn_mha_choose: "Same arguments and statuses as vkattn_mha". */
+    vkattn_attention_choice choice;
+    vkattn_status chosen = vkattn_mha_choose(ctx, dp, x, w_qkv, b_qkv, w_out, b_out, y, &choice);
+    char chosen_message[512];
+    snprintf(chosen_message, sizeof chosen_message, "%s", vkattn_last_error(ctx));
+    vkattn_status s = vkattn_mha(ctx, dp, x, w_qkv, b_qkv, w_out, b_out, y);
+    if (s != chosen)
+        finding(f, "choose differs", "%s: vkattn_mha_choose returned %s (%s), vkattn_mha %s (%s)",
+                side ? "CPU" : "GPU", vkattn_status_string(chosen), chosen ? chosen_message : "",
+                vkattn_status_string(s), s ? vkattn_last_error(ctx) : "");
+    return s;
 }
 
 void fuzz_mha(fuzz *f)

@@ -1,7 +1,7 @@
 /* Randomized robustness of the public API: vkattn_attention (with
  * vkattn_attention_choose), vkattn_matmul, vkattn_softmax,
- * vkattn_head_transpose, vkattn_mha, vkattn_tensor_create and the transfers,
- * called with random arguments on the GPU context and on the CPU context
+ * vkattn_head_transpose, vkattn_mha (with vkattn_mha_choose), vkattn_tensor_create
+ * and the transfers, called with random arguments on the GPU context and on the CPU context
  * alike. Most calls are made invalid in exactly one way (a wrong rank, a
  * dimension off by one, a wrong dtype, a bad enum or scalar, sequence tables
  * that decrease or run past their tensor, block tables pointing outside the

@@ -468,6 +468,18 @@ static void test_mha_run(void **state)
         for (int i = 0; i < 6; i++)
             vkattn_tensor_destroy(t[i]);
     }
+    /* --verbose names the attention step's path, as asked or as AUTO chose */
+    static const struct { const char *path, *says; } verbose[] = {
+        {"auto", "vkattn: mha's attention ran fused, variant "},
+        {"fused", "vkattn: mha's attention ran fused, variant "},
+        {"unfused", "vkattn: mha's attention ran unfused"},
+    };
+    for (int i = 0; i < 3; i++) {
+        int rc = run("mha -x x.npy --w-qkv wq.npy --w-out wo.npy --heads 2 -o y.npy --verbose "
+                     "--path %s", verbose[i].path);
+        if (rc != 0 || !strstr(err_text, verbose[i].says))
+            fail_msg("mha --verbose --path %s: exit %d: %s", verbose[i].path, rc, err_text);
+    }
     free(x);
     free(w_qkv);
     free(b_qkv);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct mha_case {
     const char *name;
@@ -144,10 +145,95 @@ static void test_cases(void **state)
         run_case(env, &cases[i], &r);
 }
 
+/* vkattn_mha_choose names what the layer's attention step runs: AUTO's choice
+ * is the one vkattn_attention_choose gives the same problem over BSHD tensors
+ * (B, T, H, Dh) of the application's own; the unfused path where asked; the
+ * fused path with variants; AUTO on the CPU backend; and the layer's argument
+ * errors, as vkattn_mha returns them. */
+static void test_choice(void **state)
+{
+    test_env *env = *state;
+    rng r = {32};
+    const int64_t B = 2, T = 45, C = 24, H = 3, Dh = 8;
+    int64_t xs[3] = {B, T, C}, wq[2] = {3 * H * Dh, C}, wo[2] = {C, H * Dh}, bad_wo[2] = {C, 5};
+    int64_t heads[4] = {B, T, H, Dh};
+    pair x = pair_random(env, VKATTN_DTYPE_F32, 3, xs, &r, -1.0f, 1.0f);
+    pair w_qkv = pair_random(env, VKATTN_DTYPE_F32, 2, wq, &r, -0.2f, 0.2f);
+    pair w_out = pair_random(env, VKATTN_DTYPE_F32, 2, wo, &r, -0.2f, 0.2f);
+    pair w_bad = pair_random(env, VKATTN_DTYPE_F32, 2, bad_wo, &r, -0.2f, 0.2f);
+    pair y = pair_output(env, 3, xs);
+    pair q = pair_random(env, VKATTN_DTYPE_F32, 4, heads, &r, -1.0f, 1.0f);
+    pair o = pair_output(env, 4, heads);
+
+    vkattn_attention_choice layer, alone;
+    vkattn_mha_desc d = {.heads = (int32_t)H, .causal = true};
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_OK);
+    vkattn_attention_desc ad = {.layout = VKATTN_LAYOUT_BSHD, .causal = true};
+    assert_int_equal(vkattn_attention_choose(env->gpu, &ad, q.gpu, q.gpu, q.gpu, o.gpu, &alone),
+                     VKATTN_OK);
+    assert_int_equal(layer.path, VKATTN_PATH_FUSED);
+    assert_int_equal(layer.fused_variant, alone.fused_variant);
+    assert_int_equal(layer.kv_splits, alone.kv_splits);
+    assert_int_equal(layer.weights_dtype, alone.weights_dtype);
+    /* and the layer then runs, on the scratch the choice may have made */
+    assert_int_equal(vkattn_mha(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL, y.gpu),
+                     VKATTN_OK);
+    assert_int_equal(vkattn_mha(env->cpu, &d, x.cpu, w_qkv.cpu, NULL, w_out.cpu, NULL, y.cpu),
+                     VKATTN_OK);
+    expect_close("after vkattn_mha_choose", &y, 1e-5, 0.0, NULL);
+
+    d.path = VKATTN_PATH_UNFUSED;
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_OK);
+    assert_int_equal(layer.path, VKATTN_PATH_UNFUSED);
+    d = (vkattn_mha_desc){.heads = (int32_t)H, .path = VKATTN_PATH_FUSED, .has_window = true,
+                          .window_left = 3, .window_right = 2, .softcap = 5.0f};
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_OK);
+    assert_int_equal(layer.path, VKATTN_PATH_FUSED);
+    assert_true(layer.kv_splits >= 1);
+    assert_int_equal(vkattn_mha_choose(env->cpu, &d, x.cpu, w_qkv.cpu, NULL, w_out.cpu, NULL,
+                                       y.cpu, &layer),
+                     VKATTN_OK);
+    assert_int_equal(layer.path, VKATTN_PATH_AUTO);
+
+    /* The layer's errors, with the layer's statuses and messages. */
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_bad.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_ERROR_SHAPE_MISMATCH);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "mha: W_out is"));
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, NULL),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_mha_choose(env->gpu, NULL, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(vkattn_mha_choose(NULL, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL, y.gpu,
+                                       &layer),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+    d.heads = 0;
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
+                                       y.gpu, &layer),
+                     VKATTN_ERROR_INVALID_ARGUMENT);
+
+    pair_destroy(&x);
+    pair_destroy(&w_qkv);
+    pair_destroy(&w_out);
+    pair_destroy(&w_bad);
+    pair_destroy(&y);
+    pair_destroy(&q);
+    pair_destroy(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_choice),
     };
     return test_run_group(tests, test_env_setup, test_env_teardown);
 }

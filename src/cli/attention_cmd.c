@@ -371,18 +371,8 @@ static void log_choice(vkattn_context *ctx, const vkattn_attention_desc *desc,
                        const attention_files *f, const vkattn_tensor *out)
 {
     vkattn_attention_choice ch;
-    if (vkattn_attention_choose(ctx, desc, f->q.tensor, f->k.tensor, f->v.tensor, out, &ch))
-        return;
-    static const char *const rounded[] = {[VKATTN_DTYPE_F16] = ", P rounded to f16",
-                                          [VKATTN_DTYPE_BF16] = ", P rounded to bf16"};
-    if (ch.path == VKATTN_PATH_FUSED)
-        fprintf(stderr, "vkattn: attention ran fused, variant %s, %u key split(s)%s\n",
-                vkattn_fused_variant_name(ch.fused_variant), ch.kv_splits,
-                ch.weights_dtype == VKATTN_DTYPE_F16 || ch.weights_dtype == VKATTN_DTYPE_BF16
-                    ? rounded[ch.weights_dtype]
-                    : "");
-    else if (ch.path == VKATTN_PATH_UNFUSED)
-        fprintf(stderr, "vkattn: attention ran unfused\n");
+    if (!vkattn_attention_choose(ctx, desc, f->q.tensor, f->k.tensor, f->v.tensor, out, &ch))
+        log_attention_choice("attention", &ch);
 }
 
 int run_attention(int argc, char **argv)

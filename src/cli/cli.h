@@ -77,6 +77,10 @@ typedef struct variant_options {
  * 0 not, -1 bad value (reported). */
 int take_variant(args *a, variant_options *o);
 
+/* --verbose: "vkattn: <what> ran fused, variant ..., N key split(s)" (or
+ * unfused) on stderr; nothing for the CPU backend's choice (AUTO). */
+void log_attention_choice(const char *what, const vkattn_attention_choice *choice);
+
 /* Creates the context the options ask for (logging warnings to stderr). */
 int open_context(const char *command, common_options *o, vkattn_context **out);
 

@@ -227,6 +227,20 @@ static void log_to_stderr(void *user, vkattn_log_level level, vkattn_log_source 
         fprintf(stderr, "vkattn: %s\n", message);
 }
 
+void log_attention_choice(const char *what, const vkattn_attention_choice *ch)
+{
+    static const char *const rounded[] = {[VKATTN_DTYPE_F16] = ", P rounded to f16",
+                                          [VKATTN_DTYPE_BF16] = ", P rounded to bf16"};
+    if (ch->path == VKATTN_PATH_FUSED)
+        fprintf(stderr, "vkattn: %s ran fused, variant %s, %u key split(s)%s\n", what,
+                vkattn_fused_variant_name(ch->fused_variant), ch->kv_splits,
+                ch->weights_dtype == VKATTN_DTYPE_F16 || ch->weights_dtype == VKATTN_DTYPE_BF16
+                    ? rounded[ch->weights_dtype]
+                    : "");
+    else if (ch->path == VKATTN_PATH_UNFUSED)
+        fprintf(stderr, "vkattn: %s ran unfused\n", what);
+}
+
 int open_context(const char *command, common_options *o, vkattn_context **out)
 {
     vkattn_context_desc desc = {

@@ -27,7 +27,7 @@ static const char *const usage[] = {
     "  --out-dtype f32|f16|bf16       Y's type (default f32), as for vkattn attention\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME\n"
-    "  --verbose\n"
+    "  --verbose                      log the device and the attention step's path\n"
     "\n"
     "attention variants, in any combination (pos = the query's position; a score\n"
     "s = scale * dot(q_i, k_j) is soft-capped, then gets ALiBi, then the mask):\n"
@@ -211,6 +211,10 @@ int run_mha(int argc, char **argv)
         rc = library_error_in(ctx, files, sizeof files / sizeof files[0]);
         goto done;
     }
+    vkattn_attention_choice ch;
+    if (o.common.verbose && !vkattn_mha_choose(ctx, &o.desc, x.tensor, w_qkv.tensor, b_qkv.tensor,
+                                               w_out.tensor, b_out.tensor, y, &ch))
+        log_attention_choice("mha's attention", &ch);
     rc = save_npy("mha", ctx, y, o.y, x.array.ndim, ys + (3 - x.array.ndim));
 done:
     vkattn_tensor_destroy(y);

@@ -97,9 +97,15 @@ vkattn_status vkattn_attention_choose(vkattn_context *ctx, const vkattn_attentio
     if (ctx->backend == VKATTN_BACKEND_CPU)
         return VKATTN_OK;
     attention_call call = call_of(d, &dims, q, k, v, o_checked);
+    return vk_attention_choice(ctx, &call, out);
+}
+
+vkattn_status vk_attention_choice(vkattn_context *ctx, const attention_call *c,
+                                  vkattn_attention_choice *out)
+{
     bool runs;
     char why[256];
-    resolved_path(ctx, &call, out, &runs, why, sizeof why);
+    resolved_path(ctx, c, out, &runs, why, sizeof why);
     if (!runs)
         return ctx_fail(ctx, VKATTN_ERROR_UNSUPPORTED, "attention: fused path: %s", why);
     return VKATTN_OK;

@@ -83,6 +83,27 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
     return attention_check_variants(ctx, "mha", &variants, dims);
 }
 
+/* The layer's q, k and v, and the heads' output: context scratch, (B*T, H*Dh)
+ * each. */
+static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
+                                   vkattn_tensor *proj[3], vkattn_tensor **o)
+{
+    uint64_t elements = (uint64_t)(d->B * d->Tq) * (uint64_t)(d->H * d->D);
+    vkattn_status s;
+    for (int i = 0; i < 3; i++)
+        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), elements, &proj[i])))
+            return s;
+    return scratch_get(ctx, SCRATCH_MHA_O, elements, o);
+}
+
+/* The attention step over the BSHD views of q, k and v. */
+static attention_call attention_step(const attention_dims *d, vkattn_tensor *const proj[3],
+                                     vkattn_tensor *o, vkattn_attention_path path)
+{
+    return (attention_call){.dims = *d, .q = proj[0], .k = proj[1], .v = proj[2], .o = o,
+                            .path = path};
+}
+
 vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
                          const vkattn_tensor *w_qkv, const vkattn_tensor *b_qkv,
                          const vkattn_tensor *w_out, const vkattn_tensor *b_out, vkattn_tensor *y)
@@ -105,10 +126,7 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     uint64_t rows = (uint64_t)(d.B * d.Tq), width = (uint64_t)(d.H * d.D);
     uint32_t C = (uint32_t)x->shape[2];
     vkattn_tensor *proj[3], *o;
-    for (int i = 0; i < 3; i++)
-        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), rows * width, &proj[i])))
-            return s;
-    if ((s = scratch_get(ctx, SCRATCH_MHA_O, rows * width, &o)))
+    if ((s = layer_scratch(ctx, &d, proj, &o)))
         return s;
     /* q, k and v: X (B*T, C) times row blocks i of W_qkv, transposed. */
     for (int i = 0; i < 3; i++) {
@@ -124,8 +142,7 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
         if ((s = vk_matmul_record(ctx, &m)) != VKATTN_OK)
             return s;
     }
-    attention_call a = {.dims = d, .q = proj[0], .k = proj[1], .v = proj[2], .o = o,
-                        .path = desc->path};
+    attention_call a = attention_step(&d, proj, o, desc->path);
     if ((s = vk_attention_record(ctx, &a)) != VKATTN_OK)
         return s;
     matmul_call out = {
@@ -136,4 +153,32 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
         .alpha = 1.0f,
     };
     return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &out));
+}
+
+vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc,
+                                const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                                const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
+                                const vkattn_tensor *b_out, const vkattn_tensor *y,
+                                vkattn_attention_choice *out)
+{
+    if (!ctx)
+        return VKATTN_ERROR_INVALID_ARGUMENT;
+    if (!desc)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: desc is NULL (heads is required)");
+    if (!out)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha_choose: out is NULL");
+    attention_dims d;
+    vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
+    if (s != VKATTN_OK)
+        return s;
+    *out = (vkattn_attention_choice){.path = VKATTN_PATH_AUTO};
+    if (ctx->backend == VKATTN_BACKEND_CPU)
+        return VKATTN_OK;
+    /* The planners look at the step's own tensors (their texel views): the
+     * scratch that vkattn_mha would run on, and then reuses. */
+    vkattn_tensor *proj[3], *o;
+    if ((s = layer_scratch(ctx, &d, proj, &o)))
+        return s;
+    attention_call a = attention_step(&d, proj, o, desc->path);
+    return vk_attention_choice(ctx, &a, out);
 }

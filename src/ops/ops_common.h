@@ -232,5 +232,9 @@ bool vk_attention_fused_choice(vkattn_context *ctx, const attention_call *c,
 vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c);
 /* Records attention by the path the call asks for (AUTO: fused where it applies). */
 vkattn_status vk_attention_record(vkattn_context *ctx, const attention_call *c);
+/* What vk_attention_record would run for c (vkattn_attention_choose's answer
+ * on a Vulkan context); UNSUPPORTED where the fused path is asked and cannot. */
+vkattn_status vk_attention_choice(vkattn_context *ctx, const attention_call *c,
+                                  vkattn_attention_choice *out);
 
 #endif
