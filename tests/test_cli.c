@@ -1502,6 +1502,14 @@ static void test_attention_empty_dense(void **state)
                      err_text, bad_paged[i].message);
         assert_false(exists("dbad.npy"));
     }
+    /* --kv-len's count against a block table of one row, in a run with rows:
+     * the message names where B comes from */
+    write_i32("dt1.npy", (const int32_t[2]){0, 1}, 2, (const int64_t[2]){1, 2});
+    assert_int_equal(run("attention -q dq.npy -k dpk.npy -v dpv.npy --block-table dt1.npy "
+                         "-o dbad.npy --kv-len 3,2"), 2);
+    assert_non_null(strstr(err_text, "--kv-len has more than B = 1 lengths (the rows of the "
+                                     "block table)"));
+    assert_false(exists("dbad.npy"));
     free(data);
 }
 

@@ -204,10 +204,18 @@ static void as_4d(const npy_array *a, int64_t out[4])
         out[i] = i < pad ? 1 : a->shape[i - pad];
 }
 
-int parse_kv_len(const char *text, int64_t B, int32_t *lens)
+/* Where B, the number of --kv-len entries, comes from, for messages. */
+static const char *batch_source(const attention_options *o)
+{
+    return o->cu_seqlens_q  ? "the sequences of --cu-seqlens-q"
+           : o->block_table ? "the rows of the block table"
+                            : "Q's batch size";
+}
+
+int parse_kv_len(const attention_options *o, int64_t B, int32_t *lens)
 {
     int64_t n = 0;
-    const char *p = text;
+    const char *p = o->kv_len;
     args a = {0, NULL, 0, "attention"};
     while (*p) {
         char item[32];
@@ -215,24 +223,25 @@ int parse_kv_len(const char *text, int64_t B, int32_t *lens)
         snprintf(item, sizeof item, "%.*s", (int)(len < 31 ? len : 31), p);
         int64_t v;
         if (n == B)
-            return cli_error("attention", EXIT_USAGE, "--kv-len has more than B = %lld lengths",
-                             (long long)B);
+            return cli_error("attention", EXIT_USAGE, "--kv-len has more than B = %lld lengths "
+                             "(%s)", (long long)B, batch_source(o));
         if (parse_int(&a, "--kv-len", item, 0, 2147483647, &v))
             return EXIT_USAGE;
         lens[n++] = (int32_t)v;
         p += len + (p[len] == ',');
     }
     if (n != B)
-        return cli_error("attention", EXIT_USAGE, "--kv-len has %lld lengths, but B is %lld",
-                         (long long)n, (long long)B);
+        return cli_error("attention", EXIT_USAGE, "--kv-len has %lld lengths, but B is %lld (%s)",
+                         (long long)n, (long long)B, batch_source(o));
     return 0;
 }
 
 /* The lengths as an I32 tensor of B entries. */
-static int make_kv_len(vkattn_context *ctx, const char *text, int64_t B, vkattn_tensor **out)
+static int make_kv_len(vkattn_context *ctx, const attention_options *o, int64_t B,
+                       vkattn_tensor **out)
 {
     int32_t *lens = calloc(B ? (size_t)B : 1, sizeof *lens);
-    int rc = lens ? parse_kv_len(text, B, lens)
+    int rc = lens ? parse_kv_len(o, B, lens)
                   : cli_error("attention", EXIT_RUNTIME, "out of memory");
     vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_I32, .ndim = 1, .shape = {B}};
     if (!rc && (vkattn_tensor_create(ctx, &desc, out) ||
@@ -403,7 +412,7 @@ int run_attention(int argc, char **argv)
     if ((rc = open_context("attention", &o.common, &ctx)) || (rc = check_kernel_backend(ctx, &o)) ||
         (rc = make_tensors(ctx, &o, &f, &s)))
         goto done;
-    if (o.kv_len && (rc = make_kv_len(ctx, o.kv_len, s.batch, &kv_len)))
+    if (o.kv_len && (rc = make_kv_len(ctx, &o, s.batch, &kv_len)))
         goto done;
     o.desc.kv_len = kv_len;
     o.desc.cu_seqlens_q = f.cu_q.tensor;

@@ -30,8 +30,8 @@ typedef struct attention_shapes {
     int64_t batch;              /* B, the number of --kv-len entries */
 } attention_shapes;
 
-/* Reads --kv-len's comma-separated lengths into `lens`, B entries. */
-int parse_kv_len(const char *text, int64_t B, int32_t *lens);
+/* Reads --kv-len's comma-separated lengths (o->kv_len) into `lens`, B entries. */
+int parse_kv_len(const attention_options *o, int64_t B, int32_t *lens);
 
 /* The index files' shapes and the packed offsets (B + 1 entries from 0 or more,
  * never decreasing, within the tensor's rows), as the library checks them. */

@@ -104,7 +104,7 @@ static int check_kv_len(const attention_options *o, const attention_files *f, in
                         int64_t Tk)
 {
     int32_t *lens = calloc(B ? (size_t)B : 1, sizeof *lens);
-    int rc = lens ? parse_kv_len(o->kv_len, B, lens)
+    int rc = lens ? parse_kv_len(o, B, lens)
                   : cli_error("attention", EXIT_RUNTIME, "out of memory");
     const npy_array *table = &f->table.array, *k = &f->k.array;
     for (int64_t b = 0; !rc && b < B; b++) {
