@@ -12,6 +12,8 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
                                 const vkattn_tensor *b_out, const vkattn_tensor *y,
                                 attention_dims *dims)
 {
+    if (!d)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: desc is NULL (heads is required)");
     vkattn_status s;
     if ((s = check_tensor(ctx, x, "mha", "X")) || (s = check_tensor(ctx, w_qkv, "mha", "W_qkv")) ||
         (s = check_tensor(ctx, w_out, "mha", "W_out")) || (s = check_tensor(ctx, y, "mha", "Y")) ||
@@ -110,8 +112,6 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
 {
     if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
-    if (!desc)
-        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: desc is NULL (heads is required)");
     attention_dims d;
     vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
     if (s != VKATTN_OK)
@@ -163,8 +163,6 @@ vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc
 {
     if (!ctx)
         return VKATTN_ERROR_INVALID_ARGUMENT;
-    if (!desc)
-        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: desc is NULL (heads is required)");
     if (!out)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha_choose: out is NULL");
     attention_dims d;
