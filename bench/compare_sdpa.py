@@ -3,7 +3,7 @@
 one Markdown table, vkattn beside PyTorch's scaled_dot_product_attention:
 
     python3 bench/compare_sdpa.py --vkattn vkattn.csv --sdpa sdpa.csv --out results.md \\
-        [--title T] [--info "Key: value"]... [--command CMD]...
+        [--csv joined.csv] [--title T] [--info "Key: value"]... [--command CMD]...
 
 Both are timed on the same device. FLOPs are counted the same way for both, as
 vkattn-bench counts them: 2 (D + Dv) per unmasked (query, key) pair and query
@@ -11,6 +11,8 @@ head, so a causal case counts about half of Tq x Tk. "% of SDPA throughput" is
 SDPA's time over vkattn's (100 = as fast as SDPA). "% FP32 peak" is vkattn-bench's
 pct_peak (its datasheet FP32 rate, no tensor cores), shown for f32 rows only.
 Columns are read by name; rows of other ops and the CPU reference are left out.
+--csv writes the same rows as CSV: the case's key columns, both times and rates,
+the ratio and the check, for scripts that compare runs.
 """
 import argparse
 import csv
@@ -72,6 +74,7 @@ def main():
     ap.add_argument("--vkattn", required=True)
     ap.add_argument("--sdpa", required=True)
     ap.add_argument("--out", required=True, help="the Markdown file to write ('-': stdout)")
+    ap.add_argument("--csv", help="the joined rows as CSV, with the ratio")
     ap.add_argument("--title", default="vkattn and PyTorch SDPA")
     ap.add_argument("--info", action="append", default=[], help='a header line, "Key: value"')
     ap.add_argument("--command", action="append", default=[], help="a command, shown verbatim")
@@ -110,6 +113,7 @@ def main():
         "| % of SDPA throughput | % FP32 peak | SDPA backend | vkattn check | notes |",
         "|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|",
     ]
+    joined = []
     for r in vk_rows:
         key = tuple(r[k] for k in KEY)
         s = sdpa.get(key, {})
@@ -126,11 +130,25 @@ def main():
         notes = [n for n in (r.get("error", ""), ran, s.get("note", "") if s else
                              "no SDPA row for this case") if n]
         path = r["path"] + (f" ({r['variant']})" if r.get("variant", "-") != "-" else "")
+        joined.append(dict(zip(KEY, key), case=case_name(r), path=path,
+                           vkattn_ms=fmt(vk_ms, ".6f"), sdpa_ms=fmt(sd_ms, ".6f"),
+                           vkattn_tflops=fmt(vk_tf, ".4f"), sdpa_tflops=fmt(sd_tf, ".4f"),
+                           pct_of_sdpa=fmt(ratio, ".2f"), pct_fp32_peak=fmt(peak or None, ".2f"),
+                           sdpa_backend=s.get("backend") or "-", check=check,
+                           notes="; ".join(notes)))
         lines.append(
             f"| {case_name(r)} | {r['dtype']} | {path} | {fmt(vk_ms, '.3f')} | {fmt(sd_ms, '.3f')} "
             f"| {rate(vk_tf)} | {rate(sd_tf)} | {fmt(ratio, '.1f')} "
             f"| {fmt(peak if peak else None, '.1f')} | {s.get('backend') or '-'} | {check} "
             f"| {'; '.join(notes).replace('|', '/')} |")
+    if args.csv:
+        columns = ["case"] + KEY + ["path", "vkattn_ms", "sdpa_ms", "vkattn_tflops",
+                                    "sdpa_tflops", "pct_of_sdpa", "pct_fp32_peak",
+                                    "sdpa_backend", "check", "notes"]
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            w.writerows(joined)
     text = "\n".join(lines) + "\n"
     if args.out == "-":
         sys.stdout.write(text)

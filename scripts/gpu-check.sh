@@ -22,7 +22,8 @@
 #    runs the settings sweep; then the KHR builds of the coopmat attention and
 #    matmul kernels on their test cases (khr.log);
 # 6. writes bench/results/<device>/: README.md (header and the side-by-side table,
-#    bench/compare_sdpa.py), vkattn.csv, vkattn.txt, sdpa.csv, tests.log,
+#    bench/compare_sdpa.py), comparison.csv (the same rows, with the ratio),
+#    vkattn.csv, vkattn.txt, sdpa.csv, tests.log,
 #    devices.txt, gpu-check.log, and the files of the steps after SDPA that the
 #    deadline left time for (on an H200 with the tests' 340 s, the
 #    workgroup-scope step and the probes; the ablation, the profile, the sweep
@@ -564,7 +565,8 @@ check() {
   local args=()
   for i in "${info[@]}"; do args+=(--info "$i"); done
   "$python" bench/compare_sdpa.py --vkattn "$out/vkattn.csv" --sdpa "$out/sdpa.csv" \
-      --out "$out/README.md" --title "vkattn and PyTorch SDPA on $name" "${args[@]}" \
+      --out "$out/README.md" --csv "$out/comparison.csv" \
+      --title "vkattn and PyTorch SDPA on $name" "${args[@]}" \
       --command "$invocation" --command "$bench_cmd" --command "$sdpa_cmd" ||
     say "could not write the table"
   [ -f "$out/README.md" ] && sed -n '/^| case/,$p' "$out/README.md"
