@@ -336,6 +336,10 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
     if (s != VKATTN_OK || !split)
         return s;
 
+    /* Any subgroup size (key.subgroup_size 0): the split lanes of a column meet
+     * in shared memory behind a workgroup barrier, and no subgroup operation
+     * reads another lane (the subgroup extension is there for the tests'
+     * invocation orders only). */
     combine_layout layout = combine_layout_for(ctx, plan.splits, rows * dv4);
     vk_dispatch combine = {
         .key = {.shader = SHADER_ATTENTION_COMBINE,
