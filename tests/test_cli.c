@@ -1389,7 +1389,7 @@ static void test_attention_empty_batches(void **state)
     } bad[] = {
         {"ek7.npy", "ev.npy", "", "ek7.npy (K): K has head size 7 but Q has 8"},
         {"ek.npy", "ev2.npy", "", "ev2.npy (V): V's dimension 1 is 2 but K's is 1"},
-        {"ek3h.npy", "ev3h.npy", "", "eq0.npy (Q): 2 heads of size 8 against 3 kv heads"},
+        {"ek3h.npy", "ev3h.npy", "", "eq0.npy (Q): Q has 2 heads but K and V 3"},
         {"ek.npy", "ev.npy", "--sinks es3.npy", "es3.npy (sinks): is (1), must be (2)"},
         {"ek.npy", "ev.npy", "--kv-len 3,1",
          "kv_len[0] = 3 is outside 0..2 (that sequence's keys in cu_seqlens_k)"},
