@@ -388,6 +388,16 @@ static void test_attention_runs(void **state)
     assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o o.npy --causal --q-offset 0 "
                          "--scale 0.5 --backend cpu"), 0);
     expect_npy("o.npy", want, 3, o3, 1e-6);
+    /* The same options as --name=value, as getopt_long takes them; a short option
+     * does not take it so, and an empty value is a bad value */
+    assert_int_equal(run("attention --q=q.npy --k=k.npy --v=v.npy --out=o.npy --causal "
+                         "--q-offset=0 --scale=0.5 --backend=cpu"), 0);
+    expect_npy("o.npy", want, 3, o3, 1e-6);
+    assert_int_equal(run("attention -q=q.npy -k k.npy -v v.npy -o obad.npy"), 2);
+    assert_non_null(strstr(err_text, "unknown option -q=q.npy"));
+    assert_int_equal(run("attention -q q.npy -k k.npy -v v.npy -o obad.npy --scale="), 2);
+    assert_non_null(strstr(err_text, "--scale"));
+    assert_false(exists("obad.npy"));
 
     /* 2-D: one head. */
     const int64_t q2[2] = {5, 8}, k2[2] = {9, 8}, v2[2] = {9, 6}, o2[2] = {5, 6};
@@ -475,8 +485,8 @@ static void test_mha_run(void **state)
         {"unfused", "vkattn: mha's attention ran unfused"},
     };
     for (int i = 0; i < 3; i++) {
-        int rc = run("mha -x x.npy --w-qkv wq.npy --w-out wo.npy --heads 2 -o y.npy --verbose "
-                     "--path %s", verbose[i].path);
+        int rc = run("mha -x x.npy --w-qkv=wq.npy --w-out wo.npy --heads=2 -o y.npy --verbose "
+                     "--path=%s", verbose[i].path);
         if (rc != 0 || !strstr(err_text, verbose[i].says))
             fail_msg("mha --verbose --path %s: exit %d: %s", verbose[i].path, rc, err_text);
     }

@@ -88,6 +88,7 @@ static const char *const usage[] = {
     "                        (B, H, Tq, D) ((B, Tq, H, D) with --layout bshd), or\n"
     "                        packed with --cu-seqlens-q (not with --cu-seqlens-k:\n"
     "                        the table says where the keys are)\n"
+    "An option's value may also follow it after '=' (--window=-1,0).\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
 };

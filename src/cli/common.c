@@ -44,9 +44,26 @@ int library_error_in(const vkattn_context *ctx, const tensor_file *files, size_t
     return EXIT_RUNTIME;
 }
 
+/* The value of `word` given as "--name=value" (long options only, as getopt_long
+ * takes them), else NULL. */
+static const char *joined_value(const char *word, const char *name)
+{
+    if (strncmp(name, "--", 2) != 0)
+        return NULL;
+    size_t n = strlen(name);
+    return strncmp(word, name, n) == 0 && word[n] == '=' ? word + n + 1 : NULL;
+}
+
 int take_value(args *a, const char *name, const char *alias, const char **value)
 {
     const char *word = a->argv[a->i];
+    const char *joined = joined_value(word, name);
+    if (!joined && alias)
+        joined = joined_value(word, alias);
+    if (joined) {
+        *value = joined;
+        return 1;
+    }
     if (strcmp(word, name) != 0 && !(alias && strcmp(word, alias) == 0))
         return 0;
     if (a->i + 1 >= a->argc) {

@@ -46,6 +46,7 @@ static const char *const usage[] = {
     "                                 (B, 1, T, 1) ...;\n"
     "                                 -inf = key not allowed (as for vkattn attention)\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
+    "An option's value may also follow it after '=' (--window=-1,0).\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
 };
