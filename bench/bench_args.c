@@ -109,6 +109,7 @@ static void usage(FILE *f)
         "on a GPU untimed runs go on for 500 ms more, so that its clocks leave idle;\n"
         "for a cold start, disable both caches: MESA_SHADER_CACHE_DISABLE=true\n"
         "VKATTN_PIPELINE_CACHE=0.\n"
+        "An option's value may also follow it after '=' (--shape=1,8,8,512,512,64).\n"
         "Exit status: 0 all cases ran and verified, 1 a case failed or errored, 2 usage.\n");
 }
 
@@ -406,6 +407,16 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
             c->opt.profile = true;
         } else if (!strcmp(a, "--causal")) {
             c->causal = true;
+        } else if (!strncmp(a, "--", 2) && strchr(a, '=')) {
+            /* --name=value, as getopt_long takes it */
+            const char *eq = strchr(a, '=');
+            char name[32];
+            if ((size_t)(eq - a) >= sizeof name)
+                return bad("unknown option '%s'", a);
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+            int rc = value_option(c, name, eq + 1);
+            if (rc)
+                return rc;
         } else if (strncmp(a, "--", 2) || i + 1 == argc) {
             return bad("unknown option, or no value after it: '%s'", a);
         } else {

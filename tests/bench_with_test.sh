@@ -62,7 +62,8 @@ refused "apply to --shape cases" --with paged=16
 refused "--shape gives attention cases, which --op leaves out" --op mha --shape 1,2,2,16,16,8
 
 # --matmul: the given shapes replace the sweep's matmuls, by the kernel named.
-if ! "$bench" --op matmul --reps 2 --matmul 33,17,40,2 --matmul 5,9,3 --matmul-variant tiled \
+# (--matmul-variant=tiled: a value after '=', as getopt_long takes it)
+if ! "$bench" --op matmul --reps 2 --matmul 33,17,40,2 --matmul 5,9,3 --matmul-variant=tiled \
         --json "$dir/matmul.json" >"$dir/out" 2>"$dir/err"; then
     cat "$dir/out" "$dir/err" >&2
     fail "vkattn-bench --matmul: a case failed"
@@ -76,4 +77,6 @@ refused "not 'strassen'" --matmul 4,4,4 --matmul-variant strassen
 refused "applies to --matmul cases" --matmul-variant auto
 refused "more than 2^40 elements" --matmul 2147483648,2147483648,2
 refused "--matmul gives matmul cases, which --op leaves out" --op attention,softmax --matmul 8,8,8
-echo "bench --with: 18 cases verified, 16 paired, 9 refusals; --matmul: 2 cases, 6 refusals"
+refused "unknown option '--causal'" --causal=1
+refused "--reps takes a count >= 1, not ''" --reps=
+echo "bench --with: 18 cases verified, 16 paired, 9 refusals; --matmul: 2 cases, 8 refusals"
