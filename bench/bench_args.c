@@ -414,6 +414,11 @@ int bench_parse_args(int argc, char **argv, bench_cli *c)
             if ((size_t)(eq - a) >= sizeof name)
                 return bad("unknown option '%s'", a);
             snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+            static const char *const flags[] = {"--help", "--quick", "--full", "--gpu",
+                                                "--no-verify", "--profile", "--causal"};
+            for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+                if (!strcmp(name, flags[f]))
+                    return bad("'%s' takes no value", name);
             int rc = value_option(c, name, eq + 1);
             if (rc)
                 return rc;

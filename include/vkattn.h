@@ -857,10 +857,14 @@ VKATTN_API vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *
 
 /* What vkattn_mha's attention step would run for these arguments on this
  * context, as vkattn_attention_choose says it for vkattn_attention (AUTO on
- * the CPU backend). Records nothing; on a Vulkan context it may allocate the
- * layer's scratch memory (q, k, v and the heads' output), which vkattn_mha
- * then reuses, since the choice depends on them. Same arguments and statuses
- * as vkattn_mha, and `out` (not NULL). */
+ * the CPU backend). Runs no projection or attention. The choice depends on the
+ * layer's scratch tensors (q, k, v and the heads' output), so on a Vulkan
+ * context it takes them as vkattn_mha would: it may allocate them (vkattn_mha
+ * then reuses them), and between vkattn_recording_begin and _end they stay
+ * with that recording, as vkattn_mha's do. Same arguments as vkattn_mha, and
+ * `out` (not NULL); the same statuses for the arguments (INVALID_ARGUMENT,
+ * INVALID_SHAPE, SHAPE_MISMATCH, UNSUPPORTED for a FUSED path that cannot
+ * run), and OUT_OF_DEVICE_MEMORY where the scratch cannot be had. */
 VKATTN_API vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc,
                                            const vkattn_tensor *x, const vkattn_tensor *w_qkv,
                                            const vkattn_tensor *b_qkv,

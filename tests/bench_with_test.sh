@@ -77,6 +77,6 @@ refused "not 'strassen'" --matmul 4,4,4 --matmul-variant strassen
 refused "applies to --matmul cases" --matmul-variant auto
 refused "more than 2^40 elements" --matmul 2147483648,2147483648,2
 refused "--matmul gives matmul cases, which --op leaves out" --op attention,softmax --matmul 8,8,8
-refused "unknown option '--causal'" --causal=1
+refused "'--causal' takes no value" --causal=1
 refused "--reps takes a count >= 1, not ''" --reps=
 echo "bench --with: 18 cases verified, 16 paired, 9 refusals; --matmul: 2 cases, 8 refusals"

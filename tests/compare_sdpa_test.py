@@ -19,6 +19,15 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+def time_of(row):
+    """The row's median in ms, or None where it is empty, NaN or not a number."""
+    try:
+        ms = float(row["ms_median"])
+    except (TypeError, ValueError):
+        return None
+    return ms if ms == ms and ms > 0 else None
+
+
 def check(root, folder, tmp):
     vk_csv, sdpa_csv = os.path.join(folder, "vkattn.csv"), os.path.join(folder, "sdpa.csv")
     md, joined_csv = os.path.join(tmp, "table.md"), os.path.join(tmp, "joined.csv")
@@ -39,11 +48,11 @@ def check(root, folder, tmp):
             problems.append(f"row order: {j['case']}")
             continue
         s = sdpa.get(tuple(v[k] for k in key))
-        if not s or v.get("error") or not v["ms_median"] or not s["ms_median"]:
+        if not s or v.get("error") or not time_of(v) or not time_of(s):
             if j["pct_of_sdpa"] != "-":
                 problems.append(f"{j['case']}: a ratio without both times")
             continue
-        want = 100.0 * float(s["ms_median"]) / float(v["ms_median"])
+        want = 100.0 * time_of(s) / time_of(v)
         if abs(float(j["pct_of_sdpa"]) - want) > 0.006 + 1e-6 * want:
             problems.append(f"{j['case']}: ratio {j['pct_of_sdpa']}, expected {want:.3f}")
         # TFLOP/s from the FLOPs of vkattn-bench's gflops column (GFLOP/s at its median)

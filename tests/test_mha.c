@@ -149,7 +149,7 @@ static void test_cases(void **state)
  * is the one vkattn_attention_choose gives the same problem over BSHD tensors
  * (B, T, H, Dh) of the application's own; the unfused path where asked; the
  * fused path with variants; AUTO on the CPU backend; and the layer's argument
- * errors, as vkattn_mha returns them. */
+ * errors and a forced fused path that cannot run, as vkattn_mha returns them. */
 static void test_choice(void **state)
 {
     test_env *env = *state;
@@ -219,6 +219,27 @@ static void test_choice(void **state)
     assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_qkv.gpu, NULL, w_out.gpu, NULL,
                                        y.gpu, &layer),
                      VKATTN_ERROR_INVALID_ARGUMENT);
+
+    /* A forced fused path that no kernel runs (a head size of 600: the tiled
+     * kernel takes up to 576) is refused by both, vkattn_mha before it
+     * records its projections. */
+    int64_t wide_qkv[2] = {3 * 600, C}, wide_out[2] = {C, 600};
+    pair w_wide = pair_random(env, VKATTN_DTYPE_F32, 2, wide_qkv, &r, -0.1f, 0.1f);
+    pair w_wide_out = pair_random(env, VKATTN_DTYPE_F32, 2, wide_out, &r, -0.1f, 0.1f);
+    d = (vkattn_mha_desc){.heads = 1, .path = VKATTN_PATH_FUSED};
+    assert_int_equal(vkattn_mha_choose(env->gpu, &d, x.gpu, w_wide.gpu, NULL, w_wide_out.gpu,
+                                       NULL, y.gpu, &layer),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_int_equal(vkattn_mha(env->gpu, &d, x.gpu, w_wide.gpu, NULL, w_wide_out.gpu, NULL,
+                                y.gpu),
+                     VKATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(vkattn_last_error(env->gpu), "fused path"));
+    d.path = VKATTN_PATH_AUTO; /* which takes the unfused path */
+    assert_int_equal(vkattn_mha(env->gpu, &d, x.gpu, w_wide.gpu, NULL, w_wide_out.gpu, NULL,
+                                y.gpu),
+                     VKATTN_OK);
+    pair_destroy(&w_wide);
+    pair_destroy(&w_wide_out);
 
     pair_destroy(&x);
     pair_destroy(&w_qkv);

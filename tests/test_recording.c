@@ -222,8 +222,8 @@ static void test_recording(void **state)
      * results are checked; Debian 12's validation layer (1.3.239) checks
      * synchronization within a command buffer, not across them, so the ordering
      * itself is not. The layer's three recordings follow: the second, larger
-     * and unfused, grows the scratch of q, k, v and the heads' output (and the
-     * scores) that the first still uses; the third writes an F16 Y. */
+     * and unfused, grows the scratch of q, k, v and the heads' output that the
+     * first still uses; the third writes an F16 Y. */
     problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0},
             half_again = {0}, layer = {.layer = true}, layer_large = {.layer = true},
             layer_half = {.layer = true};

@@ -88,7 +88,8 @@ static const char *const usage[] = {
     "                        (B, H, Tq, D) ((B, Tq, H, D) with --layout bshd), or\n"
     "                        packed with --cu-seqlens-q (not with --cu-seqlens-k:\n"
     "                        the table says where the keys are)\n"
-    "An option's value may also follow it after '=' (--window=-1,0).\n"
+    "A long option's value may also follow it after '=' (--window=-1,0); -q, -k, -v\n"
+    "and -o have the long names --q, --k, --v and --out.\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
 };

@@ -46,7 +46,8 @@ static const char *const usage[] = {
     "                                 (B, 1, T, 1) ...;\n"
     "                                 -inf = key not allowed (as for vkattn attention)\n"
     "A query row with no allowed key gives zeros, sinks or not.\n"
-    "An option's value may also follow it after '=' (--window=-1,0).\n"
+    "A long option's value may also follow it after '=' (--heads=8); -x and -o\n"
+    "have the long names --x and --out.\n"
     "exit status: 0 success, 1 runtime error, 2 usage error\n",
     NULL,
 };

@@ -128,6 +128,12 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     vkattn_tensor *proj[3], *o;
     if ((s = layer_scratch(ctx, &d, proj, &o)))
         return s;
+    attention_call a = attention_step(&d, proj, o, desc->path);
+    /* A fused path that cannot run is refused before the projections are
+     * recorded (AUTO always finds a path: the unfused one at worst). */
+    vkattn_attention_choice choice;
+    if (desc->path == VKATTN_PATH_FUSED && (s = vk_attention_choice(ctx, &a, &choice)))
+        return s;
     /* q, k and v: X (B*T, C) times row blocks i of W_qkv, transposed. */
     for (int i = 0; i < 3; i++) {
         matmul_call m = {
@@ -142,7 +148,6 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
         if ((s = vk_matmul_record(ctx, &m)) != VKATTN_OK)
             return s;
     }
-    attention_call a = attention_step(&d, proj, o, desc->path);
     if ((s = vk_attention_record(ctx, &a)) != VKATTN_OK)
         return s;
     matmul_call out = {
