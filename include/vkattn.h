@@ -770,8 +770,10 @@ typedef struct vkattn_attention_desc {
  * middle two dimensions of each are swapped. H must be a multiple of Hkv
  * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
  * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O (F32, F16 or
- * BF16) must not alias an input. A query row with no allowed key gives zeros, and so
- * does one whose every allowed score is -inf (PyTorch's safe softmax). With a mask,
+ * BF16) must not alias an input. A query row with no allowed key gives zeros. One
+ * whose every allowed score is -inf (and no sink above) gives each key a weight of 0,
+ * as PyTorch's safe softmax does, and no sum to divide by: zeros where those keys' V
+ * rows are finite, NaN where they are not (0 * Inf, as PyTorch's P V). With a mask,
  * a score that is -inf once the mask is added counts as not allowed, whatever made
  * it -inf (no path can tell the mask's -inf from the data's), so a NaN in its V row
  * never reaches the row; without a mask a -inf score is an allowed key of weight 0,

@@ -105,12 +105,14 @@ def attend_head(q, k, v, opt, q_offset, keys, head, mask2):
         if not a.any():
             continue  # no allowed key: zeros, sink or no sink
         x = s[i][a]
-        if x.max() == -np.inf:
-            continue  # every allowed score -inf: zeros (PyTorch's safe softmax)
         m = x.max() if sink is None else max(x.max(), sink)
-        w = np.exp(x - m)
-        den = w.sum() + (0.0 if sink is None else np.exp(sink - m))
-        out[i] = (w / den) @ v[a]
+        # every allowed score -inf (and no sink above): weights of 0, as
+        # PyTorch's safe softmax gives, with no sum to divide by; the weights
+        # multiply V elementwise, so 0 * inf is nan as IEEE has it, whatever a
+        # BLAS would skip
+        w = np.exp(x - (0.0 if m == -np.inf else m))
+        den = 1.0 if m == -np.inf else w.sum() + (0.0 if sink is None else np.exp(sink - m))
+        out[i] = ((w / den)[:, None] * v[a]).sum(axis=0)
     return out
 
 

@@ -578,11 +578,13 @@ static void ref_row(const ref_case *c, int b, int h, int i, int keys, int pos, f
     for (int j = 0; j < keys; j++) {
         s[j] = ref_score(c, b, h, i, j, pos);
         allowed[j] = ref_allowed(c, j, pos, s[j]);
-        if (allowed[j] && s[j] != -INFINITY) { /* every allowed score -inf: zeros */
-            any = true;
+        any = any || allowed[j];
+        if (allowed[j])
             m = fmax(m, s[j]);
-        }
     }
+    /* every allowed score -inf: weights of 0 (PyTorch's safe softmax), no sum */
+    bool weightless = m == -INFINITY;
+    m = weightless ? 0.0 : m;
     if (c->sinks)
         sum = exp(c->sinks[h] - m); /* a raw logit: not scaled */
     for (int j = 0; j < keys; j++) {
@@ -595,7 +597,7 @@ static void ref_row(const ref_case *c, int b, int h, int i, int keys, int pos, f
             acc[d] += w * v[d];
     }
     for (int d = 0; d < c->Dv; d++)
-        o[d] = any ? (float)(acc[d] / sum) : 0.0f;
+        o[d] = !any ? 0.0f : weightless ? (float)acc[d] : (float)(acc[d] / sum);
 }
 
 static void ref_attention(const ref_case *c, float *o)

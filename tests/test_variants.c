@@ -1293,7 +1293,7 @@ static void test_overflowed_scores(void **state)
  * row finite values where every GPU path gave NaN). With a mask bound, every
  * path counts a -inf score as a masked key whatever made it -inf, so an
  * all-zero mask keeps the NaN out. A row whose every score is -inf gives
- * zeros, as PyTorch's safe softmax does. */
+ * weights of 0, as PyTorch's safe softmax does: zeros where V is finite. */
 static void test_infinite_scores(void **state)
 {
     test_env *env = *state;
@@ -1333,6 +1333,18 @@ static void test_infinite_scores(void **state)
         assert_true(want[e] == 0.0f);
     expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
                  "every score -inf from K");
+    /* And with an Inf and a NaN in V: the keys still weigh 0 each, and 0 * Inf
+     * and 0 * NaN are NaN, in those columns only (PyTorch's safe softmax, then
+     * P V; the API fuzzer found the reference giving zeros here). */
+    v.host[0] = INFINITY;
+    v.host[4 + 2] = NAN;
+    upload_pairs((pair *const[]){&v}, 1);
+    assert_int_equal(vkattn_attention(env->cpu, &d, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+    assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+    for (int e = 0; e < 8; e++)
+        assert_true(e % 4 == 0 || e % 4 == 2 ? isnan(want[e]) : want[e] == 0.0f);
+    expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
+                 "every score -inf from K, Inf and NaN in V");
     pair *all[] = {&q, &k, &v, &mask, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pair_destroy(all[i]);

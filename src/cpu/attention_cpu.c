@@ -85,18 +85,19 @@ static double score(const attention_dims *d, const dense_attention *a, const dou
     return s;
 }
 
-/* p[j] for j in [lo, hi): the scores; allowed[j] whether key j takes part. With
- * a mask, a score that is -inf once the mask is added does not, whatever made it
- * -inf (DESIGN.md: a score made -inf by the mask; no GPU path can tell the
- * mask's -inf from the data's, and they all skip both). Without one, a -inf
- * score is an allowed key of weight 0, which multiplies its V row as IEEE
- * arithmetic has it (0 * NaN = NaN), as on every GPU path. The row maximum, NaN
- * once any allowed score is NaN, -inf if no key is allowed or every allowed
- * score is -inf (a row of zeros, as PyTorch's safe softmax gives). */
+/* p[j] for j in [lo, hi): the scores; allowed[j] whether key j takes part, and
+ * *any whether one does. With a mask, a score that is -inf once the mask is
+ * added does not, whatever made it -inf (DESIGN.md: a score made -inf by the
+ * mask; no GPU path can tell the mask's -inf from the data's, and they all
+ * skip both). Without one, a -inf score is an allowed key of weight 0, which
+ * multiplies its V row as IEEE arithmetic has it (0 * NaN = 0 * Inf = NaN), as
+ * on every GPU path. The row maximum: NaN once any allowed score is NaN, -inf
+ * if no key is allowed or every allowed score is -inf. */
 static double row_scores(const attention_dims *d, const dense_attention *a, const sequence *s,
                          int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi, double *p,
-                         bool *allowed)
+                         bool *allowed, bool *any)
 {
+    *any = false;
     int64_t g = h / (d->H / d->Hkv);
     const double *q = a->q + b * a->q_stride[0] + h * a->q_stride[1] + (s->q_first + i) * a->q_stride[2];
     double max = -INFINITY;
@@ -105,6 +106,7 @@ static double row_scores(const attention_dims *d, const dense_attention *a, cons
                           key_row(d, a, s, b, j) * a->k_stride[2];
         p[j] = score(d, a, q, k, b, h, i, j, i + s->q_offset);
         allowed[j] = !(a->mask && p[j] == -INFINITY);
+        *any = *any || allowed[j];
         if (allowed[j] && (isnan(p[j]) || p[j] > max))
             max = isnan(max) ? max : p[j];
     }
@@ -120,15 +122,22 @@ static void attend_row(const attention_dims *d, const dense_attention *a, const 
         o[c] = 0.0;
     int64_t lo, hi;
     key_range(d, s, i, &lo, &hi);
-    double max = row_scores(d, a, s, b, h, i, lo, hi, p, allowed);
-    if (max == -INFINITY)
+    bool any;
+    double max = row_scores(d, a, s, b, h, i, lo, hi, p, allowed, &any);
+    if (!any)
         return; /* no allowed key: a row of zeros, sink or no sink */
     if (a->sinks && (a->sinks[h] > max || isnan(a->sinks[h])))
         max = isnan(max) ? max : a->sinks[h];
-    double sum = a->sinks ? exp(a->sinks[h] - max) : 0.0;
+    /* Every allowed score -inf, and no sink above it: each key weighs 0, as
+     * PyTorch's safe softmax has it, and still multiplies its V row (a row of
+     * zeros where V is finite, NaN where it is not, as PyTorch's P V and every
+     * GPU path give); there is no sum to divide by. */
+    bool weightless = max == -INFINITY;
+    double shift = weightless ? 0.0 : max;
+    double sum = a->sinks ? exp(a->sinks[h] - shift) : 0.0;
     for (int64_t j = lo; j < hi; j++)
         if (allowed[j]) {
-            p[j] = exp(p[j] - max);
+            p[j] = exp(p[j] - shift);
             sum += p[j];
         }
     for (int64_t j = lo; j < hi; j++) {
@@ -139,7 +148,7 @@ static void attend_row(const attention_dims *d, const dense_attention *a, const 
         for (int64_t c = 0; c < d->Dv; c++)
             o[c] += p[j] * v[c];
     }
-    for (int64_t c = 0; c < d->Dv; c++)
+    for (int64_t c = 0; c < d->Dv && !weightless; c++)
         o[c] /= sum;
 }
 
