@@ -65,6 +65,7 @@ typedef struct bench_case {
     int64_t q_offset;
     vkattn_dtype dtype;     /* of the inputs */
     vkattn_dtype out_dtype; /* attention: of O (default F32; 16-bit is rounded into) */
+    vkattn_dtype compute_dtype; /* mha: the layer's q, k, v and heads' output (default F32) */
     bench_att_variant att_variant; /* attention: AV_NONE, or the variant it adds */
     int64_t param;
 } bench_case;

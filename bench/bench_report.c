@@ -49,6 +49,12 @@ const char *bench_variant_name(const bench_case *c)
         name[strlen(name) - 1] = '\0'; /* each part ends in a space */
         return name;
     }
+    case OP_MHA:
+        switch (c->compute_dtype) {
+        case VKATTN_DTYPE_F16: return "compute=f16";
+        case VKATTN_DTYPE_BF16: return "compute=bf16";
+        default: return "-";
+        }
     default:
         return "-";
     }

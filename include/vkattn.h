@@ -842,6 +842,14 @@ typedef struct vkattn_mha_desc {
     const vkattn_tensor *mask;      /* additive, F32/F16/BF16, as vkattn_attention_desc's
                                        with Tq = Tk = T: (T, T), (B, 1, T, T), (B, H, T, T),
                                        (B, 1, 1, T), ... */
+    /* The type the layer keeps q, k, v and the heads' output in between its
+     * steps: F32 (the default, 0) or F16/BF16. A 16-bit type rounds each
+     * projection's result and attention's output to it (to nearest even, from
+     * the f32 accumulators), as a PyTorch module in that dtype does, and lets
+     * the attention step and the output projection run on the 16-bit paths
+     * (the matrix units where the device has them; each step still accumulates
+     * in f32). */
+    vkattn_dtype compute_dtype;
 } vkattn_mha_desc;
 
 /* The multi-head attention layer (the seeds' MultiHeadCausalSelfAttention, with

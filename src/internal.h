@@ -703,14 +703,15 @@ static inline bool attention_has_layout_variants(const attention_dims *d)
     return d->var.cu_q || d->var.cu_k || d->var.block_table;
 }
 
-/* A 1-D F32 scratch tensor of at least `elements` (rounded up to a multiple of
- * 4, so it has vec4 texel views where the device allows); with ctx->poison,
- * every word of it VKATTN_POISON_BITS (recorded before the op's own work on
- * Vulkan). */
-vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
-                          vkattn_tensor **out);
+/* A 1-D scratch tensor of `dtype` (F32, F16 or BF16) and at least `elements`
+ * (rounded up to a multiple of 4, so it has vec4 texel views where the device
+ * allows); a slot asked for another dtype than it holds is made anew. With
+ * ctx->poison, every word of the elements asked for VKATTN_POISON_BITS
+ * (recorded before the op's own work on Vulkan). */
+vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype dtype,
+                          uint64_t elements, vkattn_tensor **out);
 void scratch_release_all(vkattn_context *ctx);
-/* Records `bits` into the first `count` 32-bit words of the F32 tensor `t` (at
+/* Records `bits` into the first `count` 32-bit words of the tensor `t` (at
  * most its element count rounded up to 4; shaders/fill.comp, in the
  * compute-shader stage). */
 vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint64_t count,
@@ -936,10 +937,12 @@ void cpu_head_transpose(const vkattn_tensor *x, vkattn_tensor *y);
 vkattn_status cpu_attention(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *q,
                             const vkattn_tensor *k, const vkattn_tensor *v,
                             const vkattn_tensor *kv_len, vkattn_tensor *o);
-/* d->Tq is T, d->D is Dh; Tk == Tq, Hkv == H, layout BSHD. */
-vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *x,
-                      const vkattn_tensor *w_qkv, const vkattn_tensor *b_qkv,
-                      const vkattn_tensor *w_out, const vkattn_tensor *b_out, vkattn_tensor *y);
+/* d->Tq is T, d->D is Dh; Tk == Tq, Hkv == H, layout BSHD. q, k, v and the
+ * heads' output are rounded to `compute` where it is 16-bit. */
+vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, vkattn_dtype compute,
+                      const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                      const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
+                      const vkattn_tensor *b_out, vkattn_tensor *y);
 
 /* -------------------------------------------------------------- timing --- */
 

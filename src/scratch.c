@@ -25,12 +25,12 @@ static vkattn_status retire(vkattn_context *ctx, vkattn_tensor *t)
     return VKATTN_OK;
 }
 
-vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t elements,
-                          vkattn_tensor **out)
+vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype dtype,
+                          uint64_t elements, vkattn_tensor **out)
 {
     uint64_t rounded = (elements + 3) & ~(uint64_t)3;
     vkattn_tensor *t = ctx->scratch[slot];
-    if (!t || t->count < rounded) {
+    if (!t || t->count < rounded || t->dtype != dtype) {
         vkattn_status s = VKATTN_OK;
         if (t && t->pins)
             s = retire(ctx, t);
@@ -39,7 +39,7 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t eleme
         if (s != VKATTN_OK)
             return s;
         ctx->scratch[slot] = NULL;
-        vkattn_tensor_desc desc = {.dtype = VKATTN_DTYPE_F32, .ndim = 1, .shape = {(int64_t)rounded}};
+        vkattn_tensor_desc desc = {.dtype = dtype, .ndim = 1, .shape = {(int64_t)rounded}};
         if ((s = vkattn_tensor_create(ctx, &desc, &ctx->scratch[slot])) != VKATTN_OK)
             return s;
         ctx->live_tensors--;
@@ -53,12 +53,14 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, uint64_t eleme
     /* The elements asked for, not the whole slot: a slot grown once for a large
      * call would otherwise be filled whole for every small one after it. */
     if (ctx->poison) {
+        /* 16-bit slots hold two elements a word (the poison is NaN as either) */
+        uint64_t words = dtype == VKATTN_DTYPE_F32 ? rounded : rounded / 2;
         if (ctx->backend == VKATTN_BACKEND_CPU) {
-            uint32_t *words = t->host;
-            for (uint64_t i = 0; i < rounded; i++)
-                words[i] = VKATTN_POISON_BITS;
+            uint32_t *host = t->host;
+            for (uint64_t i = 0; i < words; i++)
+                host[i] = VKATTN_POISON_BITS;
         } else {
-            vkattn_status s = vk_tensor_fill(ctx, t, rounded, VKATTN_POISON_BITS);
+            vkattn_status s = vk_tensor_fill(ctx, t, words, VKATTN_POISON_BITS);
             if (s != VKATTN_OK)
                 return s;
         }

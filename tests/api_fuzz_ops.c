@@ -463,6 +463,8 @@ void fuzz_mha(fuzz *f)
     }
     if (chance(r, 20))
         d.softcap = rng_uniform(r, 0.5f, 10.0f);
+    if (chance(r, 25))
+        d.compute_dtype = chance(r, 50) ? F16 : BF16;
     if (chance(r, 20))
         SPEC(&s[HSINKS], F32, H);
     if (chance(r, 20)) {
@@ -532,7 +534,7 @@ void fuzz_mha(fuzz *f)
         f->expect = EXPECT_ARG;
     } else {
         f->expect = EXPECT_ARG;
-        int y = rng_int(r, 0, 3);
+        int y = rng_int(r, 0, 4);
         if (y == 0) {
             d.scale = bad_positive(r, false);
             set_mutation(f, "scalar: scale = %g", (double)d.scale);
@@ -543,17 +545,22 @@ void fuzz_mha(fuzz *f)
             d.has_window = true;
             d.window_left = (int32_t[]){-2, INT32_MIN}[rng_int(r, 0, 1)];
             set_mutation(f, "scalar: window (%d, %d)", d.window_left, d.window_right);
-        } else {
+        } else if (y == 3) {
             d.path = (vkattn_attention_path)(int[]){3, -1}[rng_int(r, 0, 1)];
             f->forced = false;
             set_mutation(f, "enum: path = %d", (int)d.path);
+        } else {
+            d.compute_dtype = (vkattn_dtype)(int[]){I32, 4, -1}[rng_int(r, 0, 2)];
+            set_mutation(f, "enum: compute_dtype = %d", (int)d.compute_dtype);
         }
     }
 
     mha_args a = {.d = d, .null_desc = null_desc};
-    describe(f, " desc%s{heads %d, causal %d, scale %g, path %d, window %s(%d, %d), softcap %g}",
+    describe(f, " desc%s{heads %d, causal %d, scale %g, path %d, window %s(%d, %d), softcap %g, "
+             "compute_dtype %d}",
              null_desc ? "=NULL " : "", d.heads, d.causal, (double)d.scale, (int)d.path,
-             d.has_window ? "" : "off ", d.window_left, d.window_right, (double)d.softcap);
+             d.has_window ? "" : "off ", d.window_left, d.window_right, (double)d.softcap,
+             (int)d.compute_dtype);
     if (y_is_x)
         s[HY].used = false;
     build_slots(f, a.t, mha_names, s, HSLOTS, &(slot_alias){HY, HX}, y_is_x, null_slot,
@@ -561,6 +568,13 @@ void fuzz_mha(fuzz *f)
     /* test_mha.c's bound: about 1e-5 of |v| from attention, summed over a row
      * of W_out (|W_out| <= lo), plus the projections' own. */
     double atol = 1e-5 * (1.0 + (double)width * lo) + 1e-6 * (double)C;
+    /* A 16-bit compute dtype (test_mha.c, bench_mha.c): a spacing and a half
+     * of errors of random sign on q, k, v and o, about 4 sqrt(C/3) lq large
+     * (uniform inputs), summed over a row of W_out as its 2-norm,
+     * sqrt(width/3) lo, does; four times that. */
+    if (d.compute_dtype == F16 || d.compute_dtype == BF16)
+        atol += 4.0 * 1.5 * (d.compute_dtype == F16 ? 0x1p-10 : 0x1p-7) *
+                (4.0 * sqrt((double)C / 3.0) * lq) * (sqrt((double)width / 3.0) * lo);
     run_call(f, mha_call, &a, a.t[HY], atol, 0.0);
 }
 

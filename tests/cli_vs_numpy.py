@@ -13,8 +13,9 @@ shape, -inf entries, or float64's min as Hugging Face masks), --scale, --dtype
 f16/bf16 (the reference reads the same rounded inputs), float64 files (rounded
 once to --dtype), --out-dtype f16/bf16, head sizes up to D=576 / Dv=512, empty
 sequences, packed or dense (Tq or Tk of 0);
-and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases and the
-variants it takes (the mask among them).
+and `vkattn mha`, the layer with PyTorch nn.Linear weights and biases, the
+variants it takes (the mask among them) and --compute-dtype f16/bf16 (q, k, v
+and the heads' output rounded to it).
 
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 0:60     # what ctest runs
     tests/cli_vs_numpy.py --cli build/vkattn --seeds 1000:3000 # a longer fuzz
@@ -365,6 +366,9 @@ def run_mha_case(c, cli, seed):
     out_dtype = draw_out_dtype(c)
     if out_dtype != "f32":
         command += ["--out-dtype", out_dtype]
+    compute = str(r.choice(["f32", "f32", "f16", "bf16"]))
+    if compute != "f32":
+        command += ["--compute-dtype", compute]
     label = "seed %d: mha B=%d T=%d H=%d Dh=%d C=%d C_out=%d: %s" % (seed, B, T, H, Dh, C, C_out,
                                                                    " ".join([cli] + command))
     got, why = run_cli(c, cli, command, out_dtype)
@@ -373,13 +377,18 @@ def run_mha_case(c, cli, seed):
     qkv = x.astype(np.float64) @ w_qkv.T.astype(np.float64)
     if b_qkv is not None:
         qkv = qkv + b_qkv
+    if compute != "f32":  # q, k, v kept in the compute dtype
+        qkv = ROUND[compute](qkv).astype(np.float64)
     heads = lambda part: qkv[..., part * H * Dh:(part + 1) * H * Dh].reshape(B, T, H, Dh).transpose(0, 2, 1, 3)
     q, k, v = heads(0), heads(1), heads(2)
     o = np.zeros((B, H, T, Dh))
     for b in range(B):
         for h in range(H):
             o[b, h] = attend_head(q[b, h], k[b, h], v[b, h], opt, 0, T, h, None if mask is None else mask[b, h])
-    want = o.transpose(0, 2, 1, 3).reshape(B, T, H * Dh) @ w_out.T.astype(np.float64)
+    o = o.transpose(0, 2, 1, 3).reshape(B, T, H * Dh)
+    if compute != "f32":  # and the heads' output
+        o = ROUND[compute](o).astype(np.float64)
+    want = o @ w_out.T.astype(np.float64)
     if b_out is not None:
         want = want + b_out
     if two_d:
@@ -390,9 +399,23 @@ def run_mha_case(c, cli, seed):
         return True, 0.0
     worst = float((np.abs(got - want) - OUT_ROUNDING[out_dtype] * np.abs(want)).max())
     tolerance = 1e-4 * (1 + float(np.abs(want).max()))
+    if compute != "f32":
+        tolerance += compute_tolerance(compute, v, w_out)
     if not np.isfinite(got).all() or worst > tolerance:
         return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
     return True, worst / tolerance
+
+
+def compute_tolerance(compute, v, w_out):
+    """What a 16-bit --compute-dtype adds to the layer's tolerance. The CLI
+    rounds q, k, v and o from f32, this oracle from float64, so a value near a
+    rounding midpoint may land a spacing apart; and a fused kernel rounds P to
+    16 bits for P V (half a spacing). Errors of random sign on values up to
+    max |v|, which a row of W_out sums as its 2-norm does; four times that."""
+    spacing = 2.0 ** -10 if compute == "f16" else 2.0 ** -7
+    row_norm = float(np.sqrt((w_out.astype(np.float64) ** 2).sum(axis=1)).max())
+    largest = float(np.abs(v).max()) if v.size else 0.0
+    return 4.0 * 1.5 * spacing * largest * row_norm
 
 
 # Added to the tolerance of the coopmat kernels, times the largest |V|: they

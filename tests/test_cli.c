@@ -445,23 +445,35 @@ static void test_mha_run(void **state)
     write_npy("bq.npy", b_qkv, 1, bq);
     write_npy("wo.npy", w_out, 2, wo);
     write_npy("bo.npy", b_out, 1, bo);
-    /* The files' own dtype (float32), then X, weights and biases rounded by --dtype. */
-    static const char *dtype_args[] = {"", "--dtype bf16", "--dtype f16"};
-    static const vkattn_dtype dtypes[] = {VKATTN_DTYPE_F32, VKATTN_DTYPE_BF16, VKATTN_DTYPE_F16};
-    for (int run_index = 0; run_index < 3; run_index++) {
+    /* The files' own dtype (float32), then X, weights and biases rounded by
+     * --dtype; then q, k, v and the heads' output kept in a 16-bit
+     * --compute-dtype, on the CPU backend, whose result is the reference's to
+     * the last bit and differs from the f32 layer's (so the option got there). */
+    static const struct {
+        const char *args;
+        vkattn_dtype dtype, compute;
+    } runs[] = {
+        {"", VKATTN_DTYPE_F32, VKATTN_DTYPE_F32},
+        {"--dtype bf16", VKATTN_DTYPE_BF16, VKATTN_DTYPE_F32},
+        {"--dtype f16", VKATTN_DTYPE_F16, VKATTN_DTYPE_F32},
+        {"--compute-dtype f16 --backend cpu", VKATTN_DTYPE_F32, VKATTN_DTYPE_F16},
+        {"--dtype f16 --compute-dtype=bf16 --backend cpu", VKATTN_DTYPE_F16, VKATTN_DTYPE_BF16},
+    };
+    for (size_t run_index = 0; run_index < sizeof runs / sizeof runs[0]; run_index++) {
         int rc = run("mha -x x.npy --w-qkv wq.npy --b-qkv bq.npy --w-out wo.npy --b-out bo.npy "
-                     "--heads 2 --causal -o y.npy %s", dtype_args[run_index]);
+                     "--heads 2 --causal -o y.npy %s", runs[run_index].args);
         if (rc != 0)
-            fail_msg("mha %s: exit %d: %s", dtype_args[run_index], rc, err_text);
+            fail_msg("mha %s: exit %d: %s", runs[run_index].args, rc, err_text);
         assert_string_equal(err_text, "");
 
-        /* The reference on the inputs rounded as --dtype rounds them. */
+        /* The reference on the inputs rounded as --dtype rounds them, in the
+         * compute dtype asked for and in f32. */
         vkattn_tensor *t[6];
         const int64_t shapes[6][3] = {{1, 7, 6}, {24, 6}, {24}, {5, 8}, {5}, {1, 7, 5}};
         const int ranks[6] = {3, 2, 1, 2, 1, 3};
         const float *data[5] = {x, w_qkv, b_qkv, w_out, b_out};
         for (int i = 0; i < 6; i++) {
-            vkattn_tensor_desc td = {.dtype = i < 5 ? dtypes[run_index] : VKATTN_DTYPE_F32,
+            vkattn_tensor_desc td = {.dtype = i < 5 ? runs[run_index].dtype : VKATTN_DTYPE_F32,
                                      .ndim = ranks[i]};
             memcpy(td.shape, shapes[i], sizeof shapes[i]);
             assert_int_equal(vkattn_tensor_create(env->cpu, &td, &t[i]), VKATTN_OK);
@@ -469,12 +481,24 @@ static void test_mha_run(void **state)
                 assert_int_equal(vkattn_tensor_upload(t[i], data[i], VKATTN_DTYPE_F32),
                                  VKATTN_OK);
         }
-        vkattn_mha_desc d = {.heads = 2, .causal = true};
+        vkattn_mha_desc d = {.heads = 2, .causal = true, .compute_dtype = runs[run_index].compute};
+        float want[35], in_f32[35];
         assert_int_equal(vkattn_mha(env->cpu, &d, t[0], t[1], t[2], t[3], t[4], t[5]), VKATTN_OK);
-        float want[35];
         assert_int_equal(vkattn_tensor_download(t[5], want, VKATTN_DTYPE_F32), VKATTN_OK);
         const int64_t ys[2] = {7, 5};
         expect_npy("y.npy", want, 2, ys, 1e-5);
+        if (runs[run_index].compute != VKATTN_DTYPE_F32) {
+            d.compute_dtype = VKATTN_DTYPE_F32;
+            assert_int_equal(vkattn_mha(env->cpu, &d, t[0], t[1], t[2], t[3], t[4], t[5]),
+                             VKATTN_OK);
+            assert_int_equal(vkattn_tensor_download(t[5], in_f32, VKATTN_DTYPE_F32), VKATTN_OK);
+            double apart = 0.0;
+            for (int i = 0; i < 35; i++)
+                apart = fmax(apart, fabs((double)want[i] - in_f32[i]));
+            if (apart < 1e-4)
+                fail_msg("mha %s: the reference is %g from the f32 layer's, too close to tell",
+                         runs[run_index].args, apart);
+        }
         for (int i = 0; i < 6; i++)
             vkattn_tensor_destroy(t[i]);
     }
@@ -1233,6 +1257,8 @@ static void test_bad_runs(void **state)
          "--out-dtype f8: expected f32, f16 or bf16"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --out-dtype i32", 2,
          "--out-dtype i32: expected f32, f16 or bf16"},
+        {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --compute-dtype f64", 2,
+         "--compute-dtype f64: expected f32, f16 or bf16"},
         {"mha -x bq.npy --w-qkv bk.npy --w-out bk.npy --heads 2 -o out.npy --dtype i32", 2,
          "--dtype i32: expected f32, f16 or bf16"},
         {"attention -q bq.npy -k bk.npy -v bk.npy -o out.npy --window -2,0", 2,

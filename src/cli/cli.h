@@ -63,6 +63,8 @@ int take_common(args *a, common_options *o, const char *const *usage);
 int parse_int(const args *a, const char *option, const char *text, int64_t lo, int64_t hi,
               int64_t *out);
 int parse_float(const args *a, const char *option, const char *text, float *out);
+/* f32, f16 or bf16; -1 (reported) for anything else. */
+int parse_float_dtype(const args *a, const char *option, const char *value, vkattn_dtype *out);
 
 /* The attention variants both commands take (DESIGN.md section 1). */
 typedef struct variant_options {

@@ -109,8 +109,7 @@ int parse_float(const args *a, const char *option, const char *text, float *out)
 }
 
 /* A float dtype as the command line names it; -1 (reported) for anything else. */
-static int parse_float_dtype(const args *a, const char *option, const char *value,
-                             vkattn_dtype *out)
+int parse_float_dtype(const args *a, const char *option, const char *value, vkattn_dtype *out)
 {
     static const struct {
         const char *name;

@@ -21,9 +21,14 @@ static const char *const usage[] = {
     "  --path auto|fused|unfused\n"
     "  --dtype f32|f16|bf16           round X, the weights and the biases to this type on\n"
     "                                 loading (to nearest even) and compute on it\n"
-    "                                 (accumulating in f32; q, k, v and the heads'\n"
-    "                                 output stay f32 between the steps); default:\n"
-    "                                 each file's own (float32 for float64 files)\n"
+    "                                 (accumulating in f32); default: each file's own\n"
+    "                                 (float32 for float64 files)\n"
+    "  --compute-dtype f32|f16|bf16   the type q, k, v and the heads' output are kept\n"
+    "                                 in between the steps (default f32): f16 or bf16\n"
+    "                                 rounds each to it (to nearest even), as a\n"
+    "                                 PyTorch module in that dtype does, and runs\n"
+    "                                 attention and the output projection on the\n"
+    "                                 16-bit paths\n"
     "  --out-dtype f32|f16|bf16       Y's type (default f32), as for vkattn attention\n"
     "  --backend auto|vulkan|cpu\n"
     "  --device N|NAME\n"
@@ -86,6 +91,9 @@ static int parse(int argc, char **argv, mha_options *o)
             o->desc.heads = (int32_t)heads;
         } else if ((r = take_value(&a, "--scale", NULL, &value)) != 0) {
             if (r < 0 || parse_float(&a, "--scale", value, &o->desc.scale))
+                return -1;
+        } else if ((r = take_value(&a, "--compute-dtype", NULL, &value)) != 0) {
+            if (r < 0 || parse_float_dtype(&a, "--compute-dtype", value, &o->desc.compute_dtype))
                 return -1;
         } else {
             return cli_error("mha", EXIT_USAGE, "unknown option %s (see --help)", argv[a.i]), -1;

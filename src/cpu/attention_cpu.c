@@ -293,9 +293,23 @@ static bool linear(const double *x, int64_t rows, int64_t in, const vkattn_tenso
     return ok;
 }
 
-vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn_tensor *x,
-                      const vkattn_tensor *w_qkv, const vkattn_tensor *b_qkv,
-                      const vkattn_tensor *w_out, const vkattn_tensor *b_out, vkattn_tensor *y)
+/* Rounds a step's `count` results to a 16-bit `dtype` as the Vulkan path
+ * does: to f32 (its accumulators), then to nearest even. F32 leaves them in
+ * double, as the reference keeps everything else. */
+static void round_to(double *values, size_t count, vkattn_dtype dtype)
+{
+    if (dtype == VKATTN_DTYPE_F16)
+        for (size_t i = 0; i < count; i++)
+            values[i] = half_to_float(float_to_half((float)values[i]));
+    else if (dtype == VKATTN_DTYPE_BF16)
+        for (size_t i = 0; i < count; i++)
+            values[i] = bf16_to_float(float_to_bf16((float)values[i]));
+}
+
+vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, vkattn_dtype compute,
+                      const vkattn_tensor *x, const vkattn_tensor *w_qkv,
+                      const vkattn_tensor *b_qkv, const vkattn_tensor *w_out,
+                      const vkattn_tensor *b_out, vkattn_tensor *y)
 {
     int64_t B = d->B, T = d->Tq, C = x->shape[2], width = d->H * d->D;
     int64_t C_out = w_out->shape[0];
@@ -306,6 +320,8 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
     bool ok = xd && qkv && o && out;
     if (ok)
         ok = linear(xd, B * T, C, w_qkv, b_qkv, 3 * width, qkv);
+    if (ok)
+        round_to(qkv, (size_t)(B * T * 3 * width), compute);
     if (ok) {
         /* q, k, v are column blocks of qkv, each (B, T, H, Dh): BSHD with row stride 3*H*Dh. */
         dense_attention a = {.q = qkv, .k = qkv + width, .v = qkv + 2 * width, .o = o,
@@ -324,8 +340,10 @@ vkattn_status cpu_mha(vkattn_context *ctx, const attention_dims *d, const vkattn
         free((void *)a.alibi);
         free((void *)a.mask);
     }
-    if (ok)
+    if (ok) {
+        round_to(o, (size_t)(B * T * width), compute);
         ok = linear(o, B * T, width, w_out, b_out, C_out, out);
+    }
     if (ok) {
         for (size_t i = 0; i < y->count; i++)
             ((float *)y->host)[i] = (float)out[i];

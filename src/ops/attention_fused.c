@@ -279,7 +279,8 @@ vkattn_status vk_attention_fused(vkattn_context *ctx, const attention_call *c)
     uint32_t dv4 = div_up((uint64_t)d->Dv, 4);
     vkattn_tensor *partial = NULL;
     if (split) {
-        vkattn_status s = scratch_get(ctx, SCRATCH_ATTN_PARTIAL, records * (4 * dv4 + 2), &partial);
+        vkattn_status s = scratch_get(ctx, SCRATCH_ATTN_PARTIAL, VKATTN_DTYPE_F32,
+                                      records * (4 * dv4 + 2), &partial);
         if (s != VKATTN_OK)
             return s;
     }

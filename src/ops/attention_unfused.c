@@ -57,8 +57,8 @@ static vkattn_status get_operands(vkattn_context *ctx, const attention_call *c,
 {
     const attention_dims *d = &c->dims;
     vkattn_tensor *scratch[4];
-    vkattn_status s = scratch_get(ctx, SCRATCH_ATTN_SCORES, ch->heads * ch->rows * (uint64_t)d->Tk,
-                                  &out->scores);
+    vkattn_status s = scratch_get(ctx, SCRATCH_ATTN_SCORES, VKATTN_DTYPE_F32,
+                                  ch->heads * ch->rows * (uint64_t)d->Tk, &out->scores);
     if (s != VKATTN_OK || d->layout == VKATTN_LAYOUT_BHSD) {
         out->q = c->q, out->k = c->k, out->v = c->v, out->o = c->o;
         return s;
@@ -67,7 +67,8 @@ static vkattn_status get_operands(vkattn_context *ctx, const attention_call *c,
     uint64_t sizes[4] = {q_heads * (uint64_t)(d->Tq * d->D), kv_heads * (uint64_t)(d->Tk * d->D),
                          kv_heads * (uint64_t)(d->Tk * d->Dv), q_heads * (uint64_t)(d->Tq * d->Dv)};
     for (int i = 0; i < 4; i++)
-        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_ATTN_Q + i), sizes[i], &scratch[i])))
+        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_ATTN_Q + i), VKATTN_DTYPE_F32, sizes[i],
+                             &scratch[i])))
             return s;
     out->q = scratch[0], out->k = scratch[1], out->v = scratch[2], out->o = scratch[3];
     return VKATTN_OK;

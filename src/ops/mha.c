@@ -20,6 +20,11 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
         (b_qkv && (s = check_tensor(ctx, b_qkv, "mha", "b_qkv"))) ||
         (b_out && (s = check_tensor(ctx, b_out, "mha", "b_out"))))
         return s;
+    if (d->compute_dtype != VKATTN_DTYPE_F32 && d->compute_dtype != VKATTN_DTYPE_F16 &&
+        d->compute_dtype != VKATTN_DTYPE_BF16)
+        return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT,
+                        "mha: compute_dtype is %s (%d), must be f32, f16 or bf16",
+                        dtype_name(d->compute_dtype), (int)d->compute_dtype);
     if ((unsigned)d->path > VKATTN_PATH_UNFUSED)
         return ctx_fail(ctx, VKATTN_ERROR_INVALID_ARGUMENT, "mha: path %d is not valid",
                         (int)d->path);
@@ -85,17 +90,17 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
     return attention_check_variants(ctx, "mha", &variants, dims);
 }
 
-/* The layer's q, k and v, and the heads' output: context scratch, (B*T, H*Dh)
- * each. */
+/* The layer's q, k and v, and the heads' output: context scratch in the
+ * layer's compute dtype, (B*T, H*Dh) each. */
 static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
-                                   vkattn_tensor *proj[3], vkattn_tensor **o)
+                                   vkattn_dtype dtype, vkattn_tensor *proj[3], vkattn_tensor **o)
 {
     uint64_t elements = (uint64_t)(d->B * d->Tq) * (uint64_t)(d->H * d->D);
     vkattn_status s;
     for (int i = 0; i < 3; i++)
-        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), elements, &proj[i])))
+        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), dtype, elements, &proj[i])))
             return s;
-    return scratch_get(ctx, SCRATCH_MHA_O, elements, o);
+    return scratch_get(ctx, SCRATCH_MHA_O, dtype, elements, o);
 }
 
 /* The attention step over the BSHD views of q, k and v. */
@@ -104,6 +109,19 @@ static attention_call attention_step(const attention_dims *d, vkattn_tensor *con
 {
     return (attention_call){.dims = *d, .q = proj[0], .k = proj[1], .v = proj[2], .o = o,
                             .path = path};
+}
+
+/* Records the matmul `m` into `target`: straight where it is f32, else into
+ * the f32 output scratch and narrowed from there (wide_output.c), which is how
+ * a 16-bit compute dtype rounds each step's result. */
+static vkattn_status matmul_into(vkattn_context *ctx, matmul_call m, vkattn_tensor *target)
+{
+    wide_output wide;
+    vkattn_status s = wide_output_begin(ctx, target, &wide);
+    if (s != VKATTN_OK)
+        return s;
+    m.c = wide.write;
+    return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &m));
 }
 
 vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
@@ -116,17 +134,18 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
     if (s != VKATTN_OK)
         return s;
-    wide_output wide;
-    if ((s = wide_output_begin(ctx, y, &wide)) != VKATTN_OK)
-        return s;
-    if (ctx->backend == VKATTN_BACKEND_CPU)
-        return wide_output_end(ctx, &wide,
-                               cpu_mha(ctx, &d, x, w_qkv, b_qkv, w_out, b_out, wide.write));
+    if (ctx->backend == VKATTN_BACKEND_CPU) {
+        wide_output wide;
+        if ((s = wide_output_begin(ctx, y, &wide)) != VKATTN_OK)
+            return s;
+        return wide_output_end(ctx, &wide, cpu_mha(ctx, &d, desc->compute_dtype, x, w_qkv, b_qkv,
+                                                   w_out, b_out, wide.write));
+    }
 
     uint64_t rows = (uint64_t)(d.B * d.Tq), width = (uint64_t)(d.H * d.D);
-    uint32_t C = (uint32_t)x->shape[2];
+    uint32_t C = (uint32_t)x->shape[2], C_out = (uint32_t)w_out->shape[0];
     vkattn_tensor *proj[3], *o;
-    if ((s = layer_scratch(ctx, &d, proj, &o)))
+    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, proj, &o)))
         return s;
     attention_call a = attention_step(&d, proj, o, desc->path);
     /* A fused path that cannot run is refused before the projections are
@@ -134,10 +153,19 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     vkattn_attention_choice choice;
     if (desc->path == VKATTN_PATH_FUSED && (s = vk_attention_choice(ctx, &a, &choice)))
         return s;
+    /* Every step that narrows (q, k, v and o in a 16-bit compute dtype, a
+     * 16-bit Y) writes the one f32 output scratch first: sized once here for
+     * the largest, so that it is not replaced between the steps. */
+    uint64_t widest = desc->compute_dtype != VKATTN_DTYPE_F32 ? width : 0;
+    if (y->dtype != VKATTN_DTYPE_F32 && C_out > widest)
+        widest = C_out;
+    vkattn_tensor *unused;
+    if (widest && (s = scratch_get(ctx, SCRATCH_OUTPUT, VKATTN_DTYPE_F32, rows * widest, &unused)))
+        return s;
     /* q, k and v: X (B*T, C) times row blocks i of W_qkv, transposed. */
     for (int i = 0; i < 3; i++) {
         matmul_call m = {
-            .a = x, .b = w_qkv, .bias = b_qkv, .c = proj[i],
+            .a = x, .b = w_qkv, .bias = b_qkv,
             .M = (uint32_t)rows, .N = (uint32_t)width, .K = C,
             .batch = 1, .b_group = 1,
             .transpose_b = true,
@@ -145,19 +173,23 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
             .bias_offset = (uint32_t)(i * width),
             .alpha = 1.0f,
         };
-        if ((s = vk_matmul_record(ctx, &m)) != VKATTN_OK)
+        if ((s = matmul_into(ctx, m, proj[i])) != VKATTN_OK)
             return s;
     }
-    if ((s = vk_attention_record(ctx, &a)) != VKATTN_OK)
+    wide_output heads;
+    if ((s = wide_output_begin(ctx, o, &heads)) != VKATTN_OK)
+        return s;
+    a.o = heads.write;
+    if ((s = wide_output_end(ctx, &heads, vk_attention_record(ctx, &a))) != VKATTN_OK)
         return s;
     matmul_call out = {
-        .a = o, .b = w_out, .bias = b_out, .c = wide.write,
-        .M = (uint32_t)rows, .N = (uint32_t)w_out->shape[0], .K = (uint32_t)width,
+        .a = o, .b = w_out, .bias = b_out,
+        .M = (uint32_t)rows, .N = C_out, .K = (uint32_t)width,
         .batch = 1, .b_group = 1,
         .transpose_b = true,
         .alpha = 1.0f,
     };
-    return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &out));
+    return matmul_into(ctx, out, y);
 }
 
 vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc,
@@ -180,7 +212,7 @@ vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc
     /* The planners look at the step's own tensors (their texel views): the
      * scratch that vkattn_mha would run on, and then reuses. */
     vkattn_tensor *proj[3], *o;
-    if ((s = layer_scratch(ctx, &d, proj, &o)))
+    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, proj, &o)))
         return s;
     attention_call a = attention_step(&d, proj, o, desc->path);
     return vk_attention_choice(ctx, &a, out);

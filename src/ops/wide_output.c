@@ -91,7 +91,7 @@ vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide
     if (target->dtype == VKATTN_DTYPE_F32)
         return VKATTN_OK;
     vkattn_tensor *scratch;
-    vkattn_status s = scratch_get(ctx, SCRATCH_OUTPUT, target->count, &scratch);
+    vkattn_status s = scratch_get(ctx, SCRATCH_OUTPUT, VKATTN_DTYPE_F32, target->count, &scratch);
     if (s != VKATTN_OK)
         return s;
     /* The scratch tensor's memory under the target's shape: ops and CPU
