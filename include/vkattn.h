@@ -771,9 +771,9 @@ typedef struct vkattn_attention_desc {
  * (grouped-query attention: query head h reads kv head h / (H / Hkv); Hkv == 1
  * is MQA). Q, K, V may be F32, F16 or BF16, mixed (accumulation is F32); O (F32, F16 or
  * BF16) must not alias an input. A query row with no allowed key gives zeros. One
- * whose every allowed score is -inf (and no sink above) gives each key a weight of 0,
- * as PyTorch's safe softmax does, and no sum to divide by: zeros where those keys' V
- * rows are finite, NaN where they are not (0 * Inf, as PyTorch's P V). With a mask,
+ * whose every allowed score is -inf gives each key a weight of 0, as PyTorch's safe
+ * softmax does, with no sum to divide by, sink or no sink: zeros, but NaN in a column
+ * where an allowed key's V is not finite (0 * Inf, as PyTorch's P V). With a mask,
  * a score that is -inf once the mask is added counts as not allowed, whatever made
  * it -inf (no path can tell the mask's -inf from the data's), so a NaN in its V row
  * never reaches the row; without a mask a -inf score is an allowed key of weight 0,
@@ -843,12 +843,15 @@ typedef struct vkattn_mha_desc {
                                        with Tq = Tk = T: (T, T), (B, 1, T, T), (B, H, T, T),
                                        (B, 1, 1, T), ... */
     /* The type the layer keeps q, k, v and the heads' output in between its
-     * steps: F32 (the default, 0) or F16/BF16. A 16-bit type rounds each
-     * projection's result and attention's output to it (to nearest even, from
-     * the f32 accumulators), as a PyTorch module in that dtype does, and lets
-     * the attention step and the output projection run on the 16-bit paths
-     * (the matrix units where the device has them; each step still accumulates
-     * in f32). */
+     * steps: F32 (the default, 0) or F16/BF16 (anything else:
+     * VKATTN_ERROR_INVALID_ARGUMENT). A 16-bit type rounds each projection's
+     * result and attention's output to it (to nearest even, from the f32
+     * accumulators), as a PyTorch module in that dtype does, so that the
+     * attention step reads 16-bit q, k and v: the fused path's 16-bit
+     * kernels, the coopmat one where AUTO takes it (the unfused path widens
+     * them to f32 again). The output projection then reads a 16-bit o, and
+     * takes the coopmat matmul where that is AUTO's choice for f16 and W_out
+     * is f16 too. Each step still accumulates in f32. */
     vkattn_dtype compute_dtype;
 } vkattn_mha_desc;
 

@@ -520,7 +520,9 @@ typedef enum scratch_slot {
     SCRATCH_ATTN_O,                                  /* BHSD output before its transpose */
     SCRATCH_ATTN_SCORES,                             /* Tq x Tk scores, chunked (unfused) */
     SCRATCH_ATTN_PARTIAL,                            /* split-key partial results (fused) */
-    SCRATCH_MHA_Q, SCRATCH_MHA_K, SCRATCH_MHA_V, SCRATCH_MHA_O,
+    SCRATCH_MHA_Q, SCRATCH_MHA_K, SCRATCH_MHA_V, SCRATCH_MHA_O, /* the layer's, f32 */
+    SCRATCH_MHA_Q16, SCRATCH_MHA_K16, SCRATCH_MHA_V16,          /* and rounded to a 16-bit */
+    SCRATCH_MHA_O16,                                             /* compute dtype */
     SCRATCH_OUTPUT,                                  /* an op's f32 output before narrowing */
     SCRATCH_COUNT
 } scratch_slot;
@@ -712,7 +714,7 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype d
                           uint64_t elements, vkattn_tensor **out);
 void scratch_release_all(vkattn_context *ctx);
 /* Records `bits` into the first `count` 32-bit words of the tensor `t` (at
- * most its element count rounded up to 4; shaders/fill.comp, in the
+ * most its size in bytes rounded up to 16, over 4; shaders/fill.comp, in the
  * compute-shader stage). */
 vkattn_status vk_tensor_fill(vkattn_context *ctx, vkattn_tensor *t, uint64_t count,
                              uint32_t bits);

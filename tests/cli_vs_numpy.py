@@ -106,13 +106,14 @@ def attend_head(q, k, v, opt, q_offset, keys, head, mask2):
         if not a.any():
             continue  # no allowed key: zeros, sink or no sink
         x = s[i][a]
-        m = x.max() if sink is None else max(x.max(), sink)
-        # every allowed score -inf (and no sink above): weights of 0, as
-        # PyTorch's safe softmax gives, with no sum to divide by; the weights
-        # multiply V elementwise, so 0 * inf is nan as IEEE has it, whatever a
-        # BLAS would skip
-        w = np.exp(x - (0.0 if m == -np.inf else m))
-        den = 1.0 if m == -np.inf else w.sum() + (0.0 if sink is None else np.exp(sink - m))
+        # every allowed score -inf: weights of 0, as PyTorch's safe softmax
+        # gives, with no sum to divide by and no sink; the weights multiply V
+        # elementwise, so 0 * inf is nan as IEEE has it, whatever a BLAS would
+        # skip
+        weightless = x.max() == -np.inf
+        m = 0.0 if weightless else x.max() if sink is None else max(x.max(), sink)
+        w = np.exp(x - m)
+        den = 1.0 if weightless else w.sum() + (0.0 if sink is None else np.exp(sink - m))
         out[i] = ((w / den)[:, None] * v[a]).sum(axis=0)
     return out
 
@@ -400,22 +401,25 @@ def run_mha_case(c, cli, seed):
     worst = float((np.abs(got - want) - OUT_ROUNDING[out_dtype] * np.abs(want)).max())
     tolerance = 1e-4 * (1 + float(np.abs(want).max()))
     if compute != "f32":
-        tolerance += compute_tolerance(compute, v, w_out)
+        tolerance += compute_tolerance(compute, q, k, v, opt["scale"], w_out)
     if not np.isfinite(got).all() or worst > tolerance:
         return False, "%s\n    largest error %.3g, tolerance %.3g" % (label, worst, tolerance)
     return True, worst / tolerance
 
 
-def compute_tolerance(compute, v, w_out):
+def compute_tolerance(compute, q, k, v, scale, w_out):
     """What a 16-bit --compute-dtype adds to the layer's tolerance. The CLI
     rounds q, k, v and o from f32, this oracle from float64, so a value near a
     rounding midpoint may land a spacing apart; and a fused kernel rounds P to
-    16 bits for P V (half a spacing). Errors of random sign on values up to
-    max |v|, which a row of W_out sums as its 2-norm does; four times that."""
+    16 bits for P V (half a spacing). A q or k a spacing apart moves a score by
+    up to scale * spacing * |q| |k| (twice: either side), and so the weights by
+    that much relatively. Errors of random sign on values up to max |v|, which
+    a row of W_out sums as its 2-norm does; four times that."""
     spacing = 2.0 ** -10 if compute == "f16" else 2.0 ** -7
     row_norm = float(np.sqrt((w_out.astype(np.float64) ** 2).sum(axis=1)).max())
-    largest = float(np.abs(v).max()) if v.size else 0.0
-    return 4.0 * 1.5 * spacing * largest * row_norm
+    largest = lambda t: float(np.abs(t).max()) if t.size else 0.0
+    scores = 2.0 * scale * spacing * largest(q) * largest(k)
+    return 4.0 * (1.5 * spacing + scores) * largest(v) * row_norm
 
 
 # Added to the tolerance of the coopmat kernels, times the largest |V|: they

@@ -375,6 +375,11 @@ static void test_mha(void **state)
     mha_args c = {.desc = g.desc, .x = x.cpu, .w_qkv = w_qkv.cpu, .b_qkv = b_qkv.cpu,
                   .w_out = w_out.cpu, .b_out = b_out.cpu};
     check_op(env, "mha", mha_op, &g, &c, 3, ys);
+    /* and keeping its intermediates in 16 bits, narrowed by the same pass */
+    g.desc.compute_dtype = c.desc.compute_dtype = VKATTN_DTYPE_F16;
+    check_op(env, "mha, f16 compute", mha_op, &g, &c, 3, ys);
+    g.desc.compute_dtype = c.desc.compute_dtype = VKATTN_DTYPE_BF16;
+    check_op(env, "mha, bf16 compute", mha_op, &g, &c, 3, ys);
     pair_destroy(&x);
     pair_destroy(&w_qkv);
     pair_destroy(&b_qkv);

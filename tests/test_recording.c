@@ -67,6 +67,7 @@ static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccess
  * b_out. */
 typedef struct problem {
     bool layer;
+    vkattn_dtype compute; /* the layer's compute dtype (F32 by default) */
     pair in[5];
     int inputs;
     pair o;
@@ -85,7 +86,8 @@ static vkattn_status run_op(const problem *p, vkattn_context *ctx, bool gpu,
     for (int i = 0; i < p->inputs; i++)
         in[i] = gpu ? p->in[i].gpu : p->in[i].cpu;
     if (p->layer) {
-        vkattn_mha_desc d = {.heads = 2, .causal = true, .path = path};
+        vkattn_mha_desc d = {.heads = 2, .causal = true, .path = path,
+                             .compute_dtype = p->compute};
         return vkattn_mha(ctx, &d, in[0], in[1], in[2], in[3], in[4], out);
     }
     vkattn_attention_desc d = {.causal = true, .path = path};
@@ -183,6 +185,10 @@ static void check_problem(test_app *a, test_env *env, problem *p, const char *na
         vkattn_tensor_destroy(widen);
         tolerance = 2e-5f + 0x1p-11f; /* one f16 rounding, relative */
     }
+    /* A 16-bit compute dtype: q, k, v and o rounded from f32 here and from
+     * double there may land a spacing apart, and the fused kernel rounds P */
+    if (p->compute != VKATTN_DTYPE_F32)
+        tolerance += 8 * 0x1p-11f;
     for (size_t i = 0; i < p->o.count; i++)
         if (!(fabsf(got[i] - want[i]) <= tolerance * fmaxf(1.0f, fabsf(want[i]))))
             fail_msg("%s: element %zu is %g, reference %g", name, i, (double)got[i],
@@ -221,12 +227,15 @@ static void test_recording(void **state)
      * (an application's buffer barriers would cover its own tensors only). The
      * results are checked; Debian 12's validation layer (1.3.239) checks
      * synchronization within a command buffer, not across them, so the ordering
-     * itself is not. The layer's three recordings follow: the second, larger
+     * itself is not. The layer's four recordings follow: the second, larger
      * and unfused, grows the scratch of q, k, v and the heads' output that the
-     * first still uses; the third writes an F16 Y. */
+     * first still uses; the third writes an F16 Y; the fourth, larger again,
+     * keeps q, k, v and o in f16 (compute_dtype: 16-bit scratch of their own,
+     * made while the first three still hold theirs) and writes an F16 Y. */
     problem small = {0}, large = {0}, fused = {0}, half_small = {0}, half_large = {0},
             half_again = {0}, layer = {.layer = true}, layer_large = {.layer = true},
-            layer_half = {.layer = true};
+            layer_half = {.layer = true},
+            layer_compute = {.layer = true, .compute = VKATTN_DTYPE_F16};
     record_problem(&a, &env, &small, 40, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &large, 150, 16, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &fused, 77, 32, VKATTN_PATH_AUTO, false, &r);
@@ -236,11 +245,13 @@ static void test_recording(void **state)
     record_problem(&a, &env, &layer, 20, 16, VKATTN_PATH_AUTO, false, &r);
     record_problem(&a, &env, &layer_large, 70, 32, VKATTN_PATH_UNFUSED, false, &r);
     record_problem(&a, &env, &layer_half, 33, 16, VKATTN_PATH_AUTO, true, &r);
-    VkCommandBuffer cbs[9] = {small.cb,      large.cb,      fused.cb,
-                              half_small.cb, half_large.cb, half_again.cb,
-                              layer.cb,      layer_large.cb, layer_half.cb};
+    record_problem(&a, &env, &layer_compute, 45, 16, VKATTN_PATH_AUTO, true, &r);
+    VkCommandBuffer cbs[10] = {small.cb,      large.cb,       fused.cb,
+                               half_small.cb, half_large.cb,  half_again.cb,
+                               layer.cb,      layer_large.cb, layer_half.cb,
+                               layer_compute.cb};
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 9,
+                       .commandBufferCount = 10,
                        .pCommandBuffers = cbs};
     assert_int_equal(vkQueueSubmit(a.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
     assert_int_equal(vkQueueWaitIdle(a.queue), VK_SUCCESS);
@@ -253,6 +264,7 @@ static void test_recording(void **state)
     check_problem(&a, &env, &layer, "mha");
     check_problem(&a, &env, &layer_large, "mha, unfused, larger");
     check_problem(&a, &env, &layer_half, "mha, f16 output");
+    check_problem(&a, &env, &layer_compute, "mha, f16 compute and output, larger");
 
     /* vkattn's own submissions work again afterwards. */
     int64_t shape[4] = {1, 1, 9, 8};

@@ -1345,6 +1345,26 @@ static void test_infinite_scores(void **state)
         assert_true(e % 4 == 0 || e % 4 == 2 ? isnan(want[e]) : want[e] == 0.0f);
     expect_paths(env, ieee_paths, NPATHS(ieee_paths), d, &q, &k, &v, &o, F32,
                  "every score -inf from K, Inf and NaN in V");
+    /* The same with a sink, finite, -inf or NaN: a row that has seen no finite
+     * score leaves its sink out (the GPU paths never fold it in), so the rows
+     * stay as they were. */
+    int64_t hs[1] = {1};
+    pair sinks = pair_random(env, F32, 1, hs, &r, -1, 1);
+    static const float sink_values[] = {0.75f, -INFINITY, NAN};
+    for (int i = 0; i < 3; i++) {
+        sinks.host[0] = sink_values[i];
+        upload_pairs((pair *const[]){&sinks}, 1);
+        vkattn_attention_desc ds = {.sinks = sinks.cpu};
+        assert_int_equal(vkattn_attention(env->cpu, &ds, q.cpu, k.cpu, v.cpu, o.cpu), VKATTN_OK);
+        assert_int_equal(vkattn_tensor_download(o.cpu, want, F32), VKATTN_OK);
+        for (int e = 0; e < 8; e++)
+            assert_true(e % 4 == 0 || e % 4 == 2 ? isnan(want[e]) : want[e] == 0.0f);
+        ds.sinks = sinks.gpu;
+        char name[64];
+        snprintf(name, sizeof name, "every score -inf from K, sink %g", (double)sink_values[i]);
+        expect_paths(env, ieee_paths, NPATHS(ieee_paths), ds, &q, &k, &v, &o, F32, name);
+    }
+    pair_destroy(&sinks);
     pair *all[] = {&q, &k, &v, &mask, &o};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pair_destroy(all[i]);

@@ -126,15 +126,16 @@ static void attend_row(const attention_dims *d, const dense_attention *a, const 
     double max = row_scores(d, a, s, b, h, i, lo, hi, p, allowed, &any);
     if (!any)
         return; /* no allowed key: a row of zeros, sink or no sink */
-    if (a->sinks && (a->sinks[h] > max || isnan(a->sinks[h])))
-        max = isnan(max) ? max : a->sinks[h];
-    /* Every allowed score -inf, and no sink above it: each key weighs 0, as
-     * PyTorch's safe softmax has it, and still multiplies its V row (a row of
-     * zeros where V is finite, NaN where it is not, as PyTorch's P V and every
-     * GPU path give); there is no sum to divide by. */
+    /* Every allowed score -inf: each key weighs 0, as PyTorch's safe softmax
+     * has it, and still multiplies its V row (zeros where V is finite, NaN
+     * where it is not, as PyTorch's P V and every GPU path give), with no sum
+     * to divide by and no sink, whatever its value (the GPU paths leave a
+     * sink out of a row that has seen no finite score). */
     bool weightless = max == -INFINITY;
+    if (!weightless && a->sinks && (a->sinks[h] > max || isnan(a->sinks[h])))
+        max = isnan(max) ? max : a->sinks[h];
     double shift = weightless ? 0.0 : max;
-    double sum = a->sinks ? exp(a->sinks[h] - shift) : 0.0;
+    double sum = a->sinks && !weightless ? exp(a->sinks[h] - shift) : 0.0;
     for (int64_t j = lo; j < hi; j++)
         if (allowed[j]) {
             p[j] = exp(p[j] - shift);

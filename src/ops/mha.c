@@ -90,38 +90,65 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
     return attention_check_variants(ctx, "mha", &variants, dims);
 }
 
-/* The layer's q, k and v, and the heads' output: context scratch in the
- * layer's compute dtype, (B*T, H*Dh) each. */
-static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
-                                   vkattn_dtype dtype, vkattn_tensor *proj[3], vkattn_tensor **o)
+/* The layer's q, k, v and heads' output, (B*T, H*Dh) each: `wide` as the
+ * matmuls and attention write them (f32), `kept` as the next steps read them:
+ * the same tensors, or with a 16-bit compute dtype `narrow`, the wide ones
+ * rounded into that dtype. Each step has its own wide tensor, so the three
+ * projections need no barrier between them. All are views of context scratch
+ * sized to this call: a slot an earlier, larger call grew is not narrowed
+ * whole. Not to be copied (kept points into it). */
+enum { LAYER_Q, LAYER_K, LAYER_V, LAYER_O, LAYER_TENSORS };
+typedef struct layer_tensors {
+    vkattn_tensor wide[LAYER_TENSORS], narrow[LAYER_TENSORS];
+    vkattn_tensor *kept[LAYER_TENSORS];
+} layer_tensors;
+
+static vkattn_tensor sized_view(const vkattn_tensor *t, uint64_t elements)
 {
-    uint64_t elements = (uint64_t)(d->B * d->Tq) * (uint64_t)(d->H * d->D);
-    vkattn_status s;
-    for (int i = 0; i < 3; i++)
-        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), dtype, elements, &proj[i])))
-            return s;
-    return scratch_get(ctx, SCRATCH_MHA_O, dtype, elements, o);
+    vkattn_tensor view = *t;
+    view.shape[0] = (int64_t)elements;
+    view.count = (size_t)elements;
+    view.bytes = (size_t)elements * dtype_size(t->dtype);
+    view.pins = 0; /* the slot's tensor holds the recording's pin */
+    return view;
 }
 
-/* The attention step over the BSHD views of q, k and v. */
-static attention_call attention_step(const attention_dims *d, vkattn_tensor *const proj[3],
-                                     vkattn_tensor *o, vkattn_attention_path path)
+static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
+                                   vkattn_dtype compute, layer_tensors *l)
 {
-    return (attention_call){.dims = *d, .q = proj[0], .k = proj[1], .v = proj[2], .o = o,
+    /* a multiple of 4, as scratch_get rounds it: the narrowing pass's grain */
+    uint64_t elements = ((uint64_t)(d->B * d->Tq) * (uint64_t)(d->H * d->D) + 3) & ~(uint64_t)3;
+    for (int i = 0; i < LAYER_TENSORS; i++) {
+        vkattn_tensor *t;
+        vkattn_status s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), VKATTN_DTYPE_F32,
+                                      elements, &t);
+        if (s != VKATTN_OK)
+            return s;
+        l->wide[i] = sized_view(t, elements);
+        l->kept[i] = &l->wide[i];
+        if (compute == VKATTN_DTYPE_F32)
+            continue;
+        if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q16 + i), compute, elements, &t)))
+            return s;
+        l->narrow[i] = sized_view(t, elements);
+        l->kept[i] = &l->narrow[i];
+    }
+    return VKATTN_OK;
+}
+
+/* The attention step over the BSHD views of q, k and v as kept, into o (f32). */
+static attention_call attention_step(const attention_dims *d, const layer_tensors *l,
+                                     vkattn_attention_path path)
+{
+    return (attention_call){.dims = *d, .q = l->kept[LAYER_Q], .k = l->kept[LAYER_K],
+                            .v = l->kept[LAYER_V], .o = (vkattn_tensor *)&l->wide[LAYER_O],
                             .path = path};
 }
 
-/* Records the matmul `m` into `target`: straight where it is f32, else into
- * the f32 output scratch and narrowed from there (wide_output.c), which is how
- * a 16-bit compute dtype rounds each step's result. */
-static vkattn_status matmul_into(vkattn_context *ctx, matmul_call m, vkattn_tensor *target)
+/* Rounds step i's result into the compute dtype, where that is 16-bit. */
+static vkattn_status keep(vkattn_context *ctx, layer_tensors *l, int i)
 {
-    wide_output wide;
-    vkattn_status s = wide_output_begin(ctx, target, &wide);
-    if (s != VKATTN_OK)
-        return s;
-    m.c = wide.write;
-    return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &m));
+    return l->kept[i] == &l->wide[i] ? VKATTN_OK : narrow_record(ctx, &l->wide[i], l->kept[i]);
 }
 
 vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const vkattn_tensor *x,
@@ -134,38 +161,28 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
     vkattn_status s = check_args(ctx, desc, x, w_qkv, b_qkv, w_out, b_out, y, &d);
     if (s != VKATTN_OK)
         return s;
-    if (ctx->backend == VKATTN_BACKEND_CPU) {
-        wide_output wide;
-        if ((s = wide_output_begin(ctx, y, &wide)) != VKATTN_OK)
-            return s;
+    wide_output wide;
+    if ((s = wide_output_begin(ctx, y, &wide)) != VKATTN_OK)
+        return s;
+    if (ctx->backend == VKATTN_BACKEND_CPU)
         return wide_output_end(ctx, &wide, cpu_mha(ctx, &d, desc->compute_dtype, x, w_qkv, b_qkv,
                                                    w_out, b_out, wide.write));
-    }
 
     uint64_t rows = (uint64_t)(d.B * d.Tq), width = (uint64_t)(d.H * d.D);
-    uint32_t C = (uint32_t)x->shape[2], C_out = (uint32_t)w_out->shape[0];
-    vkattn_tensor *proj[3], *o;
-    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, proj, &o)))
+    uint32_t C = (uint32_t)x->shape[2];
+    layer_tensors l;
+    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, &l)))
         return s;
-    attention_call a = attention_step(&d, proj, o, desc->path);
+    attention_call a = attention_step(&d, &l, desc->path);
     /* A fused path that cannot run is refused before the projections are
      * recorded (AUTO always finds a path: the unfused one at worst). */
     vkattn_attention_choice choice;
     if (desc->path == VKATTN_PATH_FUSED && (s = vk_attention_choice(ctx, &a, &choice)))
         return s;
-    /* Every step that narrows (q, k, v and o in a 16-bit compute dtype, a
-     * 16-bit Y) writes the one f32 output scratch first: sized once here for
-     * the largest, so that it is not replaced between the steps. */
-    uint64_t widest = desc->compute_dtype != VKATTN_DTYPE_F32 ? width : 0;
-    if (y->dtype != VKATTN_DTYPE_F32 && C_out > widest)
-        widest = C_out;
-    vkattn_tensor *unused;
-    if (widest && (s = scratch_get(ctx, SCRATCH_OUTPUT, VKATTN_DTYPE_F32, rows * widest, &unused)))
-        return s;
     /* q, k and v: X (B*T, C) times row blocks i of W_qkv, transposed. */
-    for (int i = 0; i < 3; i++) {
+    for (int i = LAYER_Q; i <= LAYER_V; i++) {
         matmul_call m = {
-            .a = x, .b = w_qkv, .bias = b_qkv,
+            .a = x, .b = w_qkv, .bias = b_qkv, .c = &l.wide[i],
             .M = (uint32_t)rows, .N = (uint32_t)width, .K = C,
             .batch = 1, .b_group = 1,
             .transpose_b = true,
@@ -173,23 +190,19 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
             .bias_offset = (uint32_t)(i * width),
             .alpha = 1.0f,
         };
-        if ((s = matmul_into(ctx, m, proj[i])) != VKATTN_OK)
+        if ((s = vk_matmul_record(ctx, &m)) || (s = keep(ctx, &l, i)))
             return s;
     }
-    wide_output heads;
-    if ((s = wide_output_begin(ctx, o, &heads)) != VKATTN_OK)
-        return s;
-    a.o = heads.write;
-    if ((s = wide_output_end(ctx, &heads, vk_attention_record(ctx, &a))) != VKATTN_OK)
+    if ((s = vk_attention_record(ctx, &a)) || (s = keep(ctx, &l, LAYER_O)))
         return s;
     matmul_call out = {
-        .a = o, .b = w_out, .bias = b_out,
-        .M = (uint32_t)rows, .N = C_out, .K = (uint32_t)width,
+        .a = l.kept[LAYER_O], .b = w_out, .bias = b_out, .c = wide.write,
+        .M = (uint32_t)rows, .N = (uint32_t)w_out->shape[0], .K = (uint32_t)width,
         .batch = 1, .b_group = 1,
         .transpose_b = true,
         .alpha = 1.0f,
     };
-    return matmul_into(ctx, out, y);
+    return wide_output_end(ctx, &wide, vk_matmul_record(ctx, &out));
 }
 
 vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc,
@@ -211,9 +224,9 @@ vkattn_status vkattn_mha_choose(vkattn_context *ctx, const vkattn_mha_desc *desc
         return VKATTN_OK;
     /* The planners look at the step's own tensors (their texel views): the
      * scratch that vkattn_mha would run on, and then reuses. */
-    vkattn_tensor *proj[3], *o;
-    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, proj, &o)))
+    layer_tensors l;
+    if ((s = layer_scratch(ctx, &d, desc->compute_dtype, &l)))
         return s;
-    attention_call a = attention_step(&d, proj, o, desc->path);
+    attention_call a = attention_step(&d, &l, desc->path);
     return vk_attention_choice(ctx, &a, out);
 }

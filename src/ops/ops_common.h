@@ -32,6 +32,10 @@ vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide
 /* Records (Vulkan) or does (CPU) the narrowing where the op succeeded; returns
  * the op's status where it did not. */
 vkattn_status wide_output_end(vkattn_context *ctx, wide_output *w, vkattn_status op_status);
+/* Records y (F16 or BF16) = x (f32 scratch of at least y's element count
+ * rounded up to 4), rounded to nearest even: wide_output_end's pass, for ops
+ * that keep 16-bit intermediates of their own (mha's compute dtype). */
+vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y);
 /* Records zeros over an F32 output (vk_tensor_fill: in the compute-shader
  * stage, where the recording contract says outputs are written). */
 vkattn_status vk_output_zero(vkattn_context *ctx, vkattn_tensor *t);

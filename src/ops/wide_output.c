@@ -47,11 +47,10 @@ static vkattn_status dispatch_fours(vkattn_context *ctx, vk_dispatch *d, size_t 
     return vk_cmd_dispatch(ctx, d);
 }
 
-/* Y (F16 or BF16) = X (f32, at least Y's element count rounded up to 4).
- * narrow.comp and fill.comp work four elements an invocation, each on its own,
+/* narrow.comp and fill.comp work four elements an invocation, each on its own,
  * with no subgroup or shared-memory operation: any subgroup size is correct
  * (key.subgroup_size 0). */
-static vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
+vkattn_status narrow_record(vkattn_context *ctx, const vkattn_tensor *x, vkattn_tensor *y)
 {
     /* x is f32 scratch (a multiple of 4 elements): its four-component view exists
      * wherever texel buffers do. */
