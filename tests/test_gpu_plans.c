@@ -12,6 +12,9 @@
  *    update the table with the reason. Likewise the tiles of each coopmat
  *    setting of the check's settings sweep (bench/tune_sweep.py), the
  *    softmax in registers on the accumulator layout the H200's probe read.
+ *  - The layer in f16 throughout: its attention step the coopmat kernel, its
+ *    output projection the coopmat matmul (in f32: the tiled kernel, the
+ *    scalar matmul, as the H200 ran them).
  *  - Every head size up to 256, GQA, Dv != D and decoding get a coopmat plan
  *    within the limits of the H200 and, as their drivers list themselves, an
  *    AMD RDNA3 and an Intel Alchemist GPU (KHR builds, other subgroup sizes
@@ -353,6 +356,41 @@ static void test_fourth_check_replayed(void **state)
     }
 }
 
+/* The layer in f16 throughout (vkattn_mha with compute_dtype F16: the --gpu
+ * row "mha auto compute=f16", B1 T1024 C1024 H16 Dh64, causal). Its attention
+ * step, over BSHD views of q, k and v with q_offset 0, takes the coopmat
+ * kernel on the H200 where its f32 q, k and v took the tiled one (the fourth
+ * check's profile: attention_tiled in both layer rows); its output projection,
+ * f16 o times f16 W_out, the coopmat matmul, where f32 o took the scalar one. */
+static void test_layer_in_f16(void **state)
+{
+    (void)state;
+    h200();
+    static const struct { vkattn_dtype dtype; vkattn_fused_variant expected; } steps[] = {
+        {F32, TILED}, {F16, COOPMAT}};
+    for (int i = 0; i < 2; i++) {
+        attention_call c = call(1, 16, 16, 1024, 1024, 64, steps[i].dtype, true);
+        c.dims.layout = VKATTN_LAYOUT_BSHD;
+        c.dims.q_offset = 0;
+        vkattn_fused_variant variant;
+        key_of(&c, steps[i].dtype == F16 ? "the layer's attention, f16" :
+                                           "the layer's attention, f32", &variant);
+        if (variant != steps[i].expected)
+            fail_msg("the layer's attention in %s: AUTO took %s, not %s",
+                     steps[i].dtype == F16 ? "f16" : "f32", row_of(variant)->name,
+                     row_of(steps[i].expected)->name);
+    }
+    vkattn_tensor o = {.dtype = F32, .ndim = 1, .shape = {1024 * 1024}, .count = 1024 * 1024},
+                  w_out = {.dtype = F16, .ndim = 2, .shape = {1024, 1024},
+                           .count = 1024 * 1024},
+                  y = {.dtype = F32, .ndim = 1, .shape = {1024 * 1024}, .count = 1024 * 1024};
+    matmul_call out = {.a = &o, .b = &w_out, .c = &y, .M = 1024, .N = 1024, .K = 1024,
+                       .batch = 1, .b_group = 1, .transpose_b = true, .alpha = 1.0f};
+    assert_false(matmul_coopmat_wanted(&ctx, &out));
+    o.dtype = F16;
+    assert_true(matmul_coopmat_wanted(&ctx, &out));
+}
+
 /* Past a GPU's largest head sizes: D = Dv refused for the registers; other
  * pairs may fit (Q's registers and O's differ) or are refused so. */
 static bool register_refusal(const attention_call *c, const char *what)
@@ -552,6 +590,7 @@ int main(void)
     unsetenv("VKATTN_COOPMAT_EMULATED_TILING");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fourth_check_replayed),
+        cmocka_unit_test(test_layer_in_f16),
         cmocka_unit_test(test_sweep_settings),
         cmocka_unit_test(test_two_buffers_bf16_stages),
         cmocka_unit_test(test_coopmat_every_head_size),
