@@ -94,7 +94,7 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
  * matmuls and attention write them (f32), `kept` as the next steps read them:
  * the same tensors, or with a 16-bit compute dtype `narrow`, the wide ones
  * rounded into that dtype. Each step has its own wide tensor, so the three
- * projections need no barrier between them. All are views of context scratch
+ * projections need no barrier between them, nor their roundings. All are views of context scratch
  * sized to this call: a slot an earlier, larger call grew is not narrowed
  * whole. Not to be copied (kept points into it). */
 enum { LAYER_Q, LAYER_K, LAYER_V, LAYER_O, LAYER_TENSORS };
@@ -190,9 +190,14 @@ vkattn_status vkattn_mha(vkattn_context *ctx, const vkattn_mha_desc *desc, const
             .bias_offset = (uint32_t)(i * width),
             .alpha = 1.0f,
         };
-        if ((s = vk_matmul_record(ctx, &m)) || (s = keep(ctx, &l, i)))
+        if ((s = vk_matmul_record(ctx, &m)))
             return s;
     }
+    /* then their roundings, so that the three products and the three passes
+     * each run side by side, with one barrier between them */
+    for (int i = LAYER_Q; i <= LAYER_V; i++)
+        if ((s = keep(ctx, &l, i)))
+            return s;
     if ((s = vk_attention_record(ctx, &a)) || (s = keep(ctx, &l, LAYER_O)))
         return s;
     matmul_call out = {
