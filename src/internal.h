@@ -521,8 +521,8 @@ typedef enum scratch_slot {
     SCRATCH_ATTN_SCORES,                             /* Tq x Tk scores, chunked (unfused) */
     SCRATCH_ATTN_PARTIAL,                            /* split-key partial results (fused) */
     SCRATCH_MHA_Q, SCRATCH_MHA_K, SCRATCH_MHA_V, SCRATCH_MHA_O, /* the layer's, f32 */
-    SCRATCH_MHA_Q16, SCRATCH_MHA_K16, SCRATCH_MHA_V16,          /* and rounded to a 16-bit */
-    SCRATCH_MHA_O16,                                             /* compute dtype */
+    SCRATCH_MHA_Q16, SCRATCH_MHA_K16, SCRATCH_MHA_V16, /* rounded to its 16-bit compute dtype
+                                                          (o reuses q's: src/ops/mha.c) */
     SCRATCH_OUTPUT,                                  /* an op's f32 output before narrowing */
     SCRATCH_COUNT
 } scratch_slot;

@@ -32,10 +32,17 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype d
     vkattn_tensor *t = ctx->scratch[slot];
     if (!t || t->count < rounded || t->dtype != dtype) {
         vkattn_status s = VKATTN_OK;
-        if (t && t->pins)
+        if (t && t->pins) {
             s = retire(ctx, t);
-        else if (t)
-            destroy_owned(ctx, t); /* waits for the context's own work that uses it */
+        } else if (t) {
+            /* The context's own work recorded so far may use it: submitted
+             * and waited for here, so that a failure is this op's status
+             * (vkattn_tensor_destroy, which would wait too, returns none). */
+            if (ctx->backend == VKATTN_BACKEND_VULKAN && ctx->vk.recording && !ctx->vk.external)
+                s = vk_cmd_submit_and_wait(ctx);
+            if (s == VKATTN_OK)
+                destroy_owned(ctx, t);
+        }
         if (s != VKATTN_OK)
             return s;
         ctx->scratch[slot] = NULL;

@@ -93,10 +93,10 @@ static vkattn_status check_args(vkattn_context *ctx, const vkattn_mha_desc *d,
 /* The layer's q, k, v and heads' output, (B*T, H*Dh) each: `wide` as the
  * matmuls and attention write them (f32), `kept` as the next steps read them:
  * the same tensors, or with a 16-bit compute dtype `narrow`, the wide ones
- * rounded into that dtype. Each step has its own wide tensor, so the three
- * projections need no barrier between them, nor their roundings. All are views of context scratch
- * sized to this call: a slot an earlier, larger call grew is not narrowed
- * whole. Not to be copied (kept points into it). */
+ * rounded into that dtype. Each projection has its own wide tensor, so the
+ * three need no barrier between them, nor their roundings. All are views of
+ * context scratch sized to this call: a slot an earlier, larger call grew is
+ * not narrowed whole. Not to be copied (kept points into it). */
 enum { LAYER_Q, LAYER_K, LAYER_V, LAYER_O, LAYER_TENSORS };
 typedef struct layer_tensors {
     vkattn_tensor wide[LAYER_TENSORS], narrow[LAYER_TENSORS];
@@ -118,7 +118,8 @@ static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
 {
     /* a multiple of 4, as scratch_get rounds it: the narrowing pass's grain */
     uint64_t elements = ((uint64_t)(d->B * d->Tq) * (uint64_t)(d->H * d->D) + 3) & ~(uint64_t)3;
-    for (int i = 0; i < LAYER_TENSORS; i++) {
+    bool narrows = compute != VKATTN_DTYPE_F32;
+    for (int i = 0; i < (narrows ? LAYER_O : LAYER_TENSORS); i++) {
         vkattn_tensor *t;
         vkattn_status s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q + i), VKATTN_DTYPE_F32,
                                       elements, &t);
@@ -126,12 +127,23 @@ static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
             return s;
         l->wide[i] = sized_view(t, elements);
         l->kept[i] = &l->wide[i];
-        if (compute == VKATTN_DTYPE_F32)
+        if (!narrows)
             continue;
         if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q16 + i), compute, elements, &t)))
             return s;
         l->narrow[i] = sized_view(t, elements);
         l->kept[i] = &l->narrow[i];
+    }
+    if (narrows) {
+        /* The heads' output goes where f32 q was, and its rounding where the
+         * rounded q was: both are spent by then (q is rounded before attention
+         * runs, and attention has read the rounded q before o is rounded), so
+         * a 16-bit layer takes 18 bytes an element of its width rather than
+         * 24. The hazard tracker orders the reuse: attention waits for the
+         * roundings it reads, o's rounding for attention. */
+        l->wide[LAYER_O] = l->wide[LAYER_Q];
+        l->narrow[LAYER_O] = l->narrow[LAYER_Q];
+        l->kept[LAYER_O] = &l->narrow[LAYER_O];
     }
     return VKATTN_OK;
 }
