@@ -712,6 +712,11 @@ static inline bool attention_has_layout_variants(const attention_dims *d)
  * (recorded before the op's own work on Vulkan). */
 vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype dtype,
                           uint64_t elements, vkattn_tensor **out);
+/* A scratch tensor's memory under another shape of `count` elements at most
+ * its own (a copy, for the call that got it: the slot's tensor keeps the
+ * recording's pin, so the view has none). */
+vkattn_tensor scratch_view(const vkattn_tensor *scratch, int32_t ndim, const int64_t *shape,
+                           size_t count);
 void scratch_release_all(vkattn_context *ctx);
 /* Records `bits` into the first `count` 32-bit words of the tensor `t` (at
  * most its size in bytes rounded up to 16, over 4; shaders/fill.comp, in the

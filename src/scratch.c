@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void destroy_owned(vkattn_context *ctx, vkattn_tensor *t)
 {
@@ -74,6 +75,19 @@ vkattn_status scratch_get(vkattn_context *ctx, scratch_slot slot, vkattn_dtype d
     }
     *out = t;
     return VKATTN_OK;
+}
+
+vkattn_tensor scratch_view(const vkattn_tensor *scratch, int32_t ndim, const int64_t *shape,
+                           size_t count)
+{
+    vkattn_tensor view = *scratch;
+    view.ndim = ndim;
+    memset(view.shape, 0, sizeof view.shape);
+    memcpy(view.shape, shape, (size_t)ndim * sizeof *shape);
+    view.count = count;
+    view.bytes = count * dtype_size(scratch->dtype);
+    view.pins = 0;
+    return view;
 }
 
 void scratch_sweep_retired(vkattn_context *ctx)

@@ -103,16 +103,6 @@ typedef struct layer_tensors {
     vkattn_tensor *kept[LAYER_TENSORS];
 } layer_tensors;
 
-static vkattn_tensor sized_view(const vkattn_tensor *t, uint64_t elements)
-{
-    vkattn_tensor view = *t;
-    view.shape[0] = (int64_t)elements;
-    view.count = (size_t)elements;
-    view.bytes = (size_t)elements * dtype_size(t->dtype);
-    view.pins = 0; /* the slot's tensor holds the recording's pin */
-    return view;
-}
-
 static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
                                    vkattn_dtype compute, layer_tensors *l)
 {
@@ -125,13 +115,14 @@ static vkattn_status layer_scratch(vkattn_context *ctx, const attention_dims *d,
                                       elements, &t);
         if (s != VKATTN_OK)
             return s;
-        l->wide[i] = sized_view(t, elements);
+        const int64_t shape[1] = {(int64_t)elements};
+        l->wide[i] = scratch_view(t, 1, shape, elements);
         l->kept[i] = &l->wide[i];
         if (!narrows)
             continue;
         if ((s = scratch_get(ctx, (scratch_slot)(SCRATCH_MHA_Q16 + i), compute, elements, &t)))
             return s;
-        l->narrow[i] = sized_view(t, elements);
+        l->narrow[i] = scratch_view(t, 1, shape, elements);
         l->kept[i] = &l->narrow[i];
     }
     if (narrows) {

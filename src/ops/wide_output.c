@@ -8,8 +8,6 @@
  * work of attention or a matmul (the output is the smallest tensor of both). */
 #include "ops_common.h"
 
-#include <string.h>
-
 /* Keep in sync with the Push blocks in shaders/narrow.comp (groups only) and
  * shaders/fill.comp. */
 typedef struct fours_push {
@@ -95,12 +93,7 @@ vkattn_status wide_output_begin(vkattn_context *ctx, vkattn_tensor *target, wide
         return s;
     /* The scratch tensor's memory under the target's shape: ops and CPU
      * functions that read the output's shape see the caller's. */
-    w->view = *scratch;
-    w->view.ndim = target->ndim;
-    memcpy(w->view.shape, target->shape, sizeof w->view.shape);
-    w->view.count = target->count;
-    w->view.bytes = target->count * sizeof(float);
-    w->view.pins = 0;
+    w->view = scratch_view(scratch, target->ndim, target->shape, target->count);
     w->write = &w->view;
     return VKATTN_OK;
 }
